@@ -1,0 +1,19 @@
+"""Pytest fixtures around `tests.fakellm` (registered from `tests/conftest.py` via `pytest_plugins`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakellm import FakeLLMServer
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """A fresh fake LLM server on a free local port, stopped after the test."""
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,1 @@
+"""The debate engine: state machine, formats, prompts, budget, judge and the runner that drives them."""

@@ -1,0 +1,337 @@
+"""The debate life cycle as data: states, events, transitions and named guards.
+
+`DebateMachine.send(event)` either moves the machine or raises `TransitionNotAllowed` and changes
+nothing. The Mermaid diagram (`to_mermaid`) is generated from the same `TRANSITIONS` declaration,
+so the picture in the UI and README cannot drift from the behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from webapp.models import utcnow
+
+
+class State(StrEnum):
+    """Where a debate is in its life cycle."""
+
+    IDLE = "idle"
+    INITIALIZING = "initializing"
+    CLARIFYING = "clarifying"
+    AWAITING_CLARIFICATION = "awaiting_clarification"
+    PREPARATION = "preparation"
+    DEBATING = "debating"
+    JUDGING = "judging"
+    PAUSED = "paused"
+    AWAITING_ACK = "awaiting_acknowledgement"
+    ERROR = "error"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+
+
+class Event(StrEnum):
+    """What can happen to a debate."""
+
+    START = "START"
+    INIT_COMPLETE = "INIT_COMPLETE"
+    QUESTIONS_READY = "QUESTIONS_READY"
+    CLARIFICATION_ANSWERED = "CLARIFICATION_ANSWERED"
+    CLARIFICATION_COMPLETE = "CLARIFICATION_COMPLETE"
+    TURN_COMPLETE = "TURN_COMPLETE"
+    PHASE_COMPLETE = "PHASE_COMPLETE"
+    ROUND_COMPLETE = "ROUND_COMPLETE"
+    ALL_ROUNDS_COMPLETE = "ALL_ROUNDS_COMPLETE"
+    VERDICT_READY = "VERDICT_READY"
+    PAUSE = "PAUSE"
+    RESUME = "RESUME"
+    STOP = "STOP"
+    ERROR = "ERROR"
+    RETRY = "RETRY"
+    COST_WARNING = "COST_WARNING"
+    ACKNOWLEDGE_WARNING = "ACKNOWLEDGE_WARNING"
+
+
+# States in which the engine is doing work (a runner task should be alive).
+ACTIVE_STATES = frozenset(
+    {State.INITIALIZING, State.CLARIFYING, State.PREPARATION, State.DEBATING, State.JUDGING}
+)
+# States that wait for a person.
+WAITING_STATES = frozenset({State.PAUSED, State.AWAITING_ACK, State.ERROR, State.AWAITING_CLARIFICATION})
+TERMINAL_STATES = frozenset({State.COMPLETED, State.STOPPED})
+# Sentinel target: go back to the state remembered when the machine was suspended.
+RETURN = "<return>"
+
+
+class Position(BaseModel):
+    """Exactly where in the format the debate is: kept across pause, error and restart."""
+
+    phase: str | None = None
+    round: int = 0
+    speaker: str | None = None
+    turn: int = 0
+
+
+class MachineContext(BaseModel):
+    """Everything the machine remembers besides its state."""
+
+    state: State = State.IDLE
+    return_state: State | None = None
+    position: Position = Field(default_factory=Position)
+    retries_used: int = 0
+    max_retries: int = 3
+    error: dict[str, Any] | None = None
+    stopping: bool = False
+    stop_reason: str | None = None
+    interrupted: bool = False
+    judge_enabled: bool = True
+    clarification: bool = False
+    preparation: bool = False
+    has_turns: bool = False
+    elapsed_s: float = 0.0
+    phase_durations: dict[str, float] = Field(default_factory=dict)
+    active_since: datetime | None = None
+
+
+Guard = Callable[[MachineContext, dict[str, Any]], bool]
+
+
+def _retries_left(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.retries_used < ctx.max_retries
+
+
+def _with_verdict(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return bool(params.get("verdict", True)) and ctx.judge_enabled and ctx.has_turns
+
+
+def _stopping(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.stopping
+
+
+def _judge_enabled(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.judge_enabled
+
+
+def _needs_clarification(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.clarification
+
+
+def _has_preparation(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.preparation
+
+
+GUARDS: dict[str, Guard] = {
+    "retries_left": _retries_left,
+    "with_verdict": _with_verdict,
+    "stopping": _stopping,
+    "judge_enabled": _judge_enabled,
+    "needs_clarification": _needs_clarification,
+    "has_preparation": _has_preparation,
+}
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One declared edge: in `source`, on `event`, if `guard` holds, go to `target`."""
+
+    source: State
+    event: Event
+    target: State | str
+    guard: str | None = None
+
+
+def _declare() -> tuple[Transition, ...]:
+    s, e = State, Event
+    edges = [
+        Transition(s.IDLE, e.START, s.INITIALIZING),
+        Transition(s.INITIALIZING, e.INIT_COMPLETE, s.CLARIFYING, "needs_clarification"),
+        Transition(s.INITIALIZING, e.INIT_COMPLETE, s.PREPARATION, "has_preparation"),
+        Transition(s.INITIALIZING, e.INIT_COMPLETE, s.DEBATING),
+        Transition(s.CLARIFYING, e.QUESTIONS_READY, s.AWAITING_CLARIFICATION),
+        Transition(s.AWAITING_CLARIFICATION, e.CLARIFICATION_ANSWERED, s.CLARIFYING),
+        Transition(s.CLARIFYING, e.CLARIFICATION_COMPLETE, s.PREPARATION, "has_preparation"),
+        Transition(s.CLARIFYING, e.CLARIFICATION_COMPLETE, s.DEBATING),
+        Transition(s.PREPARATION, e.TURN_COMPLETE, s.PREPARATION),
+        Transition(s.PREPARATION, e.PHASE_COMPLETE, s.DEBATING),
+        Transition(s.DEBATING, e.TURN_COMPLETE, s.DEBATING),
+        Transition(s.DEBATING, e.PHASE_COMPLETE, s.DEBATING),
+        Transition(s.DEBATING, e.ROUND_COMPLETE, s.DEBATING),
+        Transition(s.DEBATING, e.ALL_ROUNDS_COMPLETE, s.JUDGING, "judge_enabled"),
+        Transition(s.DEBATING, e.ALL_ROUNDS_COMPLETE, s.COMPLETED),
+        Transition(s.JUDGING, e.VERDICT_READY, s.STOPPED, "stopping"),
+        Transition(s.JUDGING, e.VERDICT_READY, s.COMPLETED),
+        Transition(s.JUDGING, e.STOP, s.STOPPED),
+    ]
+    for active in sorted(ACTIVE_STATES):
+        edges.append(Transition(active, e.PAUSE, s.PAUSED))
+        edges.append(Transition(active, e.ERROR, s.ERROR))
+    for source in (s.PREPARATION, s.DEBATING, s.JUDGING):
+        edges.append(Transition(source, e.COST_WARNING, s.AWAITING_ACK))
+    for source in (s.INITIALIZING, s.CLARIFYING, s.PREPARATION, s.DEBATING, *sorted(WAITING_STATES)):
+        edges.append(Transition(source, e.STOP, s.JUDGING, "with_verdict"))
+        edges.append(Transition(source, e.STOP, s.STOPPED))
+    edges += [
+        Transition(s.PAUSED, e.RESUME, RETURN),
+        Transition(s.ERROR, e.RETRY, RETURN, "retries_left"),
+        Transition(s.AWAITING_ACK, e.ACKNOWLEDGE_WARNING, RETURN),
+    ]
+    return tuple(edges)
+
+
+TRANSITIONS: tuple[Transition, ...] = _declare()
+
+
+class TransitionNotAllowed(Exception):
+    """Raised when an event is not allowed in the current state; the machine is unchanged."""
+
+    def __init__(self, state: State, event: Event | str, reason: str = "") -> None:
+        self.state = state
+        self.event = event
+        self.reason = reason
+        message = f"{event} is not allowed while the debate is {state.value}"
+        super().__init__(f"{message}: {reason}" if reason else message)
+
+
+class DebateMachine:
+    """The life cycle of one debate. Pure and synchronous: no I/O, no clock unless you omit `at`."""
+
+    def __init__(self, context: MachineContext | None = None) -> None:
+        self.context = context or MachineContext()
+
+    @property
+    def state(self) -> State:
+        return self.context.state
+
+    def allowed_events(self) -> list[Event]:
+        """Events `send` would accept now (guards evaluated with default parameters)."""
+        allowed: list[Event] = []
+        for event in Event:
+            if self._resolve(event, {}) is not None and event not in allowed:
+                allowed.append(event)
+        return allowed
+
+    def can(self, event: Event, **params: Any) -> bool:
+        return self._resolve(Event(event), params) is not None
+
+    def _resolve(self, event: Event, params: dict[str, Any]) -> Transition | None:
+        for transition in TRANSITIONS:
+            if transition.source is self.state and transition.event is event:
+                guard = GUARDS[transition.guard] if transition.guard else None
+                if guard is None or guard(self.context, params):
+                    return transition
+        return None
+
+    def send(self, event: Event | str, at: datetime | None = None, **params: Any) -> tuple[State, State]:
+        """Apply `event`; return (from, to). Raises `TransitionNotAllowed` and changes nothing."""
+        try:
+            event = Event(event)
+        except ValueError:
+            raise TransitionNotAllowed(self.state, str(event), "unknown event") from None
+        transition = self._resolve(event, params)
+        if transition is None:
+            raise TransitionNotAllowed(self.state, event, self._refusal_reason(event))
+        at = at or utcnow()
+        ctx = self.context
+        source = ctx.state
+        target = ctx.return_state if transition.target == RETURN else State(transition.target)
+        if target is None:  # a suspended machine with nothing remembered cannot happen; be explicit
+            raise TransitionNotAllowed(self.state, event, "no state to return to")
+        self._tick(at)
+        if target in (State.PAUSED, State.ERROR, State.AWAITING_ACK):
+            ctx.return_state = source
+        elif transition.target == RETURN:
+            ctx.return_state = None
+        if event is Event.ERROR:
+            ctx.error = dict(params.get("error") or {})
+        if event is Event.RETRY:
+            ctx.retries_used += 1
+            ctx.error = None
+        if event is Event.PAUSE:
+            ctx.interrupted = bool(params.get("interrupted", False))
+        if event is Event.RESUME:
+            ctx.interrupted = False
+        if event is Event.STOP:
+            ctx.stopping = True
+            ctx.stop_reason = params.get("reason") or "stopped by user"
+            ctx.return_state = None
+        if event is Event.TURN_COMPLETE:
+            ctx.has_turns = True
+        if "position" in params and params["position"] is not None:
+            ctx.position = Position.model_validate(params["position"])
+        ctx.state = target
+        ctx.active_since = at if target in ACTIVE_STATES else None
+        return source, target
+
+    def note_position(self, position: Position, at: datetime | None = None) -> None:
+        """Record where the debate now is (a new speaker or phase) for timing and display."""
+        self._tick(at or utcnow())
+        self.context.position = position
+
+    def _tick(self, at: datetime) -> None:
+        ctx = self.context
+        if ctx.active_since is not None and ctx.state in ACTIVE_STATES:
+            delta = max(0.0, (at - ctx.active_since).total_seconds())
+            ctx.elapsed_s += delta
+            phase = ctx.position.phase or ctx.state.value
+            ctx.phase_durations[phase] = ctx.phase_durations.get(phase, 0.0) + delta
+            ctx.active_since = at
+
+    def elapsed(self, now: datetime | None = None) -> float:
+        """Active seconds so far, paused and waiting time excluded."""
+        ctx = self.context
+        extra = 0.0
+        if ctx.active_since is not None and ctx.state in ACTIVE_STATES:
+            extra = max(0.0, ((now or utcnow()) - ctx.active_since).total_seconds())
+        return ctx.elapsed_s + extra
+
+    def _refusal_reason(self, event: Event) -> str:
+        candidates = [t for t in TRANSITIONS if t.source is self.state and t.event is event]
+        if not candidates:
+            if self.state in TERMINAL_STATES:
+                return "the debate has ended"
+            return "no such transition"
+        if event is Event.RETRY:
+            return f"all {self.context.max_retries} retries of this debate are used"
+        failed = ", ".join(t.guard or "" for t in candidates if t.guard)
+        return f"guard failed ({failed})"
+
+
+def to_mermaid(phases: list[tuple[str, str]] | None = None, highlight: State | str | None = None) -> str:
+    """A Mermaid `stateDiagram-v2` of `TRANSITIONS`; `phases` (id, title) are drawn inside debating."""
+    lines = ["stateDiagram-v2", "    [*] --> idle"]
+    seen: set[tuple[str, str, str]] = set()
+    for t in TRANSITIONS:
+        if t.target == RETURN:
+            # One edge stands for "back to the remembered state"; drawing all of them clutters.
+            label, targets = t.event.value + " (back to where it was)", [State.DEBATING]
+        else:
+            label, targets = t.event.value, [State(t.target)]
+        if t.guard:
+            label += f" [{t.guard}]"
+        for target in targets:
+            key = (t.source.value, target.value, label)
+            if key in seen or (t.source is target and t.event is Event.TURN_COMPLETE and phases):
+                continue
+            seen.add(key)
+            lines.append(f"    {t.source.value} --> {target.value}: {label}")
+    lines += ["    completed --> [*]", "    stopped --> [*]"]
+    if phases:
+        lines.append("    state debating {")
+        ids = [f"phase_{i}" for i in range(len(phases))]
+        for pid, (_, title) in zip(ids, phases, strict=True):
+            safe = title.replace(":", " -").replace('"', "'")
+            lines.append(f'        {pid}: {safe}')
+        lines.append(f"        [*] --> {ids[0]}")
+        for a, b in zip(ids, ids[1:], strict=False):
+            lines.append(f"        {a} --> {b}: PHASE_COMPLETE")
+        lines.append(f"        {ids[-1]} --> [*]")
+        lines.append("    }")
+    if highlight:
+        lines.append("    classDef current fill:#f59e0b,color:#111,stroke:#b45309,stroke-width:3px")
+        lines.append(f"    class {State(highlight).value} current")
+    return "\n".join(lines)

@@ -1,0 +1,708 @@
+"""Drives one debate: the machine, the providers, the store and the live stream.
+
+The loop looks at the machine's state, does the next piece of work (a turn, a round decision, the
+verdict), commits what happened, and goes round again; it returns when the debate waits for a
+person or has ended. Every event is committed (one transaction) *before* it is applied to the
+live view and broadcast. Commands (pause, stop, …) cancel in-flight work first, so no tokens keep
+being billed after a user stopped; the cut turn is discarded and redone later, never half-kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from webapp.engine import budget as money
+from webapp.engine.context import build_history, summary_key, turns_to_summarise
+from webapp.engine.discipline import truncate_to_words, word_count
+from webapp.engine.formats import Phase
+from webapp.engine.judge import judge_debate
+from webapp.engine.machine import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    WAITING_STATES,
+    Event,
+    Position,
+    State,
+    TransitionNotAllowed,
+)
+from webapp.engine.prompts import effective_word_limit, turn_request
+from webapp.engine.schedule import (
+    Step,
+    TurnSlot,
+    phase_steps,
+    post_phases,
+    pre_phases,
+    round_phases,
+)
+from webapp.engine.state import DebateState
+from webapp.engine.stream import (
+    Broadcaster,
+    Listener,
+    LiveChunk,
+    LiveEvent,
+    LiveTurn,
+    LiveTurnAborted,
+    LiveTurnStarted,
+)
+from webapp.engine import termination
+from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Usage, utcnow
+from webapp.providers.base import (
+    Completion,
+    ErrorKind,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+    TextDelta,
+    estimate_request_tokens,
+)
+from webapp.settings import Settings
+from webapp.store import Store
+
+log = logging.getLogger(__name__)
+
+AUTO_RETRIES = 3  # retryable failures of one call retried automatically before the debate errors
+TIMEOUT_RETRIES = 1  # a timed-out call is retried exactly once
+
+
+class ProviderSource(Protocol):
+    """Gives the provider for a participant or judge (reusing connections)."""
+
+    def get(self, spec: Participant | JudgeSpec) -> Provider: ...
+
+
+TaskFactory = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
+
+
+@dataclass
+class CallResult:
+    """A finished provider call."""
+
+    text: str
+    usage: Usage
+    finish_reason: str | None
+    attempt: int
+    started_at: Any
+    finished_at: Any
+    first_token_s: float | None
+    cost_usd: float | None
+    cost_source: str
+    model_label: str
+
+
+class DebateSession:
+    """One debate in this process: its state, its runner task, its subscribers."""
+
+    def __init__(
+        self,
+        state: DebateState,
+        store: Store,
+        providers: ProviderSource,
+        settings: Settings,
+        task_factory: TaskFactory | None = None,
+        backoff_base: float = 0.5,
+        on_event: Callable[[DebateSession, DebateEvent], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.store = store
+        self.providers = providers
+        self.settings = settings
+        self.backoff_base = backoff_base
+        self._task_factory = task_factory or asyncio.create_task
+        self._on_event = on_event
+        self.broadcaster = Broadcaster()
+        self.live: dict[str, LiveTurn] = {}
+        self.judging_now = False
+        self._task: asyncio.Task[None] | None = None
+        self._commit_lock = asyncio.Lock()
+        self._command_lock = asyncio.Lock()
+        self._pending_calls: list[dict[str, Any]] = []
+
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Add a listener; returns the function that removes it. Call right after reading `state`."""
+        return self.broadcaster.subscribe(listener)
+
+    # --- commands --------------------------------------------------------------------------
+
+    def ensure_running(self) -> None:
+        """Start the runner task if there is work to do and none is running."""
+        if self.running:
+            return
+        if self.state.status in ACTIVE_STATES or self.state.status is State.IDLE:
+            self._task = self._task_factory(self._run())
+
+    async def join(self) -> State:
+        """Wait until the runner stops (the debate ended or waits for a person)."""
+        while self._task is not None and not self._task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+        return self.state.status
+
+    async def pause(self, interrupted: bool = False) -> None:
+        async with self._command_lock:
+            self._require(Event.PAUSE)
+            await self._halt()
+            await self._transition(Event.PAUSE, interrupted=interrupted,
+                                   position=self.state.machine.context.position.model_dump())
+
+    async def resume(self) -> None:
+        async with self._command_lock:
+            await self._transition(Event.RESUME)
+            self.ensure_running()
+
+    async def stop(self, verdict: bool = True, reason: str = "stopped by user") -> None:
+        async with self._command_lock:
+            self._require(Event.STOP)
+            await self._halt()
+            await self._transition(Event.STOP, verdict=verdict, reason=reason)
+            self.ensure_running()
+
+    async def retry(self) -> None:
+        async with self._command_lock:
+            await self._transition(Event.RETRY)
+            self.ensure_running()
+
+    async def acknowledge_warning(self) -> None:
+        async with self._command_lock:
+            await self._transition(Event.ACKNOWLEDGE_WARNING)
+            self.ensure_running()
+
+    async def answer_clarification(self, answers: dict[str, list[str]]) -> None:
+        """Record the user's answers (per participant, in question order; '' = unanswered)."""
+        async with self._command_lock:
+            self._require(Event.CLARIFICATION_ANSWERED)
+            iteration = len(self.state.clarifications)
+            clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
+            await self._commit(EventKind.CLARIFICATION_ANSWER, {"iteration": iteration, "answers": clean},
+                               idem_key=f"answer/{iteration}")
+            await self._transition(Event.CLARIFICATION_ANSWERED)
+            self.ensure_running()
+
+    async def shutdown(self) -> None:
+        """Stop working without recording anything (a process exit is like a crash)."""
+        await self._halt()
+
+    def _require(self, event: Event) -> None:
+        if not self.state.machine.can(event):
+            raise TransitionNotAllowed(self.state.status, event, self.state.machine._refusal_reason(event))
+
+    async def _halt(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for key in list(self.live):
+            self._abort_live(key, "cancelled")
+
+    # --- committing ------------------------------------------------------------------------
+
+    async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
+                      transition: tuple[Event, dict[str, Any]] | None = None) -> DebateEvent | None:
+        """Persist, then apply and broadcast, one event. Shielded: a cancelled caller cannot leave
+        the in-memory state and the log disagreeing."""
+        inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition))
+        return await asyncio.shield(inner)
+
+    async def _commit_inner(self, kind: EventKind, data: dict[str, Any], idem_key: str | None,
+                            transition: tuple[Event, dict[str, Any]] | None) -> DebateEvent | None:
+        async with self._commit_lock:
+            state = self.state
+            at = utcnow()
+            if kind is EventKind.TURN and idem_key in state.turn_keys:
+                return None
+            snapshot = state.machine.context.model_copy(deep=True)
+            if transition is not None:
+                event, params = transition
+                source, target = state.machine.send(event, at=at, **params)  # raises, changing nothing
+                data = {"event": event.value, "from": source.value, "to": target.value, "params": params}
+            record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=data)
+            try:
+                state.apply(record, sent=transition is not None)
+                stored = await self.store.append(state.id, kind, data, idem_key=idem_key,
+                                                 summary=state.summary(), at=at)
+            except BaseException:
+                state.machine.context = snapshot
+                await self._reload()
+                raise
+            if stored is None:  # already in the log (a replay): the log wins
+                await self._reload()
+                return None
+        self.broadcaster.emit(LiveEvent(state.id, record))
+        if self._on_event is not None:
+            self._on_event(self, record)
+        return record
+
+    async def _reload(self) -> None:
+        self.state = DebateState.from_events(await self.store.events(self.state.id))
+
+    async def _transition(self, event: Event, **params: Any) -> DebateEvent | None:
+        return await self._commit(EventKind.TRANSITION, {}, transition=(event, params))
+
+    # --- the loop --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                status = self.state.status
+                if status in TERMINAL_STATES or status in WAITING_STATES:
+                    return
+                if status is State.IDLE:
+                    await self._transition(Event.START)
+                elif status is State.INITIALIZING:
+                    await self._initialize()
+                elif status is State.CLARIFYING:
+                    await self._clarify()
+                elif status in (State.PREPARATION, State.DEBATING):
+                    await self._advance()
+                elif status is State.JUDGING:
+                    await self._judge()
+        except asyncio.CancelledError:
+            raise
+        except ProviderError as exc:
+            await self._fail(exc)
+        except Exception as exc:
+            log.exception("debate %s failed", self.id)
+            await self._fail(ProviderError(ErrorKind.FATAL, "rostrum", f"internal error: {exc}", reason="internal"))
+
+    async def _fail(self, exc: ProviderError) -> None:
+        for key in list(self.live):
+            self._abort_live(key, str(exc))
+        if not self.state.machine.can(Event.ERROR):
+            return
+        await self._commit(EventKind.ERROR, {**exc.to_dict(), "state": self.state.status.value,
+                                             "position": self.state.machine.context.position.model_dump()})
+        await self._transition(Event.ERROR, error=exc.to_dict(),
+                               position=self.state.machine.context.position.model_dump())
+
+    async def _initialize(self) -> None:
+        from webapp.providers.registry import check_spec
+
+        config = self.state.config
+        for index, participant in enumerate(config.participants):
+            problem = check_spec(participant)
+            if problem:
+                raise ProviderError(ErrorKind.FATAL, participant.provider,
+                                    f"participants[{index}] ({participant.name}): {problem}", reason="config")
+        for spec in config.judge.judges:
+            problem = check_spec(spec)
+            if problem and config.judge.enabled:
+                raise ProviderError(ErrorKind.FATAL, spec.provider, f"judge: {problem}", reason="config")
+        first = self.state.format.phases[0]
+        await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1).model_dump())
+
+    # --- clarification ---------------------------------------------------------------------
+
+    async def _clarify(self) -> None:
+        state = self.state
+        config = state.config
+        asked = len(state.clarifications)
+        answered = len(state.answers)
+        if asked > answered:  # questions out, answers not in: wait for the person
+            await self._transition(Event.QUESTIONS_READY)
+            return
+        if asked >= config.clarification_iterations or config.clarification_questions == 0:
+            await self._transition(Event.CLARIFICATION_COMPLETE)
+            return
+        questions, calls = await termination.ask_clarifications(self._aux_call, state, asked + 1)
+        if not any(questions.values()):
+            await self._commit(EventKind.NOTE, {"type": "clarification_done", "iteration": asked + 1,
+                                                "calls": calls})
+            await self._transition(Event.CLARIFICATION_COMPLETE)
+            return
+        await self._commit(EventKind.CLARIFICATION_QUESTIONS,
+                           {"iteration": asked + 1, "questions": questions, "calls": calls},
+                           idem_key=f"questions/{asked + 1}")
+        await self._transition(Event.QUESTIONS_READY)
+
+    # --- turns -----------------------------------------------------------------------------
+
+    def _phase_groups(self) -> list[tuple[Phase, int]]:
+        """(phase, round) groups of the plan known so far, in order."""
+        state, fmt = self.state, self.state.format
+        groups = [(p, 1) for p in pre_phases(fmt)]
+        stop_after = state.total_rounds
+        for round_no, decision in sorted(state.round_decisions.items()):
+            if decision.get("stop"):
+                stop_after = min(stop_after, round_no)
+                break
+        for round_no in range(1, stop_after + 1):
+            groups += [(p, round_no) for p in round_phases(fmt)]
+        groups += [(p, 1) for p in post_phases(fmt)]
+        return groups
+
+    def _steps(self, phase: Phase, round_no: int) -> list[Step]:
+        return phase_steps(self.state.format, phase, round_no, self.state.config)
+
+    def _group_done(self, phase: Phase, round_no: int) -> bool:
+        return all(t.key in self.state.turn_keys for s in self._steps(phase, round_no) for t in s.turns)
+
+    async def _close_markers(self) -> None:
+        """Send PHASE_COMPLETE / ROUND_COMPLETE for groups finished but not yet marked (crash-safe)."""
+        state = self.state
+        block = {p.id for p in round_phases(state.format)}
+        for phase, round_no in self._phase_groups():
+            if not self._group_done(phase, round_no):
+                return
+            if (phase.id, round_no) not in state.phase_marks:
+                if state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
+                    continue
+                await self._transition(Event.PHASE_COMPLETE, phase=phase.id, round=round_no,
+                                       position=state.machine.context.position.model_dump())
+            last_of_block = phase.id in block and phase.id == round_phases(state.format)[-1].id
+            if last_of_block and round_no not in state.round_marks:
+                await self._transition(Event.ROUND_COMPLETE, round=round_no,
+                                       position=state.machine.context.position.model_dump())
+            if self.state.status is not State.DEBATING and self.state.status is not State.PREPARATION:
+                return
+
+    async def _next_step(self) -> Step | None:
+        state, fmt = self.state, self.state.format
+        for phase in pre_phases(fmt):
+            for step in self._steps(phase, 1):
+                if any(t.key not in state.turn_keys for t in step.turns):
+                    return step
+        kind = fmt.termination.kind
+        for round_no in range(1, state.total_rounds + 1):
+            for phase in round_phases(fmt):
+                for step in self._steps(phase, round_no):
+                    if any(t.key not in state.turn_keys for t in step.turns):
+                        return step
+            if round_phases(fmt):
+                await self._after_round(round_no)
+            if round_no == state.total_rounds or kind == "fixed":
+                continue
+            decision = state.round_decisions.get(round_no)
+            if decision is None:
+                decision = await self._decide_round(round_no)
+            if decision.get("stop"):
+                break
+        for phase in post_phases(fmt):
+            for step in self._steps(phase, 1):
+                if any(t.key not in state.turn_keys for t in step.turns):
+                    return step
+        return None
+
+    async def _after_round(self, round_no: int) -> None:
+        """Per-round judging when the debate asks for it (stored, never recomputed)."""
+        config = self.state.config
+        if not config.judge.enabled or config.judge.frequency == "end":
+            return
+        if config.judge.frequency == "mid" and round_no != max(1, (self.state.total_rounds + 1) // 2):
+            return
+        if any(int(s.get("round", -1)) == round_no for s in self.state.round_scores):
+            return
+        scores, calls = await termination.score_round(self._aux_call, self.state, round_no)
+        await self._commit(EventKind.ROUND_SCORES, {"round": round_no, **scores, "calls": calls},
+                           idem_key=f"round_scores/{round_no}")
+
+    async def _decide_round(self, round_no: int) -> dict[str, Any]:
+        decision, calls = await termination.decide(self._aux_call, self.state, round_no)
+        await self._commit(EventKind.ROUND_DECISION, {**decision, "round": round_no, "calls": calls},
+                           idem_key=f"decision/{round_no}")
+        return self.state.round_decisions[round_no]
+
+    async def _advance(self) -> None:
+        await self._close_markers()
+        if self.state.status not in (State.PREPARATION, State.DEBATING):
+            return
+        step = await self._next_step()
+        if step is None:
+            await self._close_markers()
+            if self.state.status is State.PREPARATION:
+                await self._transition(Event.PHASE_COMPLETE)
+            if self.state.status is State.DEBATING:
+                await self._transition(Event.ALL_ROUNDS_COMPLETE,
+                                       position=self.state.machine.context.position.model_dump())
+            return
+        if self.state.status is State.PREPARATION and all(t.act != "prepare" for t in step.turns):
+            await self._transition(Event.PHASE_COMPLETE, phase=step.phase, round=step.round)
+            return
+        await self._run_step(step)
+
+    async def _run_step(self, step: Step) -> None:
+        todo = [t for t in step.turns if t.key not in self.state.turn_keys]
+        for slot in todo:
+            await self._prepare_summary(self.state.config.participant(slot.speaker))
+        requests = [(slot, self._request_for(slot, offset)) for offset, slot in enumerate(todo)]
+        if not await self._budget_allows([(self.state.config.participant(s.speaker), r) for s, r in requests]):
+            return
+        if len(requests) == 1:
+            await self._take_turn(*requests[0])
+        else:
+            async with asyncio.TaskGroup() as group:
+                for slot, request in requests:
+                    group.create_task(self._take_turn(slot, request))
+        await self._check_warning()
+
+    async def _prepare_summary(self, participant: Participant) -> None:
+        """Write (once) the summary a `summarize` debate needs before this participant speaks."""
+        needed = turns_to_summarise(self.state, participant)
+        if needed is None:
+            return
+        turns, covered = needed
+        text, record = await termination.summarise(self._aux_call, self.state, turns)
+        key = summary_key(participant.id, covered)
+        await self._commit(EventKind.SUMMARY, {"key": key, "participant": participant.id, "covered": covered,
+                                               "text": text.strip(), "calls": [record]}, idem_key=f"summary/{key}")
+
+    def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest:
+        state = self.state
+        participant = state.config.participant(slot.speaker)
+        history, notes = build_history(state, participant)
+        request = turn_request(
+            slot=slot,
+            participant=participant,
+            config=state.config,
+            fmt=state.format,
+            history=history,
+            turn_number=len(state.turns) + 1 + offset,
+            round_total=state.total_rounds,
+            extra_context={"compression": notes, **termination.turn_context(state, participant, slot)},
+        )
+        return request
+
+    async def _take_turn(self, slot: TurnSlot, request: ProviderRequest) -> None:
+        state = self.state
+        participant = state.config.participant(slot.speaker)
+        self.state.machine.note_position(
+            Position(phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index))
+        result = await self._call(participant, request, slot=slot)
+        text, notes = result.text.strip(), list(request.context.get("compression") or [])
+        phase = state.format.phase(slot.phase)
+        limit = effective_word_limit(phase, state.config)
+        if limit and word_count(text) > limit:
+            if state.config.word_limit_action == "reject":
+                notes.append(f"rejected: {word_count(text)} words over the {limit}-word limit; asked again")
+                shorter = request.model_copy(update={"messages": [
+                    *request.messages,
+                    request.messages[0].model_copy(update={"role": "assistant", "content": text}),
+                    request.messages[0].model_copy(update={
+                        "content": f"That was {word_count(text)} words; the limit is {limit}. "
+                                   "Say it again in fewer words."}),
+                ], "context": {**request.context, "word_limit": limit, "retry_shorter": True}})
+                second = await self._call(participant, shorter, slot=slot)
+                result.usage = result.usage + second.usage
+                result.cost_usd = None if None in (result.cost_usd, second.cost_usd) else (
+                    result.cost_usd + second.cost_usd)
+                text = second.text.strip()
+            if word_count(text) > limit:
+                notes.append(f"truncated at a sentence boundary to the {limit}-word limit "
+                             f"(was {word_count(text)} words)")
+                text = truncate_to_words(text, limit)
+        flag = await termination.check_on_topic(self._aux_call, state, participant, text)
+        if flag:
+            notes.append(flag)
+        turn = Turn(
+            key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
+            index=slot.index, text=text, usage=result.usage, cost_usd=result.cost_usd,
+            model=participant.model, provider=participant.provider, attempt=result.attempt,
+            started_at=result.started_at, finished_at=result.finished_at,
+            first_token_s=result.first_token_s, finish_reason=result.finish_reason, notes=notes,
+            visible=slot.visible,
+        )
+        self.live.pop(slot.key, None)
+        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": result.cost_source},
+                           idem_key=slot.key)
+        await self._transition(Event.TURN_COMPLETE, position=Position(
+            phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index).model_dump())
+
+    # --- provider calls --------------------------------------------------------------------
+
+    async def _call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
+                    slot: TurnSlot | None = None) -> CallResult:
+        """One call with bounded automatic retries; raises ProviderError when they are exhausted."""
+        retries = timeouts = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._call_once(spec, request, slot, attempt)
+            except ProviderError as exc:
+                if slot is not None:
+                    self._abort_live(slot.key, str(exc))
+                if not exc.retryable:
+                    raise
+                if exc.reason == "timeout":
+                    if timeouts >= TIMEOUT_RETRIES:
+                        raise
+                    timeouts += 1
+                else:
+                    if retries >= AUTO_RETRIES:
+                        raise
+                    retries += 1
+                delay = self.backoff_base * (2 ** (retries + timeouts - 1))
+                if exc.retry_after is not None:
+                    delay = max(delay if exc.retry_after else 0.0, exc.retry_after)
+                delay = min(delay, self.settings.retry_after_cap)
+                await self._commit(EventKind.NOTE, {
+                    "type": "retry", "turn": slot.key if slot else request.purpose, "attempt": attempt,
+                    "error": exc.to_dict(), "wait_s": round(delay, 3),
+                })
+                await asyncio.sleep(delay)
+
+    async def _call_once(self, spec: Participant | JudgeSpec, request: ProviderRequest, slot: TurnSlot | None,
+                         attempt: int) -> CallResult:
+        provider = self.providers.get(spec)
+        timeouts = self.state.config.timeouts
+        started, t0 = utcnow(), time.monotonic()
+        parts: list[str] = []
+        completion: Completion | None = None
+        first_token_s: float | None = None
+        if slot is not None:
+            self.live[slot.key] = LiveTurn(slot.key, slot.speaker, slot.phase, slot.round, slot.act, attempt)
+            self.broadcaster.emit(LiveTurnStarted(self.id, slot.key, slot.speaker, slot.phase, slot.round,
+                                                  slot.act, attempt))
+        try:
+            async with asyncio.timeout(timeouts.turn):
+                stream = provider.stream(request)
+                try:
+                    async with asyncio.timeout(timeouts.first_token) as first:
+                        async for item in stream:
+                            if isinstance(item, TextDelta):
+                                if first_token_s is None:
+                                    first_token_s = time.monotonic() - t0
+                                    first.reschedule(None)
+                                parts.append(item.text)
+                                if slot is not None and slot.key in self.live:
+                                    self.live[slot.key].text += item.text
+                                    self.broadcaster.emit(LiveChunk(self.id, slot.key, slot.speaker, item.text))
+                            elif isinstance(item, Completion):
+                                completion = item
+                finally:
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        with contextlib.suppress(Exception):
+                            await aclose()
+        except TimeoutError:
+            which = "first token" if first_token_s is None else "turn"
+            limit = timeouts.first_token if first_token_s is None else timeouts.turn
+            raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
+                                f"timed out waiting for the {which} after {limit:g} s", reason="timeout") from None
+        if completion is None:
+            raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
+                                "the stream ended without its final event (cut stream)", reason="cut_stream")
+        cost = money.cost_of(spec, completion.usage, self.settings)
+        return CallResult(
+            text="".join(parts), usage=completion.usage, finish_reason=completion.finish_reason,
+            attempt=attempt, started_at=started, finished_at=utcnow(), first_token_s=first_token_s,
+            cost_usd=cost.usd, cost_source=cost.source, model_label=f"{spec.provider}:{spec.model}",
+        )
+
+    async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
+        """A non-turn call (judge, summary, question): returns its text and a cost record."""
+        result = await self._call(spec, request)
+        record = {
+            "model": result.model_label, "usage": result.usage.model_dump(), "cost_usd": result.cost_usd,
+            "cost_source": result.cost_source, "purpose": request.purpose,
+            "participant": getattr(spec, "id", "judge") or "judge",
+        }
+        return result.text, record
+
+    def _abort_live(self, key: str, reason: str) -> None:
+        if self.live.pop(key, None) is not None:
+            self.broadcaster.emit(LiveTurnAborted(self.id, key, reason))
+
+    # --- money -----------------------------------------------------------------------------
+
+    async def _budget_allows(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> bool:
+        """Check the estimate of the next call(s) against the hard limit; stop the debate if it could cross."""
+        budget = self.state.config.budget
+        if budget.cost_limit is None:
+            return True
+        estimate = 0.0
+        for spec, request in calls:
+            cost = money.estimate_call(spec, estimate_request_tokens(request), request.max_tokens, self.settings)
+            estimate += cost.usd or 0.0
+        spent = self.state.ledger.total_usd
+        if money.check_budget(spent, estimate, None, budget.cost_limit) != "limit":
+            return True
+        judge_estimate = self._judge_estimate()
+        judge_fits = judge_estimate is not None and spent + judge_estimate <= budget.cost_limit
+        await self._commit(EventKind.WARNING, {
+            "type": "cost_limit",
+            "message": f"the next call could cost up to ${estimate:.4f}; with ${spent:.4f} spent that would "
+                       f"cross the ${budget.cost_limit:.4f} limit, so it was not made",
+            "spent_usd": spent, "estimate_usd": estimate, "limit_usd": budget.cost_limit,
+            "judge_runs": judge_fits,
+        })
+        await self._transition(Event.STOP, verdict=judge_fits, reason="cost limit")
+        return False
+
+    def _judge_estimate(self) -> float | None:
+        state = self.state
+        transcript_tokens = sum(len(t.text) // 4 + 12 for t in state.turns) + 400
+        total = 0.0
+        for spec in state.config.judge.judges:
+            cost = money.estimate_call(spec, transcript_tokens, spec.max_tokens, self.settings)
+            if cost.usd is None:
+                continue
+            total += cost.usd
+        return total
+
+    async def _check_warning(self) -> None:
+        budget = self.state.config.budget
+        spent = self.state.ledger.total_usd
+        if budget.warn_at is None or self.state.cost_warned or spent < budget.warn_at:
+            return
+        await self._commit(EventKind.WARNING, {
+            "type": "cost_warning",
+            "message": f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} warning threshold",
+            "spent_usd": spent, "warn_at": budget.warn_at,
+        }, idem_key="cost_warning")
+        if self.state.machine.can(Event.COST_WARNING):
+            await self._transition(Event.COST_WARNING)
+
+    # --- judging ---------------------------------------------------------------------------
+
+    async def _judge(self) -> None:
+        state = self.state
+        config = state.config
+        calls: list[dict[str, Any]] = []
+
+        async def call(spec: JudgeSpec, request: ProviderRequest) -> str:
+            text, record = await self._aux_call(spec, request)
+            calls.append(record)
+            return text
+
+        visible = [t for t in state.turns if t.visible]
+        budget = config.budget
+        judge_estimate = self._judge_estimate() or 0.0
+        self.judging_now = True
+        try:
+            if budget.cost_limit is not None and state.ledger.total_usd + judge_estimate > budget.cost_limit:
+                from webapp.models import Verdict
+
+                verdict = Verdict(available=False, reasoning="Verdict unavailable: the judge's estimated cost "
+                                  f"(${judge_estimate:.4f}) does not fit under the cost limit.")
+            elif not visible:
+                from webapp.models import Verdict
+
+                verdict = Verdict(available=False, reasoning="Verdict unavailable: no turns to judge.")
+            else:
+                verdict = await judge_debate(call, config, state.format, visible)
+                synthesis = await termination.synthesize(self._aux_call, state)
+                if synthesis is not None:
+                    verdict.synthesis, record = synthesis
+                    calls.append(record)
+        finally:
+            self.judging_now = False
+        verdict.ended_because = state.ended_because or ("all rounds completed" if not state.machine.context.stopping
+                                                        else None)
+        await self._commit(EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": calls},
+                           idem_key="verdict")
+        await self._transition(Event.VERDICT_READY)
+

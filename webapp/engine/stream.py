@@ -1,0 +1,102 @@
+"""Messages the engine broadcasts to its subscribers (web pages, the CLI).
+
+`LiveEvent` carries a committed log event. The others are ephemeral: streamed text and the start
+or abandonment of an attempt at a turn. Subscribers are plain callables; the engine knows nothing
+about who listens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from webapp.models import DebateEvent, utcnow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LiveEvent:
+    """A committed event (already on disk)."""
+
+    debate_id: str
+    event: DebateEvent
+
+
+@dataclass(frozen=True)
+class LiveTurnStarted:
+    """An attempt at a turn began (the speaker is now "thinking…")."""
+
+    debate_id: str
+    key: str
+    speaker: str
+    phase: str
+    round: int
+    act: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class LiveChunk:
+    """Streamed text of an unfinished turn."""
+
+    debate_id: str
+    key: str
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LiveTurnAborted:
+    """An attempt was cut off; its partial text is discarded and the turn will be redone."""
+
+    debate_id: str
+    key: str
+    reason: str
+
+
+LiveMessage = LiveEvent | LiveTurnStarted | LiveChunk | LiveTurnAborted
+Listener = Callable[[LiveMessage], None]
+
+
+@dataclass
+class LiveTurn:
+    """An in-flight turn, kept so a late joiner sees the text streamed so far."""
+
+    key: str
+    speaker: str
+    phase: str
+    round: int
+    act: str
+    attempt: int
+    text: str = ""
+    started_at: datetime = field(default_factory=utcnow)
+
+
+class Broadcaster:
+    """Fan-out to listeners; a failing listener is logged and never breaks the engine."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    @property
+    def count(self) -> int:
+        return len(self._listeners)
+
+    def emit(self, message: LiveMessage) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(message)
+            except Exception:  # a broken spectator must not stop a debate
+                log.exception("live listener failed")

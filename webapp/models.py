@@ -1,0 +1,304 @@
+"""Pydantic models at the boundaries: debate configuration, turns, usage, verdicts and log events.
+
+Everything that enters the engine (a form, a CLI spec, a config file) is validated into a
+`DebateConfig`; everything the engine records is one of the `DebateEvent` kinds below.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TOPIC_MAX_CHARS = 2000
+PERSONA_MAX_CHARS = 4000
+MAX_PARTICIPANTS = 8
+DEFAULT_CRITERIA = ["argument quality", "evidence", "rebuttal", "clarity", "persuasiveness"]
+PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
+
+ProviderName = Literal["demo", "openai", "anthropic", "compatible"]
+
+# Positions a participant can hold; aliases are normalised so formats can name sides simply.
+POSITION_ALIASES = {
+    "affirmative": "pro",
+    "aff": "pro",
+    "for": "pro",
+    "proposition": "pro",
+    "negative": "con",
+    "neg": "con",
+    "against": "con",
+    "opposition": "con",
+    "mod": "moderator",
+}
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now; every timestamp in the log is UTC."""
+    return datetime.now(UTC)
+
+
+def slugify(text: str) -> str:
+    """A short identifier made from a display name."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:32] or "p"
+
+
+class Strict(BaseModel):
+    """Base for configuration models: unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Participant(Strict):
+    """One debater (or moderator): which model speaks, from which side, in which voice."""
+
+    id: str = ""
+    name: str = Field(default="", max_length=60)
+    provider: ProviderName = "demo"
+    model: str = Field(default="demo", min_length=1, max_length=200)
+    position: str = Field(default="pro", min_length=1, max_length=40)
+    persona: str = Field(default="", max_length=PERSONA_MAX_CHARS)
+    base_url: str | None = None
+    preset: str | None = Field(default=None, description="compatible-server preset name")
+    api_key_env: str | None = Field(default=None, description="name of the env variable holding the key")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int = Field(default=1024, ge=16, le=64000)
+    color: str | None = None
+    context_tokens: int | None = Field(default=None, ge=500, description="context budget in tokens")
+
+    @field_validator("position")
+    @classmethod
+    def _normalise_position(cls, value: str) -> str:
+        value = value.strip().lower()
+        return POSITION_ALIASES.get(value, value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("base_url must start with http:// or https://")
+        return value.rstrip("/")
+
+
+class JudgeSpec(Strict):
+    """One judge model."""
+
+    provider: ProviderName = "demo"
+    model: str = Field(default="demo", min_length=1, max_length=200)
+    base_url: str | None = None
+    preset: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int = Field(default=1500, ge=64, le=64000)
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+class JudgeConfig(Strict):
+    """The judge (or panel of judges) and what they rule on."""
+
+    judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec()], min_length=1, max_length=5)
+    fallback: JudgeSpec | None = None
+    criteria: list[str] = Field(default_factory=lambda: list(DEFAULT_CRITERIA), min_length=1, max_length=10)
+    frequency: Literal["end", "round", "mid"] = "end"
+    enabled: bool = True
+
+    @field_validator("criteria")
+    @classmethod
+    def _clean_criteria(cls, value: list[str]) -> list[str]:
+        cleaned = [c.strip() for c in value if c.strip()]
+        if not cleaned:
+            raise ValueError("at least one judging criterion is required")
+        return cleaned
+
+
+class Budget(Strict):
+    """Spending guard rails in USD: a warning threshold and a hard limit."""
+
+    warn_at: float | None = Field(default=None, ge=0)
+    cost_limit: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _limit_above_warning(self) -> Budget:
+        if self.warn_at is not None and self.cost_limit is not None and self.cost_limit < self.warn_at:
+            raise ValueError("cost_limit must be greater than or equal to warn_at")
+        return self
+
+
+class Timeouts(Strict):
+    """Per-debate timeouts in seconds."""
+
+    connect: float = Field(default=10.0, gt=0, le=300)
+    first_token: float = Field(default=60.0, gt=0, le=900)
+    turn: float = Field(default=120.0, gt=0, le=3600)
+
+
+class ContextPolicy(Strict):
+    """How a participant's history is kept inside its context budget."""
+
+    strategy: Literal["truncate", "sliding-window", "summarize"] = "truncate"
+    window: int = Field(default=6, ge=1, le=100, description="turns kept by sliding-window")
+
+
+class DebateConfig(Strict):
+    """Everything needed to run one debate; validated before anything is stored."""
+
+    topic: str = Field(min_length=1, max_length=TOPIC_MAX_CHARS)
+    format: str = "classic"
+    rounds: int | None = Field(default=None, ge=1, le=50)
+    questions: int = Field(default=3, ge=1, le=10, description="cross-examination questions per side")
+    participants: list[Participant] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    budget: Budget = Field(default_factory=Budget)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    context: ContextPolicy = Field(default_factory=ContextPolicy)
+    word_limit: int | None = Field(default=None, ge=20, le=5000, description="overrides the phases' limits")
+    word_limit_action: Literal["truncate", "reject"] = "truncate"
+    strict: bool = Field(default=False, description="flag off-topic turns")
+    seed: int = Field(default=0, ge=0)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    show_preparation: bool = False
+    clarification: bool = True
+    clarification_questions: int = Field(default=3, ge=0, le=10)
+    clarification_iterations: int = Field(default=3, ge=1, le=10)
+    convergence_threshold: int = Field(default=85, ge=1, le=100)
+    quality_threshold: int = Field(default=80, ge=1, le=100)
+
+    @field_validator("topic")
+    @classmethod
+    def _topic_has_words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("topic must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _assign_ids(self) -> DebateConfig:
+        seen: set[str] = set()
+        for index, participant in enumerate(self.participants):
+            if not participant.name:
+                participant.name = f"{participant.position.title()} {index + 1}"
+            base = participant.id or slugify(participant.name)
+            pid, n = base, 2
+            while pid in seen:
+                pid, n = f"{base}-{n}", n + 1
+            participant.id = pid
+            seen.add(pid)
+            if not participant.color:
+                participant.color = PALETTE[index % len(PALETTE)]
+        return self
+
+    def participant(self, participant_id: str) -> Participant:
+        for p in self.participants:
+            if p.id == participant_id:
+                return p
+        raise KeyError(participant_id)
+
+
+class Usage(BaseModel):
+    """Tokens used by one provider call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    estimated: bool = False
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            estimated=self.estimated or other.estimated,
+        )
+
+
+class Turn(BaseModel):
+    """A finished turn, exactly as stored in the log."""
+
+    key: str
+    phase: str
+    round: int
+    speaker: str
+    act: str = "speak"
+    index: int = 0
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    model: str = ""
+    provider: str = ""
+    attempt: int = 1
+    started_at: datetime
+    finished_at: datetime
+    first_token_s: float | None = None
+    finish_reason: str | None = None
+    notes: list[str] = Field(default_factory=list, description="word limit, off-topic, compression notes")
+    visible: bool = True
+
+
+class CriterionScore(BaseModel):
+    """One participant's score and note on one criterion."""
+
+    score: float = Field(ge=0, le=100)
+    note: str = ""
+
+
+class JudgeRuling(BaseModel):
+    """One judge's ruling (a panel has several)."""
+
+    judge: str
+    winner: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    criteria: dict[str, dict[str, CriterionScore]] = Field(default_factory=dict)
+    reasoning: str = ""
+    confidence: float | None = None
+    error: str | None = None
+
+
+class Verdict(BaseModel):
+    """The final ruling: winner (None for a tie), 0–100 scores, per-criterion notes and reasoning."""
+
+    available: bool = True
+    winner: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    criteria: dict[str, dict[str, CriterionScore]] = Field(default_factory=dict)
+    reasoning: str = ""
+    confidence: float | None = None
+    rulings: list[JudgeRuling] = Field(default_factory=list)
+    disagreement: float | None = None
+    labels: dict[str, str] = Field(default_factory=dict, description="neutral label -> participant id")
+    raw_text: str | None = None
+    synthesis: str | None = None
+    ended_because: str | None = None
+
+
+class EventKind(StrEnum):
+    """Every kind of record in a debate's append-only log."""
+
+    CREATED = "created"
+    TRANSITION = "transition"
+    TURN = "turn"
+    WARNING = "warning"
+    ERROR = "error"
+    VERDICT = "verdict"
+    ROUND_DECISION = "round_decision"
+    ROUND_SCORES = "round_scores"
+    CLARIFICATION_QUESTIONS = "clarification_questions"
+    CLARIFICATION_ANSWER = "clarification_answer"
+    SUMMARY = "summary"
+    NOTE = "note"
+
+
+class DebateEvent(BaseModel):
+    """One committed record of the log; `seq` is its position within the debate."""
+
+    debate_id: str
+    seq: int
+    kind: EventKind
+    at: datetime
+    data: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,312 @@
+"""The offline demo provider: deterministic, topic-, position- and phase-aware prose, no key needed.
+
+It streams word by word at a configurable rate (`demo` ≈ 40 tokens/s, `demo-instant` without delay;
+`ROSTRUM_DEMO_SPEED` overrides both without changing a word), reports token usage, answers judge
+requests with valid JSON, and can be told to fail at a chosen turn for tests. Every request it
+receives is kept in `received` so tests can check what each speaker was shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from webapp.models import Usage
+from webapp.providers.base import (
+    Completion,
+    ErrorKind,
+    ProviderError,
+    ProviderRequest,
+    StreamItem,
+    TextDelta,
+    estimate_request_tokens,
+    estimate_tokens,
+)
+
+DEMO_MODELS = {"demo": 40.0, "demo-instant": 0.0}
+# Clearly simulated prices (USD per million tokens) so budgets and warnings can be tried offline.
+DEMO_PRICE_PER_MTOK = {"input": 3.0, "output": 15.0}
+FAILURE_KINDS = ("timeout", "rate_limit", "cut", "server", "auth")
+
+_STANCE = {
+    "pro": "in favour of the motion",
+    "con": "against the motion",
+    "moderator": "as the neutral moderator",
+}
+_OPENERS = [
+    "Let me be direct about {topic_short}.",
+    "The question of {topic_short} deserves a clear answer.",
+    "I come to {topic_short} {stance}, and for concrete reasons.",
+    "Consider what {topic_short} means in practice.",
+]
+_ARGUMENTS = [
+    "the {aspect} evidence points one way: when similar policies were tried, outcomes followed incentives, "
+    "not intentions",
+    "the {aspect} costs are routinely underestimated by those who have not had to bear them",
+    "people adapt to rules faster than critics predict, and that changes the {aspect} calculation",
+    "the burden of proof rests on whoever asks us to accept the {aspect} risk",
+    "a {aspect} framework that ignores second-order effects is not a framework at all",
+    "the {aspect} benefits compound over time while the objections are one-off",
+    "fairness demands we ask who pays the {aspect} price and who collects the reward",
+    "the {aspect} record shows that half-measures satisfy nobody",
+]
+_ASPECTS = ["economic", "ethical", "practical", "historical", "social", "long-term", "empirical"]
+_CONNECTIVES = ["First,", "Second,", "Moreover,", "Crucially,", "Finally,"]
+_QUESTIONS = [
+    "If {point}, how do you account for the people it leaves worse off?",
+    "You said {point}. What evidence would change your mind?",
+    "Can you name one case where {point} actually held up under scrutiny?",
+    "Who bears the cost if {point} turns out to be wrong?",
+]
+_REBUT = [
+    "My opponent argued that {point}. That claim does not survive contact with the details.",
+    "We heard that {point}. It sounds reasonable, but it assumes exactly what it needs to prove.",
+    "{name} insists that {point}. Even granting that, it does not carry the motion.",
+]
+
+
+def _seeded(*parts: Any) -> random.Random:
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
+    return random.Random(int(digest[:16], 16))
+
+
+def _short_topic(topic: str) -> str:
+    topic = " ".join(topic.split()).rstrip("?.! ")
+    words = topic.split()
+    short = " ".join(words[:14]) + ("…" if len(words) > 14 else "")
+    return f"“{short[:1].lower()}{short[1:]}”"
+
+
+def _point_of(text: str) -> str:
+    """A short, quotable claim from someone's turn."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 6]
+    if not sentences:
+        return "the case is obvious"
+    words = sentences[min(1, len(sentences) - 1)].rstrip(".!?").split()
+    return " ".join(words[:14]).strip(",;:").lower()
+
+
+def _env_speed() -> float | None:
+    raw = os.environ.get("ROSTRUM_DEMO_SPEED")
+    if raw in (None, ""):
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def parse_failures(spec: str | None) -> dict[int, str]:
+    """`"3:rate_limit,5:cut"` → {3: "rate_limit", 5: "cut"}; a trailing `!` fails every attempt."""
+    out: dict[int, str] = {}
+    for item in (spec or "").split(","):
+        number, _, kind = item.strip().partition(":")
+        if number.strip().isdigit() and kind.strip().rstrip("!") in FAILURE_KINDS:
+            out[int(number)] = kind.strip()
+    return out
+
+
+class DemoProvider:
+    """A deterministic offline model. Its output depends only on the seed and the turn, never on
+    timing or retries, so an interrupted debate ends with the same transcript as an uninterrupted one."""
+
+    name = "demo"
+
+    def __init__(
+        self,
+        model: str = "demo",
+        speed: float | None = None,
+        failures: dict[int, str] | None = None,
+    ) -> None:
+        self.model = model
+        env_speed = _env_speed()
+        self.speed = speed if speed is not None else env_speed
+        if self.speed is None:
+            self.speed = DEMO_MODELS.get(model, 40.0)
+        self.failures = failures if failures is not None else parse_failures(os.environ.get("ROSTRUM_DEMO_FAIL"))
+        self._failed: set[int] = set()
+        self.received: list[ProviderRequest] = []
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
+        self.received.append(request)
+        text = self.compose(request)
+        failure = self._failure_for(request)
+        if failure in ("rate_limit", "server", "auth"):
+            raise self._error(failure)
+        words = re.findall(r"\S+\s*", text)
+        cut_at = len(words) // 2 if failure == "cut" else None
+        delay = 1.0 / self.speed if self.speed else 0.0
+        for i, word in enumerate(words):
+            if i == cut_at:
+                raise ProviderError(ErrorKind.RETRYABLE, "demo", "stream ended before completion", reason="cut_stream")
+            if failure == "timeout":
+                await asyncio.sleep(3600)
+            if delay:
+                await asyncio.sleep(delay)
+            elif i % 16 == 0:
+                await asyncio.sleep(0)
+            yield TextDelta(word)
+        usage = Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(text))
+        yield Completion(usage=usage, finish_reason="stop", request_id=None)
+
+    def _failure_for(self, request: ProviderRequest) -> str | None:
+        number = request.context.get("turn_number")
+        kind = self.failures.get(number) if isinstance(number, int) else None
+        if kind is None:
+            return None
+        if kind.endswith("!"):
+            return kind[:-1]
+        if number in self._failed:
+            return None
+        self._failed.add(number)
+        return kind
+
+    def _error(self, kind: str) -> ProviderError:
+        if kind == "rate_limit":
+            return ProviderError(ErrorKind.RETRYABLE, "demo", "simulated rate limit", status=429,
+                                 retry_after=0.0, reason="rate_limit")
+        if kind == "server":
+            return ProviderError(ErrorKind.RETRYABLE, "demo", "simulated server error", status=500, reason="server")
+        return ProviderError(ErrorKind.FATAL, "demo", "simulated invalid API key", status=401, reason="auth")
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def compose(self, request: ProviderRequest) -> str:
+        """The full text this request produces (deterministic for a seed and a turn)."""
+        ctx = request.context
+        writer = getattr(self, f"_write_{request.purpose}", None)
+        rng = _seeded(ctx.get("seed", 0), ctx.get("turn_key", ""), request.purpose, self.model)
+        if writer is None:
+            return self._write_turn(rng, ctx)
+        return writer(rng, ctx)
+
+    def _write_turn(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        topic = _short_topic(str(ctx.get("topic", "the motion")))
+        position = str(ctx.get("position", "pro"))
+        stance = _STANCE.get(position, f"as the {position}")
+        act = str(ctx.get("act", "speak"))
+        phase = str(ctx.get("phase_title", ctx.get("phase", "this phase")))
+        opponent = ctx.get("opponent_last") or {}
+        point = _point_of(opponent.get("text", "")) if opponent else ""
+        name = opponent.get("name", "my opponent")
+        limit = int(ctx.get("word_limit") or 150)
+        if act == "ask":
+            q = rng.choice(_QUESTIONS).format(point=point or f"{topic} is settled")
+            return f"{name}, a question on {topic}. {q[0].upper()}{q[1:]}"
+        if act == "answer":
+            question = _point_of(opponent.get("text", "")) if opponent else "your question"
+            body = (
+                f"The question was whether {question}. My answer, {stance}, is straightforward: "
+                f"{rng.choice(_ARGUMENTS).format(aspect=rng.choice(_ASPECTS))}. "
+                f"That is why on {topic} I hold my ground."
+            )
+            return body
+        sentences = [rng.choice(_OPENERS).format(topic_short=topic, stance=stance)]
+        if act == "prepare":
+            sentences = [f"Preparation notes on {topic}, {stance}."]
+        if point and act in ("speak", "critique", "refine", "synthesize"):
+            sentences.append(rng.choice(_REBUT).format(point=point, name=name))
+        sentences.append(f"In this {phase.lower()} I speak {stance}.")
+        budget = max(40, min(limit, 160))
+        arguments = rng.sample(_ARGUMENTS, len(_CONNECTIVES))
+        aspects = rng.sample(_ASPECTS, len(_CONNECTIVES))
+        for connective, template, aspect in zip(_CONNECTIVES, arguments, aspects, strict=True):
+            argument = template.format(aspect=aspect)
+            sentences.append(f"{connective} {argument}.")
+            if len(" ".join(sentences).split()) > budget * 0.8:
+                break
+        if act in ("synthesize",):
+            sentences.append("Both sides agree the stakes are real; they differ on who should carry the risk.")
+        else:
+            sentences.append(f"For these reasons I stand {stance} on {topic}.")
+        words = " ".join(sentences).split()
+        return " ".join(words[:limit]) if len(words) > limit else " ".join(words)
+
+    def _write_verdict(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        labels: list[str] = list(ctx.get("labels") or ["A", "B"])
+        criteria: list[str] = list(ctx.get("criteria") or ["argument quality"])
+        lengths: dict[str, int] = dict(ctx.get("label_words") or {})
+        scores: dict[str, int] = {}
+        per_criterion: dict[str, dict[str, dict[str, Any]]] = {}
+        for criterion in criteria:
+            per_criterion[criterion] = {}
+            for label in labels:
+                score = 55 + rng.randint(0, 35) + min(5, lengths.get(label, 0) // 400)
+                per_criterion[criterion][label] = {
+                    "score": score,
+                    "note": f"{label} was {'consistent' if score > 75 else 'uneven'} on {criterion}.",
+                }
+        for label in labels:
+            values = [per_criterion[c][label]["score"] for c in criteria]
+            scores[label] = round(sum(values) / len(values))
+        ranked = sorted(labels, key=lambda lab: (-scores[lab], lab))
+        winner = ranked[0] if len(ranked) == 1 or scores[ranked[0]] != scores[ranked[1]] else None
+        reasoning = (
+            f"Judged on {', '.join(criteria)}. "
+            + (f"{winner} made the stronger case overall, engaging directly with the other side's points."
+               if winner else "The two sides were evenly matched; this is a tie.")
+        )
+        verdict = {
+            "winner": winner or "tie",
+            "scores": scores,
+            "criteria": per_criterion,
+            "reasoning": reasoning,
+            "confidence": round(0.6 + rng.random() * 0.3, 2),
+        }
+        return json.dumps(verdict)
+
+    def _write_round_check(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        round_no = int(ctx.get("round", 1))
+        stop = round_no >= int(ctx.get("demo_stop_after", 3))
+        reason = "the main arguments have been exhausted" if stop else "new arguments are still emerging"
+        return json.dumps({"continue": not stop, "reason": reason})
+
+    def _write_convergence(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        round_no = int(ctx.get("round", 1))
+        agreement = min(100, 40 + 15 * round_no + rng.randint(0, 5))
+        return json.dumps({"agreement": agreement, "irreconcilable": False,
+                           "reason": f"the sides now share {agreement}% of their position"})
+
+    def _write_quality(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        round_no = int(ctx.get("round", 1))
+        score = min(100, 60 + 12 * round_no + rng.randint(0, 4))
+        return json.dumps({"score": score, "reason": f"the refined proposals score {score}/100"})
+
+    def _write_clarify(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        topic = _short_topic(str(ctx.get("topic", "the problem")))
+        iteration = int(ctx.get("iteration", 1))
+        limit = int(ctx.get("max_questions", 3))
+        if iteration > 1:
+            questions = [f"Following up: is there a deadline we must meet for {topic}?"][:limit]
+        else:
+            questions = [
+                f"What does success look like for {topic}?",
+                "What constraints (budget, time, people) must the solution respect?",
+                "Who are the main stakeholders?",
+            ][:limit]
+        return json.dumps({"questions": questions if iteration <= 2 else []})
+
+    def _write_summary(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        points = [str(p) for p in ctx.get("points", [])][:6]
+        joined = "; ".join(points) if points else "earlier turns restated each side's position"
+        return f"Summary of earlier turns: {joined}."
+
+    def _write_on_topic(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        return json.dumps({"on_topic": True, "reason": "the turn addresses the topic"})
+
+    def _write_synthesis(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+        topic = _short_topic(str(ctx.get("topic", "the problem")))
+        return (
+            f"Final solution for {topic}: combine the strongest elements of each refined proposal, "
+            "stage the rollout so the riskiest assumptions are tested first, and review the results "
+            "against the success criteria the user gave."
+        )

@@ -1,0 +1,51 @@
+"""Numbered, forward-only schema migrations. Never edit a released migration: add the next one.
+
+`MIGRATIONS[n]` takes a database at version n to version n+1.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: debates (a projection kept for listing) and the append-only event log (the truth).
+    """
+    CREATE TABLE debates (
+        id TEXT PRIMARY KEY,
+        topic TEXT NOT NULL,
+        format TEXT NOT NULL,
+        config TEXT NOT NULL,
+        status TEXT NOT NULL,
+        phase TEXT,
+        round INTEGER NOT NULL DEFAULT 0,
+        total_rounds INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        turn_count INTEGER NOT NULL DEFAULT 0,
+        participants TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE events (
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        at TEXT NOT NULL,
+        data TEXT NOT NULL,
+        idem_key TEXT,
+        PRIMARY KEY (debate_id, seq),
+        UNIQUE (debate_id, idem_key)
+    );
+    CREATE INDEX debates_created ON debates (created_at DESC);
+    """,
+    # 2: listing by status and whether any turn was unpriced.
+    """
+    CREATE INDEX debates_status ON debates (status, created_at DESC);
+    ALTER TABLE debates ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 3: a lower-cased topic column so topic search does not scan JSON.
+    """
+    ALTER TABLE debates ADD COLUMN topic_search TEXT NOT NULL DEFAULT '';
+    UPDATE debates SET topic_search = lower(topic);
+    """,
+]
+
+LATEST = len(MIGRATIONS)
