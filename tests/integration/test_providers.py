@@ -35,7 +35,7 @@ from webapp.providers.base import (
     estimate_tokens,
 )
 from webapp.providers.compatible import PRESETS, CompatibleProvider
-from webapp.providers.openai import OpenAIProvider, parse_retry_after
+from webapp.providers.openai import OpenAIProvider, parse_retry_after, provider_message
 from webapp.providers.registry import ProviderCache, check_spec, key_env_for, provider_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,6 +331,27 @@ async def test_openai_insufficient_quota_is_fatal(fake_llm: FakeLLMServer, oai: 
     assert error.kind is ErrorKind.FATAL
     assert error.reason == "quota"
     assert error.message == "You exceeded your quota."
+
+
+async def test_status_decides_over_a_generic_error_type(fake_llm: FakeLLMServer, oai: OpenAIProvider) -> None:
+    # Ollama answers an unknown model with 404 and type "api_error": not worth retrying.
+    ollama_404 = 'model "llama9" not found, try pulling it first'
+    fake_llm.enqueue(Script(status=404, error_type="api_error", error_message=ollama_404))
+    _, error = await failure(oai, make_request())
+    assert (error.kind, error.reason, error.message) == (ErrorKind.FATAL, "not_found", ollama_404)
+    fake_llm.enqueue(Script(status=503, error_message="The engine is currently overloaded."))
+    _, error = await failure(oai, make_request())
+    assert (error.kind, error.reason) == (ErrorKind.RETRYABLE, "overloaded")
+
+
+def test_provider_message_finds_the_servers_own_text() -> None:
+    assert provider_message({"error": {"message": "inner text"}}, "fallback") == "inner text"
+    assert provider_message({"message": "top text", "type": "x"}, "fallback") == "top text"
+    assert provider_message({"error": "plain error"}, "fallback") == "plain error"
+    assert provider_message({"detail": "fastapi detail"}, "fallback") == "fastapi detail"
+    assert provider_message("<html>Bad gateway</html>", "fallback") == "<html>Bad gateway</html>"
+    assert provider_message(None, "fallback") == "fallback"
+    assert len(provider_message("x" * 5000, "fallback")) == 500
 
 
 async def test_connection_cut_mid_stream_is_retryable(

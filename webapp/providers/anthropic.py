@@ -12,6 +12,7 @@ status 200; `map_error` handles both.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -52,7 +53,7 @@ def map_error(
         )
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError | TimeoutError | ConnectionError):
         return transport_error(exc, provider, request_id, base_url)
-    if isinstance(exc, httpx2.DecodingError | httpx2.StreamError | ValueError):
+    if isinstance(exc, json.JSONDecodeError | httpx2.DecodingError | httpx2.StreamError):
         return ProviderError(
             ErrorKind.RETRYABLE,
             provider,

@@ -84,12 +84,23 @@ def _short_topic(topic: str) -> str:
 
 
 def _point_of(text: str) -> str:
-    """A short, quotable claim from someone's turn."""
+    """A short, quotable claim from someone's turn: an argument, not a quote of a quote."""
     sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 6]
-    if not sentences:
+    answers = [s.split("straightforward: ", 1)[1] for s in sentences if "straightforward: " in s]
+    arguments = answers or [s for s in sentences if s.split()[0] in _CONNECTIVES]
+    candidates = arguments or [
+        s for s in sentences if not any(k in s for k in ("insists that", "argued that", "?", "heard that"))
+    ]
+    if not candidates:
         return "the case is obvious"
-    words = sentences[min(1, len(sentences) - 1)].rstrip(".!?").split()
-    return " ".join(words[:14]).strip(",;:").lower()
+    chosen = candidates[0].split(maxsplit=1)[1] if candidates[0].split()[0] in _CONNECTIVES else candidates[0]
+    words = chosen.rstrip(".!?").split()
+    return " ".join(words[:16]).strip(",;:")
+
+
+def _question_of(text: str) -> str:
+    questions = [q.strip() for q in re.findall(r"[^.!?]*\?", text) if len(q.split()) >= 4]
+    return questions[-1] if questions else "your question"
 
 
 def _env_speed() -> float | None:
@@ -201,11 +212,11 @@ class DemoProvider:
         limit = int(ctx.get("word_limit") or 150)
         if act == "ask":
             q = rng.choice(_QUESTIONS).format(point=point or f"{topic} is settled")
-            return f"{name}, a question on {topic}. {q[0].upper()}{q[1:]}"
+            return f"{name}, my question. {q[0].upper()}{q[1:]}"
         if act == "answer":
-            question = _point_of(opponent.get("text", "")) if opponent else "your question"
+            question = _question_of(opponent.get("text", "")) if opponent else "your question"
             body = (
-                f"The question was whether {question}. My answer, {stance}, is straightforward: "
+                f"You asked: “{question}” My answer, {stance}, is straightforward: "
                 f"{rng.choice(_ARGUMENTS).format(aspect=rng.choice(_ASPECTS))}. "
                 f"That is why on {topic} I hold my ground."
             )
@@ -215,7 +226,7 @@ class DemoProvider:
             sentences = [f"Preparation notes on {topic}, {stance}."]
         if point and act in ("speak", "critique", "refine", "synthesize"):
             sentences.append(rng.choice(_REBUT).format(point=point, name=name))
-        sentences.append(f"In this {phase.lower()} I speak {stance}.")
+        sentences.append(f"In the {phase.lower()}, I speak {stance}.")
         budget = max(40, min(limit, 160))
         arguments = rng.sample(_ARGUMENTS, len(_CONNECTIVES))
         aspects = rng.sample(_ASPECTS, len(_CONNECTIVES))
@@ -228,7 +239,7 @@ class DemoProvider:
             sentences.append("Both sides agree the stakes are real; they differ on who should carry the risk.")
         else:
             sentences.append(f"For these reasons I stand {stance} on {topic}.")
-        words = " ".join(sentences).split()
+        words = re.sub(r"\ba ([aeiou])", r"an \1", " ".join(sentences)).split()
         return " ".join(words[:limit]) if len(words) > limit else " ".join(words)
 
     def _write_verdict(self, rng: random.Random, ctx: dict[str, Any]) -> str:

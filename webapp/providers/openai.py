@@ -81,8 +81,10 @@ def provider_message(body: object, fallback: str) -> str:
 
 
 def _transport_message(exc: BaseException, base_url: str | None) -> str:
-    cause = exc.__cause__ or exc.__context__
-    detail = str(cause or exc).strip() or type(cause or exc).__name__
+    # The SDKs wrap the transport error ("Connection error."); the wrapped one says what happened.
+    wrapped = exc.__cause__ if type(exc).__module__.startswith(("openai", "anthropic")) else None
+    source = wrapped or exc
+    detail = str(source).strip() or type(source).__name__
     where = f" to {base_url}" if base_url else ""
     return f"connection{where} failed: {detail}"
 
@@ -107,6 +109,44 @@ def transport_error(
     )
 
 
+_STATUS_REASONS: dict[int, tuple[ErrorKind, str]] = {
+    529: (ErrorKind.RETRYABLE, "overloaded"),
+    503: (ErrorKind.RETRYABLE, "overloaded"),
+    429: (ErrorKind.RETRYABLE, "rate_limit"),
+    408: (ErrorKind.RETRYABLE, "timeout"),
+    409: (ErrorKind.RETRYABLE, "server"),
+    401: (ErrorKind.FATAL, "auth"),
+    403: (ErrorKind.FATAL, "auth"),
+    404: (ErrorKind.FATAL, "not_found"),
+    400: (ErrorKind.FATAL, "bad_request"),
+    413: (ErrorKind.FATAL, "bad_request"),
+    422: (ErrorKind.FATAL, "bad_request"),
+    402: (ErrorKind.FATAL, "quota"),
+}
+# Error types / codes (Anthropic `error.type`, OpenAI `type` / `code`), checked in this order.
+_TAG_REASONS: list[tuple[str, ErrorKind, str]] = [
+    ("overloaded", ErrorKind.RETRYABLE, "overloaded"),
+    ("rate_limit", ErrorKind.RETRYABLE, "rate_limit"),
+    ("timeout", ErrorKind.RETRYABLE, "timeout"),
+    ("authentication", ErrorKind.FATAL, "auth"),
+    ("permission", ErrorKind.FATAL, "auth"),
+    ("not_found", ErrorKind.FATAL, "not_found"),
+    ("invalid_request", ErrorKind.FATAL, "bad_request"),
+    ("server_error", ErrorKind.RETRYABLE, "server"),
+    ("api_error", ErrorKind.RETRYABLE, "server"),
+]
+
+
+def _by_status(status: int) -> tuple[ErrorKind, str]:
+    if status in _STATUS_REASONS:
+        return _STATUS_REASONS[status]
+    return (ErrorKind.RETRYABLE, "server") if status >= 500 else (ErrorKind.FATAL, "client_error")
+
+
+def _by_tags(tags: str) -> tuple[ErrorKind, str] | None:
+    return next(((kind, reason) for tag, kind, reason in _TAG_REASONS if tag in tags), None)
+
+
 def status_error(
     status: int,
     message: str,
@@ -117,29 +157,20 @@ def status_error(
     request_id: str | None = None,
     retry_after: float | None = None,
 ) -> ProviderError:
-    """Classify an HTTP status (plus the body's error type / code) as retryable or fatal."""
+    """Classify an HTTP status (plus the body's error type / code) as retryable or fatal.
+
+    The status decides, except that a quota / billing error is fatal even as a 429, a 5xx naming
+    an overload is `overloaded`, and an error event inside a stream (status 200) goes by its type.
+    """
     tags = f"{error_type or ''} {code or ''}".lower()
-    kind, reason = ErrorKind.FATAL, "client_error"
     if "insufficient_quota" in tags or "billing" in tags:
         kind, reason = ErrorKind.FATAL, "quota"
-    elif status == 529 or "overloaded" in tags or status == 503:
-        kind, reason = ErrorKind.RETRYABLE, "overloaded"
-    elif status == 429 or "rate_limit" in tags:
-        kind, reason = ErrorKind.RETRYABLE, "rate_limit"
-    elif status == 408 or "timeout" in tags:
-        kind, reason = ErrorKind.RETRYABLE, "timeout"
-    elif status >= 500 or status == 409 or "server_error" in tags or "api_error" in tags:
-        kind, reason = ErrorKind.RETRYABLE, "server"
-    elif status in (401, 403) or "authentication" in tags or "permission" in tags:
-        reason = "auth"
-    elif status == 404 or "not_found" in tags:
-        reason = "not_found"
-    elif status in (400, 413, 422) or "invalid_request" in tags:
-        reason = "bad_request"
-    elif status == 402:
-        reason = "quota"
-    elif status == 200:  # an error event inside a stream that named no known cause: transient
-        kind, reason = ErrorKind.RETRYABLE, "server"
+    elif status == 200:
+        kind, reason = _by_tags(tags) or (ErrorKind.RETRYABLE, "server")
+    else:
+        kind, reason = _by_status(status)
+        if status >= 500 and "overloaded" in tags:
+            reason = "overloaded"
     return ProviderError(
         kind,
         provider,

@@ -1,0 +1,572 @@
+"""The command-line interface: `python -m webapp …` runs the same engine headless.
+
+    debate TOPIC [options]   run a debate, streaming it to the terminal
+    resume ID                continue a paused, failed or interrupted debate
+    list [--json]            stored debates, newest first
+    show ID [--json|--markdown|--text]
+    export ID PATH           .md, .json or .txt, chosen by the extension
+    formats [--json]         the built-in format declarations
+    diagram [--format F]     the state machine as a Mermaid diagram
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import signal
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from webapp.engine.engine import DebateNotFound, Engine
+from webapp.engine.formats import FORMATS, get_format
+from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
+from webapp.engine.runner import DebateSession
+from webapp.engine.schedule import ConfigError
+from webapp.engine.state import DebateState
+from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
+from webapp.models import DebateConfig, EventKind, JudgeSpec, Participant
+from webapp.settings import get_settings
+from webapp.store import StoreCorrupt
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+SPEC_SPLIT = re.compile(r",(?=\s*[A-Za-z_]+\s*=)")
+
+
+class UsageError(Exception):
+    """A bad command line or config; the message names the field."""
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def parse_spec(text: str, what: str) -> dict[str, Any]:
+    """`name=Ada,provider=demo,persona=calm, but firm` → dict (commas inside values are kept)."""
+    out: dict[str, Any] = {}
+    for part in SPEC_SPLIT.split(text.strip()):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise UsageError(f"{what}: expected key=value pairs separated by commas, got {part.strip()!r}")
+        key = key.strip().replace("-", "_")
+        if key in out:
+            raise UsageError(f"{what}: {key!r} given twice")
+        out[key] = value.strip()
+    return out
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {path}: {exc.strerror}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(raw.decode("utf-8"))
+        if path.suffix.lower() == ".json":
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise UsageError("--config: the JSON file must hold an object")
+            return data
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--config: {path} is not valid {path.suffix[1:].upper()}: {exc}") from None
+    raise UsageError("--config: use a .toml or .json file")
+
+
+def format_validation(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "config"
+        lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def build_config(args: argparse.Namespace) -> DebateConfig:
+    data: dict[str, Any] = load_config_file(Path(args.config)) if args.config else {}
+    if args.topic is not None:
+        data["topic"] = args.topic
+    for flag, key in (("format", "format"), ("rounds", "rounds"), ("seed", "seed"), ("questions", "questions"),
+                      ("word_limit", "word_limit")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            data[key] = value
+    if args.participant:
+        data["participants"] = [parse_spec(s, f"--participant #{i + 1}") for i, s in enumerate(args.participant)]
+    judge = dict(data.get("judge") or {})
+    if args.judge:
+        judge["judges"] = [parse_spec(s, f"--judge #{i + 1}") for i, s in enumerate(args.judge)]
+    if args.no_judge:
+        judge["enabled"] = False
+    if judge:
+        data["judge"] = judge
+    budget = dict(data.get("budget") or {})
+    if args.cost_limit is not None:
+        budget["cost_limit"] = args.cost_limit
+    if args.warn_at is not None:
+        budget["warn_at"] = args.warn_at
+    if budget:
+        data["budget"] = budget
+    if args.timeout is not None:
+        data["timeouts"] = {**dict(data.get("timeouts") or {}), "turn": args.timeout}
+    if args.no_clarification:
+        data["clarification"] = False
+    if "topic" not in data:
+        raise UsageError("topic: give the debate topic as an argument or in --config")
+    try:
+        return DebateConfig.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(format_validation(exc)) from None
+
+
+# --- live output -------------------------------------------------------------------------------
+
+
+class TerminalView:
+    """Prints a debate as it happens: phase headers, speakers, streamed text, warnings."""
+
+    def __init__(self, session: DebateSession, out: TextIO) -> None:
+        self.session = session
+        self.out = out
+        self.phase_shown: tuple[str, int] | None = None
+        self.streaming: str | None = None
+        self.printed: set[str] = set(session.state.turn_keys)
+
+    def _name(self, pid: str) -> str:
+        try:
+            p = self.session.state.config.participant(pid)
+        except KeyError:
+            return pid
+        return f"{p.name} ({p.position}, {p.provider}:{p.model})"
+
+    def _header(self, phase_id: str, round_no: int) -> None:
+        if self.phase_shown == (phase_id, round_no):
+            return
+        self.phase_shown = (phase_id, round_no)
+        state = self.session.state
+        phase = state.format.phase(phase_id)
+        progress = f" — Round {round_no} of {state.total_rounds}" if phase.scope == "round" else ""
+        self._end_stream()
+        self.out.write(f"\n=== {phase.title}{progress} ===\n")
+
+    def _end_stream(self) -> None:
+        if self.streaming is not None:
+            self.out.write("\n")
+            self.streaming = None
+
+    def _parallel(self, phase_id: str) -> bool:
+        return self.session.state.format.phase(phase_id).parallel
+
+    def __call__(self, message: LiveMessage) -> None:
+        out = self.out
+        if isinstance(message, LiveTurnStarted):
+            if self._parallel(message.phase):
+                return
+            self._header(message.phase, message.round)
+            self._end_stream()
+            retry = f" [attempt {message.attempt}]" if message.attempt > 1 else ""
+            out.write(f"\n{self._name(message.speaker)}{retry}:\n")
+            self.streaming = message.key
+        elif isinstance(message, LiveChunk):
+            if self.streaming == message.key:
+                out.write(message.text)
+        elif isinstance(message, LiveTurnAborted):
+            if self.streaming == message.key:
+                out.write(f"\n  [cut off: {message.reason}]\n")
+                self.streaming = None
+        elif isinstance(message, LiveEvent):
+            self._event(message)
+        out.flush()
+
+    def _event(self, message: LiveEvent) -> None:
+        event, out = message.event, self.out
+        if event.kind is EventKind.TURN:
+            turn = event.data["turn"]
+            if turn["key"] in self.printed:
+                return
+            self.printed.add(turn["key"])
+            if self.streaming == turn["key"]:
+                self._end_stream()
+            elif turn.get("visible", True):
+                self._header(turn["phase"], turn["round"])
+                out.write(f"\n{self._name(turn['speaker'])}:\n{turn['text']}\n")
+            for note in turn.get("notes") or []:
+                out.write(f"  [{note}]\n")
+        elif event.kind is EventKind.WARNING:
+            self._end_stream()
+            out.write(f"\n! {event.data.get('message', event.data)}\n")
+        elif event.kind is EventKind.NOTE and event.data.get("type") == "retry":
+            err = event.data.get("error") or {}
+            out.write(f"\n  [retrying after: {err.get('provider')}: {err.get('message')}; "
+                      f"waiting {event.data.get('wait_s')} s]\n")
+        elif event.kind is EventKind.ROUND_DECISION:
+            out.write(f"\n  [judge after round {event.data.get('round')}: {event.data.get('reason')}]\n")
+        elif event.kind is EventKind.TRANSITION and event.data.get("to") == State.JUDGING.value:
+            self._end_stream()
+            out.write("\n=== Judging ===\n")
+        elif event.kind is EventKind.SUMMARY:
+            out.write(f"\n  [context summarised for {event.data.get('participant')}]\n")
+
+
+def print_verdict(state: DebateState, out: TextIO) -> None:
+    verdict = state.verdict
+    if verdict is None:
+        return
+    names = {p.id: p.name for p in state.config.participants}
+    out.write("\n=== Verdict ===\n")
+    if not verdict.available:
+        out.write(f"Verdict unavailable. {verdict.reasoning}\n")
+        if verdict.raw_text:
+            out.write(f"Raw judge output:\n{verdict.raw_text}\n")
+        return
+    winner = names.get(verdict.winner or "", "tie") if verdict.winner else "tie"
+    out.write(f"Winner: {winner}\n")
+    for pid, score in sorted(verdict.scores.items(), key=lambda kv: -kv[1]):
+        out.write(f"  {names.get(pid, pid):<24} {score:>5.1f}/100\n")
+    for criterion, per in verdict.criteria.items():
+        cells = ", ".join(f"{names.get(pid, pid)} {cs.score:g}" for pid, cs in per.items())
+        out.write(f"  - {criterion}: {cells}\n")
+    if verdict.disagreement is not None:
+        out.write(f"Panel of {len(verdict.rulings)} judges; disagreement ±{verdict.disagreement:g}\n")
+    if verdict.confidence is not None:
+        out.write(f"Judge confidence: {verdict.confidence:.0%}\n")
+    out.write(f"\n{verdict.reasoning}\n")
+    if verdict.synthesis:
+        out.write(f"\n=== Synthesis ===\n{verdict.synthesis}\n")
+
+
+def print_costs(state: DebateState, out: TextIO) -> None:
+    ledger = state.ledger
+    out.write("\n=== Cost ===\n")
+    out.write(f"{'model':<34}{'calls':>6}{'input':>10}{'output':>10}{'cost (USD)':>14}\n")
+    for model, tokens in sorted(ledger.tokens_by_model.items()):
+        cost = "unpriced" if model in ledger.unpriced_models else f"{ledger.by_model.get(model, 0.0):.4f}"
+        out.write(f"{model:<34}{tokens['calls']:>6}{tokens['input_tokens']:>10}{tokens['output_tokens']:>10}"
+                  f"{cost:>14}\n")
+    note = " (simulated demo prices)" if ledger.simulated else ""
+    out.write(f"{'total':<60}{ledger.total_usd:>14.4f}{note}\n")
+    if ledger.unpriced_models:
+        out.write(f"unpriced (not counted): {', '.join(sorted(ledger.unpriced_models))}\n")
+    if ledger.estimated_usage:
+        out.write("some token counts are estimated (the server did not report usage)\n")
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def ask_answers(state: DebateState, out: TextIO, inp: TextIO) -> dict[str, list[str]]:
+    asked = state.clarifications[-1]
+    names = {p.id: p.name for p in state.config.participants}
+    out.write("\n=== Clarification questions (press Enter to skip one) ===\n")
+    answers: dict[str, list[str]] = {}
+    for pid, questions in (asked.get("questions") or {}).items():
+        answers[pid] = []
+        for question in questions:
+            out.write(f"{names.get(pid, pid)} asks: {question}\n> ")
+            out.flush()
+            line = inp.readline()
+            answers[pid].append(line.strip())
+    return answers
+
+
+async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace, out: TextIO) -> int:
+    """Run a debate to its end (or until it needs a person who is not there) and report."""
+    view = TerminalView(session, out)
+    unsubscribe = session.subscribe(view)
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+
+    def on_sigint() -> None:
+        interrupted.set()
+        loop.create_task(_pause_quietly(session))
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):
+        pass
+    try:
+        session.ensure_running()
+        while True:
+            status = await session.join()
+            if interrupted.is_set():
+                break
+            if status is State.AWAITING_ACK:
+                if getattr(args, "stop_at_warning", False):
+                    await session.stop(reason="stopped at the cost warning")
+                else:
+                    out.write("  [cost warning acknowledged; continuing — use --stop-at-warning to stop here]\n")
+                    await session.acknowledge_warning()
+                continue
+            if status is State.AWAITING_CLARIFICATION:
+                await session.answer_clarification(ask_answers(session.state, out, sys.stdin))
+                continue
+            break
+    finally:
+        unsubscribe()
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
+    state = session.state
+    view._end_stream()
+    print_verdict(state, out)
+    if state.turns or state.verdict:
+        print_costs(state, out)
+    if getattr(args, "export", None):
+        write_export(state, Path(args.export))
+        out.write(f"\nExported to {args.export}\n")
+    return report_end(state, out)
+
+
+async def _pause_quietly(session: DebateSession) -> None:
+    try:
+        await session.pause()
+    except TransitionNotAllowed:
+        await session.shutdown()
+
+
+def report_end(state: DebateState, out: TextIO) -> int:
+    status = state.status
+    why = f" ({state.ended_because})" if state.ended_because else ""
+    out.write(f"\nDebate {state.id}: {status.value}{why}\n")
+    if status is State.COMPLETED:
+        return EXIT_OK
+    if status is State.ERROR:
+        err = state.machine.context.error or {}
+        out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
+    if status not in TERMINAL_STATES:
+        out.write(f"The transcript so far ({len(state.turns)} turns) is saved. "
+                  f"Continue with: python -m webapp resume {state.id}\n")
+        return EXIT_FAILED
+    return EXIT_STOPPED
+
+
+def write_export(state: DebateState, path: Path) -> None:
+    from webapp import export
+
+    suffix = path.suffix.lower()
+    if suffix in (".md", ".markdown"):
+        text = export.to_markdown(state)
+    elif suffix == ".json":
+        data = export.to_json(state)
+        text = data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
+    elif suffix in (".txt", ".text"):
+        text = export.to_text(state)
+    else:
+        raise UsageError(f"export: unknown file type {suffix or '(none)'}; use .md, .json or .txt")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
+    config = build_config(args)
+    engine = await Engine.open(args.db)
+    try:
+        try:
+            config = engine.validate(config)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        debate_id = await engine.create(config)
+        session = await engine.session(debate_id)
+        fmt = get_format(config.format)
+        names = ", ".join(f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants)
+        out.write(f"Debate {debate_id} — {fmt.title}\nTopic: {config.topic}\nParticipants: {names}\n")
+        return await drive(engine, session, args, out)
+    finally:
+        await engine.close()
+
+
+async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
+    engine = await Engine.open(args.db)
+    try:
+        session = await engine.session(args.id)
+        if session.state.status in TERMINAL_STATES:
+            out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
+            return EXIT_OK if session.state.status is State.COMPLETED else EXIT_STOPPED
+        out.write(f"Resuming {session.id} ({session.state.status.value}, {len(session.state.turns)} turns kept)\n")
+        view_session = session
+        await engine.resume(session.id)
+        return await drive(engine, view_session, args, out)
+    finally:
+        await engine.close()
+
+
+async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    engine = await Engine.open(args.db)
+    try:
+        rows, total = await engine.list_debates(limit=args.limit)
+    finally:
+        await engine.close()
+    if args.json:
+        out.write(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n")
+        return EXIT_OK
+    if not rows:
+        out.write("No debates yet. Start one: python -m webapp debate \"Your topic\"\n")
+        return EXIT_OK
+    for r in rows:
+        out.write(f"{r.id}  {r.created_at:%Y-%m-%d %H:%M}  {r.status:<24} {r.format:<16} ${r.cost_usd:<8.4f} "
+                  f"{r.topic[:60]}\n")
+    if total > len(rows):
+        out.write(f"… {total - len(rows)} more (use --limit)\n")
+    return EXIT_OK
+
+
+async def _load_state(args: argparse.Namespace) -> DebateState:
+    engine = await Engine.open(args.db)
+    try:
+        return (await engine.session(args.id)).state
+    finally:
+        await engine.close()
+
+
+async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from webapp import export
+
+    state = await _load_state(args)
+    if args.json:
+        data = export.to_json(state)
+        out.write((data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)) + "\n")
+    elif args.text:
+        out.write(export.to_text(state))
+    else:
+        out.write(export.to_markdown(state))
+    return EXIT_OK
+
+
+async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    state = await _load_state(args)
+    write_export(state, Path(args.path))
+    out.write(f"Exported {state.id} to {args.path}\n")
+    return EXIT_OK
+
+
+def cmd_formats(args: argparse.Namespace, out: TextIO) -> int:
+    if args.json:
+        data = [
+            {
+                "id": f.id,
+                "title": f.title,
+                "description": f.description,
+                "termination": f.termination.model_dump(),
+                "phases": [
+                    {"id": p.id, "title": p.title, "speakers": [s.side if s.act == "speak" else f"{s.side}:{s.act}"
+                                                               for s in p.speakers],
+                     "turns_per_speaker": p.turns_per_speaker, "repeat": p.repeat, "parallel": p.parallel,
+                     "scope": p.scope, "word_limit": p.word_limit}
+                    for p in f.phases
+                ],
+            }
+            for f in FORMATS.values()
+        ]
+        out.write(json.dumps(data, indent=2) + "\n")
+        return EXIT_OK
+    for f in FORMATS.values():
+        rounds = ""
+        if f.has_rounds:
+            t = f.termination
+            rounds = f" — rounds {t.min_rounds}–{t.max_rounds} (default {t.default_rounds}, {t.kind})"
+        out.write(f"{f.id}: {f.title}{rounds}\n  {f.description}\n")
+        for p in f.phases:
+            mode = "parallel" if p.parallel else "in turn"
+            who = ", ".join(s.side if s.act == "speak" else f"{s.side} {s.act}s" for s in p.speakers)
+            scope = " [each round]" if p.scope == "round" else ""
+            out.write(f"    - {p.title}: {who} ({mode}){scope}\n")
+    return EXIT_OK
+
+
+def cmd_diagram(args: argparse.Namespace, out: TextIO) -> int:
+    phases = None
+    if args.format:
+        try:
+            fmt = get_format(args.format)
+        except KeyError as exc:
+            raise UsageError(f"--format: {exc}") from None
+        phases = [(p.id, p.title) for p in fmt.phases]
+    out.write(to_mermaid(phases) + "\n")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m webapp", description="Rostrum: debates between LLMs.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=None, help="database file (default: ROSTRUM_DB or data/rostrum.sqlite3)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    debate = sub.add_parser("debate", parents=[common], help="run a debate, streaming it live")
+    debate.add_argument("topic", nargs="?")
+    debate.add_argument("--format", help=f"one of: {', '.join(FORMATS)}")
+    debate.add_argument("--rounds", type=int)
+    debate.add_argument("--questions", type=int, help="cross-examination questions per side")
+    debate.add_argument("--config", help="a .toml or .json file with the debate config")
+    debate.add_argument("--participant", action="append", metavar="SPEC",
+                        help="name=Ada,provider=demo,model=demo,position=pro,persona=… (repeatable)")
+    debate.add_argument("--judge", action="append", metavar="SPEC", help="provider=demo,model=demo (repeatable)")
+    debate.add_argument("--no-judge", action="store_true", help="skip the verdict")
+    debate.add_argument("--cost-limit", type=float, metavar="USD")
+    debate.add_argument("--warn-at", type=float, metavar="USD")
+    debate.add_argument("--stop-at-warning", action="store_true", help="stop instead of continuing at warn-at")
+    debate.add_argument("--seed", type=int)
+    debate.add_argument("--word-limit", type=int)
+    debate.add_argument("--timeout", type=float, metavar="S", help="turn timeout in seconds (default 120)")
+    debate.add_argument("--no-clarification", action="store_true", help="collaborative: skip the questions")
+    debate.add_argument("--export", metavar="PATH", help="write the transcript (.md, .json, .txt) at the end")
+
+    resume = sub.add_parser("resume", parents=[common], help="continue a paused, failed or interrupted debate")
+    resume.add_argument("id")
+    resume.add_argument("--export", metavar="PATH")
+    resume.add_argument("--stop-at-warning", action="store_true")
+
+    lst = sub.add_parser("list", parents=[common], help="stored debates")
+    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--limit", type=int, default=50)
+
+    show = sub.add_parser("show", parents=[common], help="print a debate")
+    group = show.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true")
+    group.add_argument("--markdown", action="store_true")
+    group.add_argument("--text", action="store_true")
+    show.add_argument("id")
+
+    export = sub.add_parser("export", parents=[common], help="write a debate to a file")
+    export.add_argument("id")
+    export.add_argument("path")
+
+    formats = sub.add_parser("formats", help="the built-in formats")
+    formats.add_argument("--json", action="store_true")
+
+    diagram = sub.add_parser("diagram", help="the state machine as Mermaid")
+    diagram.add_argument("--format")
+    return parser
+
+
+COMMANDS = {"debate": cmd_debate, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "export": cmd_export}
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = build_parser().parse_args(argv)
+    if getattr(args, "db", None) is None and args.command in COMMANDS:
+        args.db = str(get_settings().db)
+    try:
+        if args.command == "formats":
+            return cmd_formats(args, out)
+        if args.command == "diagram":
+            return cmd_diagram(args, out)
+        return asyncio.run(COMMANDS[args.command](args, out))
+    except UsageError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except DebateNotFound as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except StoreCorrupt as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    except TransitionNotAllowed as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
