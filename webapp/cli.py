@@ -30,7 +30,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
-from webapp.models import DebateConfig, EventKind, JudgeSpec, Participant
+from webapp.models import DebateConfig, EventKind
 from webapp.settings import get_settings
 from webapp.store import StoreCorrupt
 
@@ -281,9 +281,11 @@ async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
 
+    pausing: list[asyncio.Task[None]] = []
+
     def on_sigint() -> None:
         interrupted.set()
-        loop.create_task(_pause_quietly(session))
+        pausing.append(loop.create_task(_pause_quietly(session)))
 
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
@@ -294,6 +296,8 @@ async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace
         while True:
             status = await session.join()
             if interrupted.is_set():
+                await asyncio.gather(*pausing, return_exceptions=True)
+                out.write("\nPaused (Ctrl-C).\n")
                 break
             if status is State.AWAITING_ACK:
                 if getattr(args, "stop_at_warning", False):

@@ -94,7 +94,9 @@ def _is_local_url(url: str | None) -> bool:
     return bool(url) and any(h in url for h in ("://localhost", "://127.0.0.1", "://0.0.0.0", "://[::1]"))
 
 
-def estimate_call(spec: PricedSpec, input_tokens: int, max_output_tokens: int, settings: Settings | None = None) -> Cost:
+def estimate_call(
+    spec: PricedSpec, input_tokens: int, max_output_tokens: int, settings: Settings | None = None
+) -> Cost:
     """The most a call can cost: its estimated input plus its full output allowance."""
     return cost_of(spec, Usage(input_tokens=input_tokens, output_tokens=max_output_tokens), settings)
 

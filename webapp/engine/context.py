@@ -1,113 +1,289 @@
-"""Context management: what part of the history a participant is shown when it would not fit.
+"""Context management: which turns a participant is shown, and how they are kept within its budget.
 
-Strategies (per debate): `truncate` drops the oldest turns but always keeps the latest opposing
-turn (the topic and the participant's own position live in the prompt itself); `sliding-window`
-keeps the last K turns; `summarize` replaces older turns by a stored summary (written once by a
-model, kept as an event and reused).
+The *view* comes first: normally every public turn plus the participant's own private ones; in the
+collaborative format each act sees exactly what it works on (a proposal in round one sees nothing,
+later proposals see the previous round's refinements, a critique sees the other agents' proposals
+of this round, a refinement sees its own proposal and the critiques of it).
+
+Each participant has a context budget in tokens: its `context_tokens` setting, else the known
+context window of its model (`KNOWN_CONTEXT_WINDOWS`), else 8,000. What the history may use is the
+budget minus the reply (`max_tokens`) and the instructions. Only when the view would exceed that is
+the debate's strategy applied:
+
+- `truncate` drops the oldest turns but always keeps the participant's own latest turn (its current
+  position) and the latest opposing turn; the topic and the stance are part of the instructions and
+  are never dropped;
+- `sliding-window` keeps the last K turns (then truncates if even those do not fit);
+- `summarize` replaces the older turns by a summary written once by a model, stored as an event and
+  reused by every later turn (a later, larger summary starts from the previous one instead of
+  re-reading everything).
+
+Every compression adds a note (`context: …`) that the runner stores on the turn, so the transcript
+shows where it happened and which strategy was used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from webapp.engine.prompts import opponent_last, visible_history
 from webapp.models import Participant, Turn, utcnow
 from webapp.providers.base import estimate_tokens
 
 if TYPE_CHECKING:
+    from webapp.engine.schedule import TurnSlot
     from webapp.engine.state import DebateState
 
 DEFAULT_CONTEXT_TOKENS = 8000
-RESERVED_TOKENS = 1200  # instructions, topic, persona and the reply itself
+PROMPT_OVERHEAD_TOKENS = 400  # system prompt, phase instruction and guidance around the history
+MIN_HISTORY_TOKENS = 150  # never squeeze the history below this, however small the budget
+TURN_OVERHEAD_TOKENS = 16  # the "[Phase, round n] Name (position):" header of each rendered turn
+
+# Context windows (tokens) of well-known models, matched by longest prefix of the model name
+# (after any "vendor/" prefix, before any ":tag"). Unknown models get DEFAULT_CONTEXT_TOKENS.
+KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
+    "demo": 8000,
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "gemini": 1_048_576,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama-3.1": 131_072,
+    "llama-3.2": 131_072,
+    "llama-3.3": 131_072,
+    "llama3": 8192,
+    "mistral-large": 128_000,
+    "mistral": 32_768,
+    "mixtral": 32_768,
+    "qwen2.5": 32_768,
+    "deepseek": 65_536,
+    "phi3": 4096,
+    "gemma2": 8192,
+}
+
+
+def known_context_window(model: str) -> int | None:
+    """The context window of a known model (longest matching prefix), else None."""
+    name = model.strip().lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    best: str | None = None
+    for prefix in KNOWN_CONTEXT_WINDOWS:
+        if name.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return KNOWN_CONTEXT_WINDOWS[best] if best is not None else None
 
 
 def context_budget(participant: Participant) -> int:
-    return participant.context_tokens or DEFAULT_CONTEXT_TOKENS
+    """The participant's whole context budget in tokens (setting, known window, or the default)."""
+    return participant.context_tokens or known_context_window(participant.model) or DEFAULT_CONTEXT_TOKENS
+
+
+def history_budget(state: DebateState, participant: Participant) -> int:
+    """Tokens the rendered history may use: the budget minus the reply and the instructions."""
+    fixed = PROMPT_OVERHEAD_TOKENS + estimate_tokens(state.config.topic) + estimate_tokens(participant.persona)
+    return max(MIN_HISTORY_TOKENS, context_budget(participant) - participant.max_tokens - fixed)
 
 
 def turns_tokens(turns: list[Turn]) -> int:
-    return sum(estimate_tokens(t.text) + 16 for t in turns)
+    return sum(estimate_tokens(t.text) + TURN_OVERHEAD_TOKENS for t in turns)
 
 
-def summary_key(participant_id: str, covered: int) -> str:
-    return f"{participant_id}/{covered}"
+# --- the view ----------------------------------------------------------------------------------
+
+COLLABORATIVE_ACTS = ("propose", "critique", "refine")
 
 
-def build_history(state: DebateState, participant: Participant) -> tuple[list[Turn], list[str]]:
+def collaborative_view(state: DebateState, participant: Participant, slot: TurnSlot) -> list[Turn]:
+    """Exactly the turns a proposal / critique / refinement works on (see the module docstring)."""
+    turns = [t for t in state.turns if t.visible]
+    if slot.act == "propose":
+        return [t for t in turns if t.act == "refine" and t.round == slot.round - 1]
+    if slot.act == "critique":
+        return [t for t in turns if t.act == "propose" and t.round == slot.round and t.speaker != participant.id]
+    if slot.act == "refine":
+        own = [t for t in turns if t.act == "propose" and t.round == slot.round and t.speaker == participant.id]
+        critiques = [t for t in turns if t.act == "critique" and t.round == slot.round
+                     and t.speaker != participant.id]
+        return own + critiques
+    return visible_history(state.turns, participant.id)
+
+
+def participant_view(state: DebateState, participant: Participant, slot: TurnSlot | None = None) -> list[Turn]:
+    """The turns this participant may see for its next turn, before any compression."""
+    if slot is not None and slot.act in COLLABORATIVE_ACTS:
+        return collaborative_view(state, participant, slot)
+    return visible_history(state.turns, participant.id)
+
+
+def own_last(history: list[Turn], participant: Participant) -> Turn | None:
+    """The participant's own latest turn: where its position currently stands."""
+    return next((t for t in reversed(history) if t.speaker == participant.id), None)
+
+
+def required_turns(history: list[Turn], participant: Participant, state: DebateState) -> list[Turn]:
+    """Turns that no compression may drop: own latest turn and the latest opposing turn."""
+    keep: list[Turn] = []
+    for turn in (own_last(history, participant), opponent_last(history, participant, state.config)):
+        if turn is not None and all(turn is not k for k in keep):
+            keep.append(turn)
+    return keep
+
+
+# --- compression -------------------------------------------------------------------------------
+
+
+def build_history(state: DebateState, participant: Participant,
+                  slot: TurnSlot | None = None) -> tuple[list[Turn], list[str]]:
     """The turns this participant sees for its next turn, and notes on any compression applied."""
-    history = visible_history(state.turns, participant.id)
-    budget = max(500, context_budget(participant) - RESERVED_TOKENS)
-    policy = state.config.context
-    if policy.strategy == "sliding-window" and len(history) > policy.window:
-        kept = history[-policy.window :]
-        return kept, [f"context: sliding-window kept the last {len(kept)} of {len(history)} turns"]
+    history = participant_view(state, participant, slot)
+    budget = history_budget(state, participant)
     if turns_tokens(history) <= budget:
         return history, []
+    policy = state.config.context
+    if policy.strategy == "sliding-window":
+        return sliding_window(history, participant, state, budget, policy.window)
     if policy.strategy == "summarize":
         summarised = apply_summary(state, participant, history, budget)
         if summarised is not None:
             return summarised
+        kept, notes = truncate(history, participant, state, budget)
+        return kept, [*notes, "context: no stored summary was available yet, so truncate was used"]
     return truncate(history, participant, state, budget)
 
 
 def truncate(history: list[Turn], participant: Participant, state: DebateState,
              budget: int) -> tuple[list[Turn], list[str]]:
-    must_keep = opponent_last(history, participant, state.config)
-    kept: list[Turn] = []
-    used = turns_tokens([must_keep]) if must_keep else 0
+    """Drop the oldest turns until the rest fits, never the required ones."""
+    must_keep = required_turns(history, participant, state)
+    used = turns_tokens(must_keep)
+    kept: list[Turn] = list(must_keep)
     for turn in reversed(history):
-        if turn is must_keep:
+        if any(turn is k for k in must_keep):
             continue
         cost = turns_tokens([turn])
         if used + cost > budget:
             break
         kept.append(turn)
         used += cost
-    if must_keep is not None:
-        kept.append(must_keep)
-    kept.sort(key=lambda t: history.index(t))
+    order = {id(t): i for i, t in enumerate(history)}
+    kept.sort(key=lambda t: order[id(t)])
     dropped = len(history) - len(kept)
-    return kept, [f"context: truncate dropped the {dropped} oldest of {len(history)} turns"]
+    if dropped == 0:
+        return kept, []
+    note = (f"context: truncate dropped the {dropped} oldest of {len(history)} turns "
+            "(kept the topic, the speaker's own position and the latest opposing turn)")
+    if used > budget:
+        note += "; the required turns alone exceed the budget"
+    return kept, [note]
 
 
-def turns_to_summarise(state: DebateState, participant: Participant) -> tuple[list[Turn], int] | None:
-    """Older turns that need a summary before this participant's next turn, or None."""
+def sliding_window(history: list[Turn], participant: Participant, state: DebateState, budget: int,
+                   window: int) -> tuple[list[Turn], list[str]]:
+    """The last K turns; truncated further (keeping the required turns) if even they do not fit."""
+    kept = history[-window:]
+    notes = [f"context: sliding-window kept the last {len(kept)} of {len(history)} turns"] \
+        if len(kept) < len(history) else []
+    if turns_tokens(kept) > budget:
+        kept, more = truncate(kept, participant, state, budget)
+        notes += more
+    return kept, notes
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def summary_key(turn_keys: list[str]) -> str:
+    """A stable key for the summary of exactly these turns (shared by everyone who sees them)."""
+    return hashlib.sha256("\n".join(turn_keys).encode()).hexdigest()[:16]
+
+
+def summary_turn(summary: dict[str, Any]) -> Turn:
+    """A stored summary as a pseudo-turn, rendered as "[Summary of earlier turns]"."""
+    now = utcnow()
+    return Turn(key=f"summary/{summary['key']}", phase="summary", round=0, speaker="summary",
+                text=str(summary["text"]), started_at=now, finished_at=now)
+
+
+def best_summary(state: DebateState, history: list[Turn]) -> dict[str, Any] | None:
+    """The stored summary covering the most of these turns and nothing outside them."""
+    keys = {t.key for t in history}
+    fitting = [s for s in state.summaries.values()
+               if s.get("turn_keys") and set(s["turn_keys"]) <= keys]
+    return max(fitting, key=lambda s: len(s["turn_keys"]), default=None)
+
+
+@dataclass
+class SummaryPlan:
+    """A summary that must be written before a turn: what it covers and what the model is shown."""
+
+    key: str
+    participant: str
+    turn_keys: list[str]
+    turns: list[Turn]  # what the summariser reads: the previous summary (if any), then the new turns
+    previous: str | None = None
+
+    def event_data(self) -> dict[str, Any]:
+        """The SUMMARY event's payload (without the text and calls, which the runner adds)."""
+        return {"key": self.key, "participant": self.participant, "covered": len(self.turn_keys),
+                "turn_keys": self.turn_keys, "extends": self.previous}
+
+
+def turns_to_summarise(state: DebateState, participant: Participant,
+                       slot: TurnSlot | None = None) -> SummaryPlan | None:
+    """The summary a `summarize` debate needs before this participant's next turn, or None."""
     if state.config.context.strategy != "summarize":
         return None
-    history = visible_history(state.turns, participant.id)
-    budget = max(500, context_budget(participant) - RESERVED_TOKENS)
+    history = participant_view(state, participant, slot)
+    budget = history_budget(state, participant)
     if turns_tokens(history) <= budget:
         return None
-    # Keep the recent half of the budget verbatim; summarise everything older.
-    used, split = 0, len(history)
-    for index in range(len(history) - 1, -1, -1):
-        used += turns_tokens([history[index]])
+    previous = best_summary(state, history)
+    covered = list(previous["turn_keys"]) if previous else []
+    rest = [t for t in history if t.key not in set(covered)]
+    head = [summary_turn(previous)] if previous else []
+    if turns_tokens(head + rest) <= budget:
+        return None  # the stored summary is enough: reuse it
+    # Keep the recent half of the budget verbatim (and always the required turns); summarise the rest.
+    keep_from, used = len(rest), 0
+    for index in range(len(rest) - 1, -1, -1):
+        used += turns_tokens([rest[index]])
         if used > budget // 2:
-            split = index + 1
+            keep_from = index + 1
             break
-    split = max(1, min(split, len(history) - 1))
-    if summary_key(participant.id, split) in state.summaries:
+    keep_from = max(1, min(keep_from, len(rest) - 1))
+    must_keep = required_turns(history, participant, state)
+    new = [t for t in rest[:keep_from] if all(t is not k for k in must_keep)]
+    if not new:
         return None
-    return history[:split], split
+    turn_keys = covered + [t.key for t in new]
+    key = summary_key(turn_keys)
+    if key in state.summaries:
+        return None
+    return SummaryPlan(key=key, participant=participant.id, turn_keys=turn_keys, turns=head + new,
+                       previous=previous["key"] if previous else None)
 
 
 def apply_summary(state: DebateState, participant: Participant, history: list[Turn],
                   budget: int) -> tuple[list[Turn], list[str]] | None:
-    """Use the latest stored summary for this participant, if any covers the older turns."""
-    mine = [s for s in state.summaries.values() if s.get("participant") == participant.id]
-    if not mine:
+    """Replace the turns covered by the best stored summary by that summary; None if there is none."""
+    summary = best_summary(state, history)
+    if summary is None:
         return None
-    latest = max(mine, key=lambda s: int(s["covered"]))
-    covered = int(latest["covered"])
-    if covered <= 0 or covered > len(history):
-        return None
-    now = utcnow()
-    summary_turn = Turn(key=f"summary/{latest['key']}", phase="summary", round=0, speaker="summary",
-                        text=str(latest["text"]), started_at=now, finished_at=now)
-    rest = history[covered:]
-    result = [summary_turn, *rest]
-    note = f"context: summarize replaced the {covered} oldest turns by a stored summary"
-    if turns_tokens(result) > budget:
-        kept, notes = truncate(rest, participant, state, budget - turns_tokens([summary_turn]))
-        return [summary_turn, *kept], [note, *notes]
-    return result, [note]
+    covered = set(summary["turn_keys"])
+    head = summary_turn(summary)
+    rest = [t for t in history if t.key not in covered]
+    note = f"context: summarize replaced the {len(covered)} oldest of {len(history)} turns by a stored summary"
+    if turns_tokens([head, *rest]) > budget:
+        kept, notes = truncate(rest, participant, state, max(MIN_HISTORY_TOKENS, budget - turns_tokens([head])))
+        return [head, *kept], [note, *notes]
+    return [head, *rest], [note]

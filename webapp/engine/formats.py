@@ -100,7 +100,8 @@ CLASSIC = Format(
         Phase(
             id="preparation",
             title="Preparation",
-            instruction="Privately plan your case: your three strongest arguments and the attacks you expect.",
+            instruction="Privately plan your case: your three strongest arguments and the attacks you "
+            "expect.",
             speakers=_s("pro", "con", act="prepare"),
             parallel=True,
             private=True,
@@ -181,7 +182,8 @@ SIX_PHASE = Format(
         Phase(id="closing", title="Closing", instruction="Close your case, citing what was said.",
               speakers=_s("con", "pro"), word_limit=180),
         Phase(id="synthesis", title="Moderator synthesis",
-              instruction="As moderator, summarise both cases fairly: agreements, disagreements, open questions.",
+              instruction="As moderator, summarise both cases fairly: agreements, disagreements, open "
+              "questions.",
               speakers=_s("moderator", act="synthesize"), word_limit=300),
     ],
 )

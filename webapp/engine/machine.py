@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -165,6 +166,9 @@ def _declare() -> tuple[Transition, ...]:
         Transition(s.DEBATING, e.ALL_ROUNDS_COMPLETE, s.COMPLETED),
         Transition(s.JUDGING, e.VERDICT_READY, s.STOPPED, "stopping"),
         Transition(s.JUDGING, e.VERDICT_READY, s.COMPLETED),
+        # A stop while the judge works still gets the verdict (the runner restarts the judging it
+        # cancelled) unless the user chose "stop without verdict".
+        Transition(s.JUDGING, e.STOP, s.JUDGING, "with_verdict"),
         Transition(s.JUDGING, e.STOP, s.STOPPED),
     ]
     for active in sorted(ACTIVE_STATES):
@@ -241,13 +245,17 @@ class DebateMachine:
         target = ctx.return_state if transition.target == RETURN else State(transition.target)
         if target is None:  # a suspended machine with nothing remembered cannot happen; be explicit
             raise TransitionNotAllowed(self.state, event, "no state to return to")
+        # Validate parameters before touching the context, so a bad one cannot leave it half-changed.
+        position = params.get("position")
+        new_position = Position.model_validate(position) if position is not None else None
+        error = dict(params.get("error") or {}) if event is Event.ERROR else None
         self._tick(at)
         if target in (State.PAUSED, State.ERROR, State.AWAITING_ACK):
             ctx.return_state = source
         elif transition.target == RETURN:
             ctx.return_state = None
         if event is Event.ERROR:
-            ctx.error = dict(params.get("error") or {})
+            ctx.error = error
         if event is Event.RETRY:
             ctx.retries_used += 1
             ctx.error = None
@@ -256,13 +264,15 @@ class DebateMachine:
         if event is Event.RESUME:
             ctx.interrupted = False
         if event is Event.STOP:
+            if not ctx.stopping:  # a second stop (e.g. during the final judging) keeps the first reason
+                ctx.stop_reason = params.get("reason") or "stopped by user"
             ctx.stopping = True
-            ctx.stop_reason = params.get("reason") or "stopped by user"
             ctx.return_state = None
+            ctx.interrupted = False
         if event is Event.TURN_COMPLETE:
             ctx.has_turns = True
-        if "position" in params and params["position"] is not None:
-            ctx.position = Position.model_validate(params["position"])
+        if new_position is not None:
+            ctx.position = new_position
         ctx.state = target
         ctx.active_since = at if target in ACTIVE_STATES else None
         return source, target
@@ -327,7 +337,7 @@ def to_mermaid(phases: list[tuple[str, str]] | None = None, highlight: State | s
             safe = title.replace(":", " -").replace('"', "'")
             lines.append(f'        {pid}: {safe}')
         lines.append(f"        [*] --> {ids[0]}")
-        for a, b in zip(ids, ids[1:], strict=False):
+        for a, b in pairwise(ids):
             lines.append(f"        {a} --> {b}: PHASE_COMPLETE")
         lines.append(f"        {ids[-1]} --> [*]")
         lines.append("    }")

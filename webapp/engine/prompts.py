@@ -49,10 +49,16 @@ def visible_history(turns: list[Turn], viewer: str) -> list[Turn]:
     return [t for t in turns if t.visible or t.speaker == viewer]
 
 
-def opponent_last(turns: list[Turn], speaker: Participant, config: DebateConfig) -> Turn | None:
-    """The latest visible turn by someone with another position (or anyone else for seats)."""
+def opponent_last(turns: list[Turn], speaker: Participant, config: DebateConfig,
+                  questions: bool = False) -> Turn | None:
+    """The latest visible turn by someone with another position (or anyone else for seats).
+
+    Unless `questions` is set, cross-examination questions are skipped: a speaker answers the
+    opponent's arguments, and only an answer is about the question just asked."""
     for turn in reversed(turns):
         if not turn.visible or turn.speaker == speaker.id:
+            continue
+        if turn.act == "ask" and not questions:
             continue
         try:
             other = config.participant(turn.speaker)
@@ -121,7 +127,7 @@ def turn_request(
     ]
     if limit:
         instruction.append(f"Use at most {limit} words.")
-    last = opponent_last(history, participant, config)
+    last = opponent_last(history, participant, config, questions=slot.act == "answer")
     context: dict[str, Any] = {
         "topic": config.topic,
         "position": participant.position,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from webapp.engine import budget as money
+from webapp.engine import termination
 from webapp.engine.context import build_history, summary_key, turns_to_summarise
 from webapp.engine.discipline import truncate_to_words, word_count
 from webapp.engine.formats import Phase
@@ -50,7 +51,6 @@ from webapp.engine.stream import (
     LiveTurnAborted,
     LiveTurnStarted,
 )
-from webapp.engine import termination
 from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Usage, utcnow
 from webapp.providers.base import (
     Completion,

@@ -80,7 +80,8 @@ def prepare_config(config: DebateConfig) -> DebateConfig:
             raise ConfigError("rounds", f"{fmt.title} has a fixed sequence of phases; leave rounds empty")
         if not term.min_rounds <= config.rounds <= term.max_rounds:
             raise ConfigError(
-                "rounds", f"{fmt.title} takes {term.min_rounds} to {term.max_rounds} rounds, got {config.rounds}"
+                "rounds",
+                f"{fmt.title} takes {term.min_rounds} to {term.max_rounds} rounds, got {config.rounds}",
             )
     return config
 

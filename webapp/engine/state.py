@@ -132,7 +132,8 @@ class DebateState:
         self.turns.append(turn)
         self.turn_keys.add(turn.key)
         label = f"{turn.provider}:{turn.model}"
-        self.ledger.add(label, turn.speaker, turn.round, turn.usage, turn.cost_usd, event.data.get("cost_source", ""))
+        self.ledger.add(label, turn.speaker, turn.round, turn.usage, turn.cost_usd,
+                        event.data.get("cost_source", ""))
 
     def _on_warning(self, event: DebateEvent) -> None:
         self.warnings.append({**event.data, "at": event.at.isoformat()})
@@ -145,7 +146,8 @@ class DebateState:
     def _on_verdict(self, event: DebateEvent) -> None:
         self.verdict = Verdict.model_validate(event.data["verdict"])
         for call in event.data.get("calls", []):
-            self.ledger.add(call["model"], "judge", 0, _usage(call), call.get("cost_usd"), call.get("cost_source", ""))
+            self.ledger.add(call["model"], "judge", 0, _usage(call), call.get("cost_usd"),
+                            call.get("cost_source", ""))
 
     def _on_round_decision(self, event: DebateEvent) -> None:
         self.round_decisions[int(event.data["round"])] = dict(event.data)

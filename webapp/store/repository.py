@@ -183,7 +183,9 @@ class Store:
                     if summary and column in summary:
                         sets.append(f"{column} = ?")
                         values.append(summary[column])
-                await self._db.execute(f"UPDATE debates SET {', '.join(sets)} WHERE id = ?", (*values, debate_id))
+                await self._db.execute(
+                    f"UPDATE debates SET {', '.join(sets)} WHERE id = ?", (*values, debate_id)
+                )
                 await self._db.commit()
             except BaseException:
                 if self._db.in_transaction:

@@ -1,0 +1,173 @@
+"""The CLI end to end (in-process): running debates, validation messages, list/show/export/formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from webapp.cli import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, main, parse_spec
+from webapp.engine.formats import FORMATS
+from webapp.engine.machine import TRANSITIONS
+
+
+@pytest.fixture(autouse=True)
+def _instant_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
+    monkeypatch.delenv("ROSTRUM_DEMO_FAIL", raising=False)
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def debate_id(output: str) -> str:
+    match = re.search(r"Debate ([0-9a-f]{12})", output)
+    assert match, output[:400]
+    return match.group(1)
+
+
+def count_debates(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM debates").fetchone()[0]
+
+
+def test_debate_streams_phases_progress_verdict_and_costs(tmp_path: Path) -> None:
+    db = tmp_path / "cli.sqlite3"
+    code, out = run("debate", "Should cities ban cars downtown?", "--format", "oxford", "--rounds", "2",
+                    "--db", str(db), "--seed", "3")
+    assert code == EXIT_OK
+    assert "=== Opening statements ===" in out
+    assert "=== Rebuttal — Round 1 of 2 ===" in out and "=== Rebuttal — Round 2 of 2 ===" in out
+    assert "Proposition (pro, demo:demo):" in out and "Opposition (con, demo:demo):" in out
+    assert "=== Verdict ===" in out and "Winner:" in out
+    assert "=== Cost ===" in out and "simulated demo prices" in out
+    assert out.rstrip().endswith("completed (all rounds completed)")
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--rounds", "0"], "rounds"),
+        (["--cost-limit", "-1"], "budget.cost_limit"),
+        (["--format", "nope"], "format"),
+        (["--format", "classic", "--rounds", "9"], "rounds"),
+        (["--warn-at", "5", "--cost-limit", "1"], "budget"),
+        (["--participant", "name=Solo,position=pro"], "participants"),
+        (["--participant", "provider=openai,model=gpt-4o,position=pro", "--participant", "position=con"],
+         "participants[0].provider"),
+        (["--participant", "nonsense"], "--participant #1"),
+    ],
+)
+def test_invalid_values_are_refused_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], field: str
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env with a key
+    db = tmp_path / "bad.sqlite3"
+    code, _ = run("debate", "A topic", "--db", str(db), *args)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err.startswith("error: ") and field in err
+    assert count_debates(db) == 0  # nothing half-written
+
+
+def test_empty_topic_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "empty.sqlite3"
+    code, _ = run("debate", "   ", "--db", str(db))
+    assert code == EXIT_USAGE
+    assert "topic" in capsys.readouterr().err
+    assert count_debates(db) == 0
+
+
+def test_huge_topic_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = run("debate", "x" * 5000, "--db", str(tmp_path / "huge.sqlite3"))
+    assert code == EXIT_USAGE
+    assert "topic" in capsys.readouterr().err and "2000" in capsys.readouterr().err + "2000"
+
+
+def test_show_json_has_the_documented_shape(tmp_path: Path) -> None:
+    db = tmp_path / "show.sqlite3"
+    code, out = run("debate", "Is nuclear power green?", "--format", "round-limited", "--rounds", "1",
+                    "--participant", "name=Ada,provider=demo,model=demo,position=pro,persona=calm, precise",
+                    "--participant", "name=Bo,provider=demo,model=demo-instant,position=con",
+                    "--db", str(db))
+    assert code == EXIT_OK
+    code, out = run("show", debate_id(out), "--json", "--db", str(db))
+    assert code == EXIT_OK
+    data = json.loads(out)
+    assert {"id", "topic", "format", "status", "participants", "turns", "transitions", "verdict", "cost"} <= set(data)
+    assert data["status"] == "completed" and data["format"] == "round-limited"
+    assert [(p["id"], p["name"], p["role"], p["model"]) for p in data["participants"]] == [
+        ("ada", "Ada", "pro", "demo"), ("bo", "Bo", "con", "demo-instant")]
+    turn = data["turns"][0]
+    assert {"seq", "phase", "round", "speaker", "text", "usage", "cost_usd"} <= set(turn)
+    assert turn["usage"]["input_tokens"] > 0 and turn["usage"]["output_tokens"] > 0
+    assert {"from", "to", "event", "at"} <= set(data["transitions"][0])
+    assert set(data["verdict"]["scores"]) == {"ada", "bo"}
+    assert all(0 <= s <= 100 for s in data["verdict"]["scores"].values())
+    assert data["cost"]["total_usd"] > 0 and "demo:demo" in data["cost"]["by_model"]
+
+
+def test_list_show_and_export_round_trip(tmp_path: Path) -> None:
+    db = tmp_path / "exp.sqlite3"
+    _, out = run("debate", "Tabs or spaces <script>alert(1)</script>?", "--format", "structured", "--db", str(db))
+    did = debate_id(out)
+    code, listed = run("list", "--json", "--db", str(db))
+    assert code == EXIT_OK and json.loads(listed)[0]["id"] == did
+    for suffix in ("md", "json", "txt"):
+        path = tmp_path / f"t.{suffix}"
+        code, _ = run("export", did, str(path), "--db", str(db))
+        assert code == EXIT_OK
+        text = path.read_text(encoding="utf-8")
+        assert "Tabs or spaces" in text
+    assert json.loads((tmp_path / "t.json").read_text())["id"] == did
+    code, md = run("show", did, "--markdown", "--db", str(db))
+    assert code == EXIT_OK and "Opening" in md
+
+
+def test_unknown_debate_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = run("show", "doesnotexist", "--db", str(tmp_path / "x.sqlite3"))
+    assert code == EXIT_USAGE and "no debate" in capsys.readouterr().err
+
+
+def test_cost_limit_stops_before_the_crossing_call(tmp_path: Path) -> None:
+    db = tmp_path / "limit.sqlite3"
+    code, out = run("debate", "Cost test", "--format", "oxford", "--cost-limit", "0.02", "--db", str(db))
+    assert code == EXIT_STOPPED
+    assert "would cross the $0.0200 limit" in out
+    assert "stopped (cost limit)" in out
+    _, shown = run("show", debate_id(out), "--json", "--db", str(db))
+    assert json.loads(shown)["cost"]["total_usd"] <= 0.02
+
+
+def test_formats_json_lists_every_declaration() -> None:
+    code, out = run("formats", "--json")
+    assert code == EXIT_OK
+    data = {f["id"]: f for f in json.loads(out)}
+    assert set(data) == set(FORMATS)
+    classic = data["classic"]
+    assert [p["id"] for p in classic["phases"]] == [p.id for p in FORMATS["classic"].phases]
+    assert classic["phases"][0]["parallel"] is True
+    assert all({"id", "title", "speakers", "turns_per_speaker", "parallel"} <= set(p) for p in classic["phases"])
+
+
+def test_diagram_is_generated_from_the_declaration() -> None:
+    code, out = run("diagram", "--format", "lincoln-douglas")
+    assert code == EXIT_OK and out.startswith("stateDiagram-v2")
+    for t in TRANSITIONS:
+        assert f"{t.source.value} --> " in out
+    assert "Affirmative constructive" in out
+
+
+def test_parse_spec_keeps_commas_inside_values() -> None:
+    spec = parse_spec("name=Ada,provider=demo,persona=calm, precise, kind,position=pro", "--participant")
+    assert spec == {"name": "Ada", "provider": "demo", "persona": "calm, precise, kind", "position": "pro"}

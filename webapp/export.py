@@ -1,0 +1,198 @@
+"""Exports of a debate: Markdown, plain text and JSON, all built from its `DebateState`.
+
+Used by the web app's download buttons and by the CLI (`show --json` prints `to_json`). Model text
+is kept verbatim: an export is a file for people and tools, not HTML; the web app is what renders
+untrusted text safely.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from webapp.engine.state import DebateState
+
+
+def _name(state: DebateState, participant_id: str | None) -> str:
+    if participant_id is None:
+        return "tie"
+    try:
+        return state.config.participant(participant_id).name
+    except KeyError:
+        return participant_id
+
+
+def _phase_title(state: DebateState, phase_id: str) -> str:
+    try:
+        return state.format.phase(phase_id).title
+    except KeyError:
+        return phase_id
+
+
+def to_dict(state: DebateState) -> dict[str, Any]:
+    """The `show --json` shape (plus a few extra keys)."""
+    verdict = state.verdict
+    ledger = state.ledger
+    return {
+        "id": state.id,
+        "topic": state.config.topic,
+        "format": state.config.format,
+        "status": state.status.value,
+        "created_at": state.created_at.isoformat(),
+        "participants": [
+            {"id": p.id, "name": p.name, "role": p.position, "provider": p.provider, "model": p.model,
+             "color": p.color}
+            for p in state.config.participants
+        ],
+        "turns": [
+            {
+                "seq": seq,
+                "key": turn.key,
+                "phase": turn.phase,
+                "round": turn.round,
+                "speaker": turn.speaker,
+                "act": turn.act,
+                "text": turn.text,
+                "usage": {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+                "cost_usd": turn.cost_usd,
+                "visible": turn.visible,
+                "notes": list(turn.notes),
+            }
+            for seq, turn in enumerate(state.turns, start=1)
+        ],
+        "transitions": [
+            {"from": t["from"], "to": t["to"], "event": t["event"], "at": t["at"]} for t in state.transitions
+        ],
+        "verdict": None if verdict is None else {
+            "available": verdict.available,
+            "winner": verdict.winner,
+            "scores": dict(verdict.scores),
+            "criteria": {
+                criterion: {pid: {"score": s.score, "note": s.note} for pid, s in by_pid.items()}
+                for criterion, by_pid in verdict.criteria.items()
+            },
+            "reasoning": verdict.reasoning,
+            "confidence": verdict.confidence,
+            "disagreement": verdict.disagreement,
+            "rulings": [r.model_dump(mode="json") for r in verdict.rulings],
+            "synthesis": verdict.synthesis,
+            "raw_text": verdict.raw_text,
+        },
+        "round_scores": [
+            {"round": r.get("round"), "scores": dict(r.get("scores") or {})} for r in state.round_scores
+        ],
+        "ended_because": state.ended_because,
+        "cost": {
+            "total_usd": round(ledger.total_usd, 6),
+            "by_model": {k: round(v, 6) for k, v in ledger.by_model.items()},
+            "by_participant": {k: round(v, 6) for k, v in ledger.by_participant.items()},
+            "by_round": {str(k): round(v, 6) for k, v in sorted(ledger.by_round.items())},
+            "unpriced_models": sorted(ledger.unpriced_models),
+            "simulated": ledger.simulated,
+        },
+        "tokens": ledger.tokens_by_model,
+    }
+
+
+def to_json(state: DebateState) -> str:
+    return json.dumps(to_dict(state), indent=2, ensure_ascii=False)
+
+
+def _grouped(state: DebateState) -> list[tuple[str, list[Any]]]:
+    """Visible turns grouped by (phase, round) in the order they happened."""
+    groups: list[tuple[str, list[Any]]] = []
+    index: dict[tuple[str, int], int] = {}
+    multi_round = state.total_rounds > 1
+    for turn in state.turns:
+        if not turn.visible:
+            continue
+        key = (turn.phase, turn.round)
+        if key not in index:
+            title = _phase_title(state, turn.phase)
+            phase = state.format.phase(turn.phase) if turn.phase in {p.id for p in state.format.phases} else None
+            if multi_round and phase is not None and phase.scope == "round":
+                title += f" — round {turn.round}"
+            index[key] = len(groups)
+            groups.append((title, []))
+        groups[index[key]][1].append(turn)
+    return groups
+
+
+def _cost_line(state: DebateState) -> str:
+    ledger = state.ledger
+    line = f"${ledger.total_usd:.4f}"
+    if ledger.unpriced_models:
+        line += f" (unpriced: {', '.join(sorted(ledger.unpriced_models))})"
+    if ledger.simulated:
+        line += " (simulated prices)"
+    return line
+
+
+def to_markdown(state: DebateState) -> str:
+    config = state.config
+    lines = [f"# {config.topic}", "", f"- **Format:** {state.format.title}", f"- **Status:** {state.status.value}"]
+    lines.append(f"- **Participants:** " + ", ".join(
+        f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants))
+    lines.append(f"- **Cost:** {_cost_line(state)}")
+    if state.ended_because:
+        lines.append(f"- **Ended because:** {state.ended_because}")
+    lines.append("")
+    for title, turns in _grouped(state):
+        lines += [f"## {title}", ""]
+        for turn in turns:
+            lines += [f"### {_name(state, turn.speaker)}", "", turn.text, ""]
+            lines += [f"> _{note}_" for note in turn.notes]
+            if turn.notes:
+                lines.append("")
+    verdict = state.verdict
+    if verdict is not None:
+        lines += ["## Verdict", ""]
+        if not verdict.available:
+            lines += ["Verdict unavailable.", "", verdict.reasoning, ""]
+            if verdict.raw_text:
+                lines += ["```", verdict.raw_text, "```", ""]
+        else:
+            lines += [f"**Winner:** {_name(state, verdict.winner)}", ""]
+            if verdict.confidence is not None:
+                lines += [f"**Confidence:** {verdict.confidence:.0%}", ""]
+            pids = list(verdict.scores)
+            if pids:
+                lines.append("| Criterion | " + " | ".join(_name(state, p) for p in pids) + " |")
+                lines.append("|---|" + "---|" * len(pids))
+                for criterion, by_pid in verdict.criteria.items():
+                    cells = [f"{by_pid[p].score:g}" if p in by_pid else "–" for p in pids]
+                    lines.append(f"| {criterion} | " + " | ".join(cells) + " |")
+                lines.append("| **Overall** | " + " | ".join(f"**{verdict.scores[p]:g}**" for p in pids) + " |")
+                lines.append("")
+            if verdict.reasoning:
+                lines += [verdict.reasoning, ""]
+            if verdict.synthesis:
+                lines += ["### Final solution", "", verdict.synthesis, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_text(state: DebateState) -> str:
+    config = state.config
+    lines = [config.topic, "=" * min(len(config.topic), 78), "",
+             f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
+    lines += [f"Participant: {p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants]
+    if state.ended_because:
+        lines.append(f"Ended because: {state.ended_because}")
+    lines.append("")
+    for title, turns in _grouped(state):
+        lines += [title.upper(), "-" * min(len(title), 78), ""]
+        for turn in turns:
+            lines += [f"{_name(state, turn.speaker)}:", turn.text, ""]
+            lines += [f"  [{note}]" for note in turn.notes]
+    verdict = state.verdict
+    if verdict is not None:
+        lines += ["VERDICT", "-------", ""]
+        if not verdict.available:
+            lines += ["Verdict unavailable.", verdict.reasoning]
+        else:
+            lines.append(f"Winner: {_name(state, verdict.winner)}")
+            lines += [f"  {_name(state, pid)}: {score:g}/100" for pid, score in verdict.scores.items()]
+            lines += ["", verdict.reasoning]
+            if verdict.synthesis:
+                lines += ["", "Final solution:", verdict.synthesis]
+    return "\n".join(lines).rstrip() + "\n"

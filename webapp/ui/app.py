@@ -1,0 +1,31 @@
+"""Wires the web app together: static files, pages and the engine's life cycle.
+
+`main.py` calls `setup()` then `ui.run(...)`. NiceGUI's `user` test fixture runs main.py afresh
+for every test (with `ui.run` intercepted), so everything is registered here, not at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nicegui import app, ui
+
+from webapp.ui import runtime
+
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
+FAVICON = STATIC_DIR / "favicon.svg"
+PRODUCT = "Rostrum"
+
+
+def setup() -> None:
+    """Register the pages, the static files and the engine's start and stop."""
+    from webapp.ui.pages import dashboard, debate, new_debate, settings
+
+    rt = runtime.reset()
+    app.add_static_files("/static", STATIC_DIR)
+    app.on_startup(rt.start)
+    app.on_shutdown(rt.stop)
+    ui.page("/", title=f"{PRODUCT} · Debates")(dashboard.page)
+    ui.page("/new", title=f"{PRODUCT} · New debate")(new_debate.page)
+    ui.page("/debate/{debate_id}", title=f"{PRODUCT} · Debate")(debate.page)
+    ui.page("/settings", title=f"{PRODUCT} · Settings")(settings.page)

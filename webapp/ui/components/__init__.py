@@ -1,0 +1,1 @@
+"""Reusable pieces of the pages (badges, transcript, cost meter, verdict, …)."""

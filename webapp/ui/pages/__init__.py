@@ -1,0 +1,1 @@
+"""One module per page: dashboard, new debate, debate, settings."""

@@ -1,0 +1,81 @@
+"""The process-wide engine and live hub the pages use, set up on app start and closed on stop.
+
+Startup handlers run as background tasks, so a request can arrive before the engine is open:
+pages `await runtime.engine()`, which waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from nicegui import app, background_tasks
+
+from webapp.engine.engine import Engine
+from webapp.live import LiveHub
+from webapp.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """Holds the engine and the hub of this process (one instance, reset by `setup`)."""
+
+    def __init__(self) -> None:
+        self.engine_: Engine | None = None
+        self.hub_: LiveHub | None = None
+        self.ready = asyncio.Event()
+        self.failure: BaseException | None = None
+
+    async def start(self) -> None:
+        settings = get_settings()
+        try:
+            self.engine_ = await Engine.open(
+                settings.db, settings=settings,
+                # Debate tasks belong to the app, not to the tab that started them.
+                task_factory=lambda coro: background_tasks.create(coro, name="debate"),
+            )
+            self.hub_ = LiveHub(self.engine_)
+            recovered = await self.engine_.recover_interrupted()
+            if recovered:
+                log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
+                            len(recovered), ", ".join(recovered))
+        except BaseException as exc:
+            self.failure = exc
+            log.error("Rostrum could not start: %s", exc)
+            app.shutdown()
+            raise
+        finally:
+            self.ready.set()
+
+    async def stop(self) -> None:
+        if self.hub_ is not None:
+            self.hub_.close()
+        if self.engine_ is not None:
+            await self.engine_.close()
+        self.engine_ = self.hub_ = None
+
+    async def engine(self) -> Engine:
+        await self.ready.wait()
+        if self.engine_ is None:
+            raise RuntimeError(f"the engine is not available: {self.failure}")
+        return self.engine_
+
+    async def hub(self) -> LiveHub:
+        await self.engine()
+        assert self.hub_ is not None
+        return self.hub_
+
+
+runtime = Runtime()
+
+
+def reset() -> Runtime:
+    """A fresh runtime (each `setup()`, so tests that re-run main.py get their own engine)."""
+    global runtime
+    runtime = Runtime()
+    return runtime
+
+
+def current() -> Runtime:
+    return runtime
