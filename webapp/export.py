@@ -131,7 +131,7 @@ def _cost_line(state: DebateState) -> str:
 def to_markdown(state: DebateState) -> str:
     config = state.config
     lines = [f"# {config.topic}", "", f"- **Format:** {state.format.title}", f"- **Status:** {state.status.value}"]
-    lines.append(f"- **Participants:** " + ", ".join(
+    lines.append("- **Participants:** " + ", ".join(
         f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants))
     lines.append(f"- **Cost:** {_cost_line(state)}")
     if state.ended_because:

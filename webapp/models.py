@@ -170,6 +170,9 @@ class DebateConfig(Strict):
     clarification_iterations: int = Field(default=3, ge=1, le=10)
     convergence_threshold: int = Field(default=85, ge=1, le=100)
     quality_threshold: int = Field(default=80, ge=1, le=100)
+    evaluation: Literal["quality", "convergence", "fixed"] = Field(
+        default="quality", description="collaborative: how each round is evaluated (threshold: quality_threshold)"
+    )
 
     @field_validator("topic")
     @classmethod

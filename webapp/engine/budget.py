@@ -7,10 +7,12 @@ labelled *simulated* price. A model with no known price is *unpriced* (cost None
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal, Protocol
+from urllib.parse import urlsplit
 
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
@@ -68,11 +70,14 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
             usage.output_tokens, DEMO_PRICE_PER_MTOK["output"]
         )
         return Cost(usd, "simulated")
-    if spec.provider == "compatible" and (spec.preset in LOCAL_PRESETS or _is_local_url(spec.base_url)):
-        return Cost(0.0, "local")
     provider_id = spec.provider
     if spec.provider == "compatible":
-        provider_id = HOSTED_PRESET_PROVIDER.get(spec.preset or "", "")
+        preset = (spec.preset or "").strip().lower()
+        # A named preset decides: a hosted service bills its models even behind a local proxy URL,
+        # and a self-hosted server (Ollama, vLLM, …) costs nothing wherever it runs.
+        if preset in LOCAL_PRESETS or (not preset and _is_local_url(spec.base_url)):
+            return Cost(0.0, "local")
+        provider_id = HOSTED_PRESET_PROVIDER.get(preset, "")
         if not provider_id:
             return Cost(None, "unpriced")
     try:
@@ -91,7 +96,21 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
 
 
 def _is_local_url(url: str | None) -> bool:
-    return bool(url) and any(h in url for h in ("://localhost", "://127.0.0.1", "://0.0.0.0", "://[::1]"))
+    """True for a server on this machine or the local network (by host name, not by substring:
+    `http://localhost.example.com` is somebody else's server)."""
+    if not url:
+        return False
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local or address.is_unspecified
 
 
 def estimate_call(

@@ -122,7 +122,12 @@ def participant_view(state: DebateState, participant: Participant, slot: TurnSlo
     """The turns this participant may see for its next turn, before any compression."""
     if slot is not None and slot.act in COLLABORATIVE_ACTS:
         return collaborative_view(state, participant, slot)
-    return visible_history(state.turns, participant.id)
+    history = visible_history(state.turns, participant.id)
+    if slot is not None and state.format.phase(slot.phase).parallel:
+        # Speakers of a parallel phase go at once: none sees another's turn of this phase and round,
+        # even when a pause or an error let some of them finish before the others were (re)asked.
+        history = [t for t in history if not (t.phase == slot.phase and t.round == slot.round)]
+    return history
 
 
 def own_last(history: list[Turn], participant: Participant) -> Turn | None:
@@ -130,10 +135,16 @@ def own_last(history: list[Turn], participant: Participant) -> Turn | None:
     return next((t for t in reversed(history) if t.speaker == participant.id), None)
 
 
-def required_turns(history: list[Turn], participant: Participant, state: DebateState) -> list[Turn]:
-    """Turns that no compression may drop: own latest turn and the latest opposing turn."""
+def required_turns(history: list[Turn], participant: Participant, state: DebateState,
+                   slot: TurnSlot | None = None) -> list[Turn]:
+    """Turns that no compression may drop: own latest turn and the latest opposing turn (and, for an
+    answer in cross-examination, the question being answered)."""
     keep: list[Turn] = []
-    for turn in (own_last(history, participant), opponent_last(history, participant, state.config)):
+    candidates = [own_last(history, participant), opponent_last(history, participant, state.config)]
+    if slot is not None and slot.act == "answer":
+        candidates.append(next((t for t in reversed(history) if t.act == "ask" and t.speaker != participant.id),
+                               None))
+    for turn in candidates:
         if turn is not None and all(turn is not k for k in keep):
             keep.append(turn)
     return keep
@@ -151,20 +162,22 @@ def build_history(state: DebateState, participant: Participant,
         return history, []
     policy = state.config.context
     if policy.strategy == "sliding-window":
-        return sliding_window(history, participant, state, budget, policy.window)
+        return sliding_window(history, participant, state, budget, policy.window, slot)
     if policy.strategy == "summarize":
-        summarised = apply_summary(state, participant, history, budget)
+        summarised = apply_summary(state, participant, history, budget, slot)
         if summarised is not None:
             return summarised
-        kept, notes = truncate(history, participant, state, budget)
-        return kept, [*notes, "context: no stored summary was available yet, so truncate was used"]
-    return truncate(history, participant, state, budget)
+        kept, notes = truncate(history, participant, state, budget, slot)
+        # Nothing older than the turns kept verbatim was left to summarise.
+        return kept, [*notes, "context: summarize found nothing to summarise besides the turns it must keep, "
+                      "so truncate was used"]
+    return truncate(history, participant, state, budget, slot)
 
 
-def truncate(history: list[Turn], participant: Participant, state: DebateState,
-             budget: int) -> tuple[list[Turn], list[str]]:
+def truncate(history: list[Turn], participant: Participant, state: DebateState, budget: int,
+             slot: TurnSlot | None = None) -> tuple[list[Turn], list[str]]:
     """Drop the oldest turns until the rest fits, never the required ones."""
-    must_keep = required_turns(history, participant, state)
+    must_keep = required_turns(history, participant, state, slot)
     used = turns_tokens(must_keep)
     kept: list[Turn] = list(must_keep)
     for turn in reversed(history):
@@ -188,13 +201,13 @@ def truncate(history: list[Turn], participant: Participant, state: DebateState,
 
 
 def sliding_window(history: list[Turn], participant: Participant, state: DebateState, budget: int,
-                   window: int) -> tuple[list[Turn], list[str]]:
+                   window: int, slot: TurnSlot | None = None) -> tuple[list[Turn], list[str]]:
     """The last K turns; truncated further (keeping the required turns) if even they do not fit."""
     kept = history[-window:]
     notes = [f"context: sliding-window kept the last {len(kept)} of {len(history)} turns"] \
         if len(kept) < len(history) else []
     if turns_tokens(kept) > budget:
-        kept, more = truncate(kept, participant, state, budget)
+        kept, more = truncate(kept, participant, state, budget, slot)
         notes += more
     return kept, notes
 
@@ -261,7 +274,7 @@ def turns_to_summarise(state: DebateState, participant: Participant,
             keep_from = index + 1
             break
     keep_from = max(1, min(keep_from, len(rest) - 1))
-    must_keep = required_turns(history, participant, state)
+    must_keep = required_turns(history, participant, state, slot)
     new = [t for t in rest[:keep_from] if all(t is not k for k in must_keep)]
     if not new:
         return None
@@ -273,8 +286,8 @@ def turns_to_summarise(state: DebateState, participant: Participant,
                        previous=previous["key"] if previous else None)
 
 
-def apply_summary(state: DebateState, participant: Participant, history: list[Turn],
-                  budget: int) -> tuple[list[Turn], list[str]] | None:
+def apply_summary(state: DebateState, participant: Participant, history: list[Turn], budget: int,
+                  slot: TurnSlot | None = None) -> tuple[list[Turn], list[str]] | None:
     """Replace the turns covered by the best stored summary by that summary; None if there is none."""
     summary = best_summary(state, history)
     if summary is None:
@@ -284,6 +297,7 @@ def apply_summary(state: DebateState, participant: Participant, history: list[Tu
     rest = [t for t in history if t.key not in covered]
     note = f"context: summarize replaced the {len(covered)} oldest of {len(history)} turns by a stored summary"
     if turns_tokens([head, *rest]) > budget:
-        kept, notes = truncate(rest, participant, state, max(MIN_HISTORY_TOKENS, budget - turns_tokens([head])))
+        kept, notes = truncate(rest, participant, state, max(MIN_HISTORY_TOKENS, budget - turns_tokens([head])),
+                               slot)
         return [head, *kept], [note, *notes]
     return [head, *rest], [note]

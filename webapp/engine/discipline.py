@@ -1,8 +1,15 @@
-"""Discipline of each turn: word limits (truncate at a sentence boundary, or reject and re-ask)."""
+"""Discipline of each turn: word limits (truncate at a sentence boundary, or reject and re-ask once).
+
+The runner applies the debate's `word_limit_action`; the notes below are what it records on the turn,
+so the transcript says exactly what happened to an over-long answer.
+"""
 
 from __future__ import annotations
 
 import re
+
+# A sentence ends with . ! or ? (optionally followed by closing quotes or brackets) before a space or the end.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
 
 
 def word_count(text: str) -> int:
@@ -10,12 +17,24 @@ def word_count(text: str) -> int:
 
 
 def truncate_to_words(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` words, ending at the last sentence boundary when there is one."""
-    words = text.split()
+    """Cut `text` to at most `limit` words, ending at the last sentence boundary when there is one.
+
+    The original spacing (paragraphs, line breaks) is kept. When the last complete sentence would
+    leave less than a third of the allowed text, the cut is made at the word limit and marked "…".
+    """
+    words = list(re.finditer(r"\S+", text))
     if len(words) <= limit:
         return text
-    clipped = " ".join(words[:limit])
-    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", clipped)]
+    clipped = text[: words[limit - 1].end()] if limit > 0 else ""
+    ends = [m.end() for m in _SENTENCE_END.finditer(clipped)]
     if ends and ends[-1] >= len(clipped) // 3:
         return clipped[: ends[-1]]
-    return clipped.rstrip(",;:") + "…"
+    return clipped.rstrip(",;:–—- ") + "…"
+
+
+def rejection_note(words: int, limit: int) -> str:
+    return f"rejected: {words} words against the {limit}-word limit; asked once more for a shorter answer"
+
+
+def truncation_note(words: int, limit: int) -> str:
+    return f"truncated at a sentence boundary to the {limit}-word limit (was {words} words)"

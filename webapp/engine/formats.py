@@ -208,6 +208,7 @@ LINCOLN_DOUGLAS = Format(
     title="Lincoln-Douglas",
     description="One-on-one value debate: constructives, cross-examinations and rebuttals.",
     cast=[Seat(name="Affirmative", position="pro"), Seat(name="Negative", position="con")],
+    max_participants=2,  # one-on-one by definition
     phases=[
         Phase(id="aff-constructive", title="Affirmative constructive",
               instruction="Present the affirmative case: the value, the criterion and contentions.",

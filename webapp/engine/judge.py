@@ -8,6 +8,7 @@ others still rule; a fallback judge takes over when every configured judge fails
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -37,15 +38,26 @@ def assign_labels(participant_ids: list[str], seed: int) -> dict[str, str]:
     return {string.ascii_uppercase[i]: pid for i, pid in enumerate(order)}
 
 
-def anonymised_transcript(turns: list[Turn], labels: dict[str, str], fmt: Format) -> str:
+def anonymise_text(text: str, aliases: dict[str, str]) -> str:
+    """Replace each real name (whole word, as written) by its neutral alias, longest names first."""
+    for name in sorted(aliases, key=len, reverse=True):
+        if len(name) >= 2:
+            text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", aliases[name], text)
+    return text
+
+
+def anonymised_transcript(turns: list[Turn], labels: dict[str, str], fmt: Format,
+                          names: dict[str, str] | None = None) -> str:
+    """The transcript with every debater under its neutral label; real names in the text are replaced too."""
     by_id = {pid: label for label, pid in labels.items()}
+    aliases = {name: f"Debater {by_id[pid]}" for pid, name in (names or {}).items() if pid in by_id and name}
     titles = {p.id: p.title for p in fmt.phases}
     lines = []
     for turn in turns:
         if not turn.visible or turn.speaker not in by_id:
             continue
         lines.append(f"[{titles.get(turn.phase, turn.phase)}, round {turn.round}] Debater {by_id[turn.speaker]}:\n"
-                     f"{turn.text}")
+                     f"{anonymise_text(turn.text, aliases)}")
     return "\n\n".join(lines)
 
 
@@ -54,18 +66,19 @@ def verdict_request(spec: JudgeSpec, config: DebateConfig, fmt: Format, turns: l
     criteria = config.judge.criteria
     label_list = list(labels)
     example = {
-        "winner": label_list[0] + " (or \"tie\")",
+        "winner": " or ".join(label_list) + ' or "tie"',
         "scores": {lab: "0-100" for lab in label_list},
         "criteria": {c: {lab: {"score": "0-100", "note": "one line"} for lab in label_list} for c in criteria},
         "reasoning": "a paragraph",
         "confidence": "0.0-1.0",
     }
     words = {lab: sum(len(t.text.split()) for t in turns if t.speaker == pid) for lab, pid in labels.items()}
+    transcript = anonymised_transcript(turns, labels, fmt, names={p.id: p.name for p in config.participants})
     prompt = (
         f"You are the judge of a {fmt.title} debate on the topic: {config.topic}\n\n"
         f"Debaters are labelled {', '.join(label_list)}; their real names are hidden. Judge only the quality "
         "of the arguments. Ignore length: a longer answer is not a better one. Ignore the order of speaking.\n\n"
-        f"Criteria: {', '.join(criteria)}.\n\nTranscript:\n{anonymised_transcript(turns, labels, fmt)}\n\n"
+        f"Criteria: {', '.join(criteria)}.\n\nTranscript:\n{transcript}\n\n"
         "Reply with one JSON object only, shaped like this:\n" + json.dumps(example, indent=1)
     )
     return ProviderRequest(
@@ -78,6 +91,8 @@ def verdict_request(spec: JudgeSpec, config: DebateConfig, fmt: Format, turns: l
         purpose="verdict",
         context={"labels": label_list, "criteria": criteria, "label_words": words, "seed": config.seed,
                  "turn_key": f"verdict/{spec.label}", "topic": config.topic},
+        connect_timeout=config.timeouts.connect,
+        first_token_timeout=config.timeouts.first_token,
     )
 
 
@@ -118,6 +133,8 @@ def extract_json(text: str) -> dict[str, Any]:
 
 
 def _score(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise VerdictInvalid(f"{where} must be a number from 0 to 100, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -125,6 +142,29 @@ def _score(value: Any, where: str) -> float:
     if not 0 <= number <= 100:
         raise VerdictInvalid(f"{where} must be between 0 and 100, got {number:g}")
     return number
+
+
+def _confidence(value: Any) -> float | None:
+    """0–1; a judge answering in percent (e.g. 85) is understood as 0.85."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip().rstrip("%"))
+    except (TypeError, ValueError):
+        return None
+    if number > 1:
+        number /= 100
+    return max(0.0, min(1.0, number))
+
+
+def _winner(data: dict[str, Any], labels: dict[str, str]) -> str | None:
+    raw = str(data.get("winner", "")).strip()
+    if raw.lower() in ("tie", "draw", "none", "null", ""):
+        return None
+    label = re.sub(r"^(debater|participant)\s+", "", raw, flags=re.IGNORECASE).strip().upper()
+    if label in labels:
+        return labels[label]
+    raise VerdictInvalid(f"'winner' must be one of {', '.join(labels)} or \"tie\", got {raw!r}")
 
 
 def parse_ruling(text: str, labels: dict[str, str], criteria: list[str], judge: str) -> JudgeRuling:
@@ -137,18 +177,11 @@ def parse_ruling(text: str, labels: dict[str, str], criteria: list[str], judge: 
     if missing:
         raise VerdictInvalid(f"'scores' is missing label(s) {', '.join(missing)}")
     scores = {labels[lab]: _score(scores_raw[lab], f"scores.{lab}") for lab in labels}
-    winner_raw = str(data.get("winner", "")).strip()
-    winner_label = winner_raw.removeprefix("Debater ").strip().upper()[:1] if winner_raw else ""
-    if winner_raw.lower() in ("tie", "draw", "none", ""):
-        winner = None
-    elif winner_label in labels and len(winner_raw.removeprefix("Debater ").strip()) <= 1:
-        winner = labels[winner_label]
-    else:
-        raise VerdictInvalid(f"'winner' must be one of {', '.join(labels)} or \"tie\", got {winner_raw!r}")
+    winner = _winner(data, labels)
     per_criterion: dict[str, dict[str, CriterionScore]] = {}
-    crit_raw = data.get("criteria") or {}
+    crit_raw = data.get("criteria")
     if not isinstance(crit_raw, dict):
-        raise VerdictInvalid("'criteria' must be an object")
+        raise VerdictInvalid("'criteria' must be an object with one entry per criterion")
     lowered = {str(k).strip().lower(): v for k, v in crit_raw.items()}
     for criterion in criteria:
         entry = lowered.get(criterion.lower())
@@ -157,60 +190,71 @@ def parse_ruling(text: str, labels: dict[str, str], criteria: list[str], judge: 
         per_criterion[criterion] = {}
         for lab, pid in labels.items():
             item = entry.get(lab)
+            if item is None:
+                raise VerdictInvalid(f"'criteria.{criterion}' is missing label {lab}")
             if isinstance(item, dict):
                 score = _score(item.get("score"), f"criteria.{criterion}.{lab}.score")
-                note = str(item.get("note", ""))[:300]
+                note = " ".join(str(item.get("note") or "").split())[:300]  # one line
             else:
                 score, note = _score(item, f"criteria.{criterion}.{lab}"), ""
             per_criterion[criterion][pid] = CriterionScore(score=score, note=note)
-    reasoning = str(data.get("reasoning", "")).strip()
+    reasoning = str(data.get("reasoning") or "").strip()
     if not reasoning:
         raise VerdictInvalid("'reasoning' must not be empty")
-    confidence = data.get("confidence")
-    try:
-        confidence = None if confidence is None else max(0.0, min(1.0, float(confidence)))
-    except (TypeError, ValueError):
-        confidence = None
     try:
         return JudgeRuling(judge=judge, winner=winner, scores=scores, criteria=per_criterion,
-                           reasoning=reasoning, confidence=confidence)
+                           reasoning=reasoning, confidence=_confidence(data.get("confidence")))
     except ValidationError as exc:
         raise VerdictInvalid(str(exc)) from None
 
 
 def repair_request(original: ProviderRequest, reply: str, error: str) -> ProviderRequest:
+    """The one repair request: the bad reply, what was wrong with it, and a request for the fix."""
     return original.model_copy(
         update={
             "messages": [
                 *original.messages,
-                Message(role="assistant", content=reply[:4000]),
+                Message(role="assistant", content=reply[:4000] or "(empty reply)"),
                 Message(role="user", content=f"That reply was not a valid verdict: {error}. "
                         "Reply again with the corrected JSON object only."),
             ],
-            "context": {**original.context, "repair": True},
+            "context": {**original.context, "repair": True, "validation_error": error},
         }
     )
 
 
+class RuleResult:
+    """One judge's outcome: its ruling (possibly with an error) and every raw reply it gave."""
+
+    def __init__(self, ruling: JudgeRuling, raw: list[str]) -> None:
+        self.ruling = ruling
+        self.raw = raw
+
+
 async def rule_one(call: JudgeCall, spec: JudgeSpec, config: DebateConfig, fmt: Format, turns: list[Turn],
-                   labels: dict[str, str]) -> tuple[JudgeRuling | None, str | None, str | None]:
-    """One judge's ruling, with one repair attempt. Returns (ruling, raw_text, error)."""
+                   labels: dict[str, str], name: str | None = None) -> RuleResult:
+    """One judge's ruling, with one repair request on an invalid reply. Never raises (except cancellation):
+    a failure becomes a ruling whose `error` says what happened."""
+    name = name or spec.label
     request = verdict_request(spec, config, fmt, turns, labels)
+    raw: list[str] = []
     try:
         reply = await call(spec, request)
-    except ProviderError as exc:
-        return None, None, str(exc)
-    try:
-        return parse_ruling(reply, labels, config.judge.criteria, spec.label), reply, None
-    except VerdictInvalid as first_error:
+        raw.append(reply)
         try:
+            return RuleResult(parse_ruling(reply, labels, config.judge.criteria, name), raw)
+        except VerdictInvalid as first_error:
             second = await call(spec, repair_request(request, reply, str(first_error)))
-        except ProviderError as exc:
-            return None, reply, str(exc)
-        try:
-            return parse_ruling(second, labels, config.judge.criteria, spec.label), second, None
-        except VerdictInvalid as second_error:
-            return None, second, f"invalid verdict after one repair: {second_error}"
+            raw.append(second)
+            try:
+                return RuleResult(parse_ruling(second, labels, config.judge.criteria, name), raw)
+            except VerdictInvalid as second_error:
+                error = f"invalid verdict after one repair request: {second_error} (first reply: {first_error})"
+                return RuleResult(JudgeRuling(judge=name, error=error), raw)
+    except ProviderError as exc:
+        return RuleResult(JudgeRuling(judge=name, error=str(exc)), raw)
+    except Exception as exc:  # a judge must never take the whole verdict down with it
+        return RuleResult(JudgeRuling(judge=name, error=f"{type(exc).__name__}: {exc}"), raw)
 
 
 def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[str]) -> Verdict:
@@ -228,21 +272,31 @@ def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[s
         }
         for c in criteria
     }
-    ranked = sorted(pids, key=lambda p: -scores[p])
-    winner = ranked[0] if len(ranked) == 1 or scores[ranked[0]] > scores[ranked[1]] else None
     if len(good) == 1:
         winner = good[0].winner
+    else:
+        ranked = sorted(pids, key=lambda p: -scores[p])
+        winner = ranked[0] if len(ranked) == 1 or scores[ranked[0]] > scores[ranked[1]] else None
     disagreement = None
+    reasoning = good[0].reasoning if len(good) == 1 else "\n\n".join(f"{r.judge}: {r.reasoning}" for r in good)
     if len(good) > 1:
+        # Mean over participants of the spread (population standard deviation) of the judges' scores.
         disagreement = round(statistics.fmean(statistics.pstdev(r.scores[p] for r in good) for p in pids), 1)
+        picks = {r.winner for r in good}
+        if len(picks) > 1:
+            names = {pid: label for label, pid in labels.items()}
+            split = ", ".join(f"{r.judge} → {'Debater ' + names[r.winner] if r.winner else 'tie'}" for r in good)
+            reasoning = f"The judges split on the winner ({split}); the mean score decides.\n\n{reasoning}"
+    failed = [r for r in rulings if r.error is not None]
+    if failed:
+        reasoning += "\n\n" + "\n".join(f"{r.judge} failed and is left out: {r.error}" for r in failed)
     confidences = [r.confidence for r in good if r.confidence is not None]
     return Verdict(
         available=True,
         winner=winner,
         scores=scores,
         criteria=per_criterion,
-        reasoning="\n\n".join(r.reasoning for r in good) if len(good) == 1 else "\n\n".join(
-            f"{r.judge}: {r.reasoning}" for r in good),
+        reasoning=reasoning,
         confidence=round(statistics.fmean(confidences), 2) if confidences else None,
         rulings=rulings,
         disagreement=disagreement,
@@ -250,23 +304,42 @@ def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[s
     )
 
 
+def _judge_names(specs: list[JudgeSpec]) -> list[str]:
+    """Display names of a panel's judges; repeated models get #2, #3 so each ruling stays distinct."""
+    seen: dict[str, int] = {}
+    names = []
+    for spec in specs:
+        seen[spec.label] = seen.get(spec.label, 0) + 1
+        names.append(spec.label if seen[spec.label] == 1 else f"{spec.label} #{seen[spec.label]}")
+    return names
+
+
+def _raw_text(results: list[tuple[str, RuleResult]]) -> str | None:
+    parts = []
+    for name, result in results:
+        for i, text in enumerate(result.raw):
+            parts.append(f"--- {name}, {'first reply' if i == 0 else 'reply to the repair request'} ---\n{text}")
+    return "\n\n".join(parts) or None
+
+
 async def judge_debate(call: JudgeCall, config: DebateConfig, fmt: Format, turns: list[Turn]) -> Verdict:
-    """Run the configured judge(s), the fallback if all fail, and combine the rulings."""
+    """Run the configured judge(s) concurrently, the fallback if none succeeded, and combine the rulings.
+
+    With no valid ruling at all the verdict is *unavailable*, carrying every raw reply and every error.
+    """
     debaters = [p.id for p in config.participants if p.position != "moderator"]
     labels = assign_labels(debaters, config.seed)
-    rulings: list[JudgeRuling] = []
-    raw: str | None = None
-    for spec in config.judge.judges:
-        ruling, text, error = await rule_one(call, spec, config, fmt, turns, labels)
-        raw = text or raw
-        rulings.append(ruling or JudgeRuling(judge=spec.label, error=error))
-    if not any(r.error is None for r in rulings) and config.judge.fallback is not None:
-        spec = config.judge.fallback
-        ruling, text, error = await rule_one(call, spec, config, fmt, turns, labels)
-        raw = text or raw
-        rulings.append(ruling or JudgeRuling(judge=f"{spec.label} (fallback)", error=error))
+    specs = list(config.judge.judges)
+    names = _judge_names(specs)
+    outcomes = await asyncio.gather(*(rule_one(call, spec, config, fmt, turns, labels, name)
+                                      for spec, name in zip(specs, names, strict=True)))
+    results = list(zip(names, outcomes, strict=True))
+    if not any(r.ruling.error is None for _, r in results) and config.judge.fallback is not None:
+        name = f"{config.judge.fallback.label} (fallback)"
+        results.append((name, await rule_one(call, config.judge.fallback, config, fmt, turns, labels, name)))
+    rulings = [r.ruling for _, r in results]
     if not any(r.error is None for r in rulings):
         reasons = "; ".join(f"{r.judge}: {r.error}" for r in rulings)
         return Verdict(available=False, reasoning=f"Verdict unavailable. {reasons}", rulings=rulings,
-                       labels=labels, raw_text=raw)
+                       labels=labels, raw_text=_raw_text(results))
     return combine(rulings, labels, config.judge.criteria)

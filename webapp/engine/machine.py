@@ -249,7 +249,13 @@ class DebateMachine:
         position = params.get("position")
         new_position = Position.model_validate(position) if position is not None else None
         error = dict(params.get("error") or {}) if event is Event.ERROR else None
-        self._tick(at)
+        # An event's position says where the work since the previous event was done (the turn just
+        # completed, the turn a pause or an error cut off): that is where the time is booked. Only
+        # logged events move the clock, so a state rebuilt from the log times phases identically.
+        delta = self._active_seconds(at)  # computed first: a bad `at` raises before anything changed
+        if new_position is not None:
+            ctx.position = new_position
+        self._tick(at, delta)
         if target in (State.PAUSED, State.ERROR, State.AWAITING_ACK):
             ctx.return_state = source
         elif transition.target == RETURN:
@@ -271,33 +277,37 @@ class DebateMachine:
             ctx.interrupted = False
         if event is Event.TURN_COMPLETE:
             ctx.has_turns = True
-        if new_position is not None:
-            ctx.position = new_position
         ctx.state = target
         ctx.active_since = at if target in ACTIVE_STATES else None
         return source, target
 
     def note_position(self, position: Position, at: datetime | None = None) -> None:
-        """Record where the debate now is (a new speaker or phase) for timing and display."""
-        self._tick(at or utcnow())
+        """Record where the debate now is (the speaker just asked) for display, pause and errors.
+
+        It does not move the clock: time is booked by logged events only (see `send`), so the live
+        machine and one rebuilt from the log agree exactly. `at` is accepted for symmetry."""
         self.context.position = position
 
-    def _tick(self, at: datetime) -> None:
+    def _active_seconds(self, at: datetime) -> float | None:
+        """Active time since the last booking, or None while nothing is running."""
         ctx = self.context
         if ctx.active_since is not None and ctx.state in ACTIVE_STATES:
-            delta = max(0.0, (at - ctx.active_since).total_seconds())
+            return max(0.0, (at - ctx.active_since).total_seconds())
+        return None
+
+    def _tick(self, at: datetime, delta: float | None) -> None:
+        ctx = self.context
+        if delta is not None:
             ctx.elapsed_s += delta
-            phase = ctx.position.phase or ctx.state.value
+            # Time spent initializing, clarifying or judging is its own entry, not the last phase's.
+            in_phases = ctx.state in (State.PREPARATION, State.DEBATING) and ctx.position.phase
+            phase = ctx.position.phase if in_phases else ctx.state.value
             ctx.phase_durations[phase] = ctx.phase_durations.get(phase, 0.0) + delta
             ctx.active_since = at
 
     def elapsed(self, now: datetime | None = None) -> float:
         """Active seconds so far, paused and waiting time excluded."""
-        ctx = self.context
-        extra = 0.0
-        if ctx.active_since is not None and ctx.state in ACTIVE_STATES:
-            extra = max(0.0, ((now or utcnow()) - ctx.active_since).total_seconds())
-        return ctx.elapsed_s + extra
+        return self.context.elapsed_s + (self._active_seconds(now or utcnow()) or 0.0)
 
     def _refusal_reason(self, event: Event) -> str:
         candidates = [t for t in TRANSITIONS if t.source is self.state and t.event is event]

@@ -45,8 +45,9 @@ def effective_word_limit(phase: Phase, config: DebateConfig) -> int | None:
 
 
 def visible_history(turns: list[Turn], viewer: str) -> list[Turn]:
-    """Turns the viewer may see: every public turn plus its own private ones."""
-    return [t for t in turns if t.visible or t.speaker == viewer]
+    """Turns the viewer may see: every public turn plus its own private ones. Preparation notes stay
+    private to their author even when `show_preparation` shows them to the spectators."""
+    return [t for t in turns if t.speaker == viewer or (t.visible and t.act != "prepare")]
 
 
 def opponent_last(turns: list[Turn], speaker: Participant, config: DebateConfig,
@@ -124,6 +125,7 @@ def turn_request(
           if extra_context and extra_context.get("brief") else []),
         f"Phase: {phase.title}{round_note}. {phase.instruction}",
         ACT_GUIDANCE.get(slot.act, ""),
+        *([str(extra_context["guidance"])] if extra_context and extra_context.get("guidance") else []),
     ]
     if limit:
         instruction.append(f"Use at most {limit} words.")

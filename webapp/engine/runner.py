@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from webapp.engine import budget as money
 from webapp.engine import termination
-from webapp.engine.context import build_history, summary_key, turns_to_summarise
-from webapp.engine.discipline import truncate_to_words, word_count
+from webapp.engine.context import build_history, turns_to_summarise
+from webapp.engine.discipline import rejection_note, truncate_to_words, truncation_note, word_count
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
 from webapp.engine.machine import (
@@ -167,7 +167,8 @@ class DebateSession:
         async with self._command_lock:
             self._require(Event.STOP)
             await self._halt()
-            await self._transition(Event.STOP, verdict=verdict, reason=reason)
+            await self._transition(Event.STOP, verdict=verdict, reason=reason,
+                                   position=self.state.machine.context.position.model_dump())
             self.ensure_running()
 
     async def retry(self) -> None:
@@ -383,7 +384,7 @@ class DebateSession:
                         return step
             if round_phases(fmt):
                 await self._after_round(round_no)
-            if round_no == state.total_rounds or kind == "fixed":
+            if kind == "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
                 continue
             decision = state.round_decisions.get(round_no)
             if decision is None:
@@ -436,7 +437,7 @@ class DebateSession:
     async def _run_step(self, step: Step) -> None:
         todo = [t for t in step.turns if t.key not in self.state.turn_keys]
         for slot in todo:
-            await self._prepare_summary(self.state.config.participant(slot.speaker))
+            await self._prepare_summary(self.state.config.participant(slot.speaker), slot)
         requests = [(slot, self._request_for(slot, offset)) for offset, slot in enumerate(todo)]
         if not await self._budget_allows([(self.state.config.participant(s.speaker), r) for s, r in requests]):
             return
@@ -448,21 +449,19 @@ class DebateSession:
                     group.create_task(self._take_turn(slot, request))
         await self._check_warning()
 
-    async def _prepare_summary(self, participant: Participant) -> None:
+    async def _prepare_summary(self, participant: Participant, slot: TurnSlot | None = None) -> None:
         """Write (once) the summary a `summarize` debate needs before this participant speaks."""
-        needed = turns_to_summarise(self.state, participant)
+        needed = turns_to_summarise(self.state, participant, slot)
         if needed is None:
             return
-        turns, covered = needed
-        text, record = await termination.summarise(self._aux_call, self.state, turns)
-        key = summary_key(participant.id, covered)
-        await self._commit(EventKind.SUMMARY, {"key": key, "participant": participant.id, "covered": covered,
-                                               "text": text.strip(), "calls": [record]}, idem_key=f"summary/{key}")
+        text, record = await termination.summarise(self._aux_call, self.state, needed.turns)
+        await self._commit(EventKind.SUMMARY, {**needed.event_data(), "text": text.strip(), "calls": [record]},
+                           idem_key=f"summary/{needed.key}")
 
     def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest:
         state = self.state
         participant = state.config.participant(slot.speaker)
-        history, notes = build_history(state, participant)
+        history, notes = build_history(state, participant, slot)
         request = turn_request(
             slot=slot,
             participant=participant,
@@ -486,7 +485,7 @@ class DebateSession:
         limit = effective_word_limit(phase, state.config)
         if limit and word_count(text) > limit:
             if state.config.word_limit_action == "reject":
-                notes.append(f"rejected: {word_count(text)} words over the {limit}-word limit; asked again")
+                notes.append(rejection_note(word_count(text), limit))
                 shorter = request.model_copy(update={"messages": [
                     *request.messages,
                     request.messages[0].model_copy(update={"role": "assistant", "content": text}),
@@ -499,13 +498,16 @@ class DebateSession:
                 result.cost_usd = None if None in (result.cost_usd, second.cost_usd) else (
                     result.cost_usd + second.cost_usd)
                 text = second.text.strip()
+                notes.append(f"the shorter answer has {word_count(text)} words")
             if word_count(text) > limit:
-                notes.append(f"truncated at a sentence boundary to the {limit}-word limit "
-                             f"(was {word_count(text)} words)")
+                notes.append(truncation_note(word_count(text), limit))
                 text = truncate_to_words(text, limit)
-        flag = await termination.check_on_topic(self._aux_call, state, participant, text)
+        flag, topic_calls = await termination.check_on_topic(self._aux_call, state, participant, text)
         if flag:
             notes.append(flag)
+        if topic_calls:  # the judge's on-topic check costs money too
+            await self._commit(EventKind.NOTE, {"type": "on_topic", "turn": slot.key, "round": slot.round,
+                                                "flag": flag, "calls": topic_calls})
         turn = Turn(
             key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
             index=slot.index, text=text, usage=result.usage, cost_usd=result.cost_usd,

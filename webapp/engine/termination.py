@@ -1,12 +1,15 @@
-"""Judge-side calls made between turns: round decisions (free-form, convergence, quality), per-round
-scores, clarification questions, on-topic checks, summaries and the final synthesis.
+"""Judge-side calls made between turns: round decisions (free-form, convergence, collaborative
+evaluation), per-round scores, clarification questions, on-topic checks, summaries, the synthesis,
+and the extra context each turn gets (the user's clarifications, collaborative guidance).
 
 Each function takes `call(spec, request) -> (text, cost_record)` from the runner, so retries, cost
 and timeouts are handled in one place, and returns plain data that the runner stores as an event.
+Judge-side calls go to the first judge; when it fails, the configured fallback judge takes over.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -22,15 +25,25 @@ if TYPE_CHECKING:
     from webapp.engine.state import DebateState
 
 AuxCall = Callable[[Any, ProviderRequest], Awaitable[tuple[str, dict[str, Any]]]]
+RequestFor = Callable[[JudgeSpec], ProviderRequest]
 
-_STOPWORDS = set(
-    "a an the of to in on for and or but is are was were be been it this that these those with as by at from "
-    "should would could will can we you they he she i our your their not no do does did have has had".split()
-)
+_STOPWORD_TEXT = """
+a an the of to in on for and or but is are was were be been it this that these those with as by at from
+should would could will can we you they he she i our your their not no do does did have has had than
+then there what which who whom whose why how all any each more most other some such only own same so
+too very just also into over under about against between through during before after above below
+up down out off again further once here when where both few nor
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-def _judge_spec(state: DebateState) -> JudgeSpec:
-    return state.config.judge.judges[0]
+# --- judge calls with fallback -----------------------------------------------------------------
+
+
+def judge_specs(state: DebateState) -> list[JudgeSpec]:
+    """Who answers judge-side questions: the first judge, then the fallback judge if configured."""
+    judge = state.config.judge
+    return [judge.judges[0], *([judge.fallback] if judge.fallback is not None else [])]
 
 
 def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, **context: Any) -> ProviderRequest:
@@ -40,7 +53,7 @@ def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, **c
         messages=[Message(role="user", content=prompt)],
         max_tokens=min(spec.max_tokens, 800),
         temperature=spec.temperature,
-        json_mode=purpose != "synthesis" and purpose != "summary",
+        json_mode=purpose not in ("synthesis", "summary"),
         purpose=purpose,
         context={"topic": state.config.topic, "seed": state.config.seed, **context},
         connect_timeout=state.config.timeouts.connect,
@@ -48,97 +61,189 @@ def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, **c
     )
 
 
-async def _ask_json(call: AuxCall, spec: JudgeSpec, request: ProviderRequest) -> tuple[dict[str, Any], list[dict]]:
-    calls: list[dict[str, Any]] = []
-    text, record = await call(spec, request)
-    calls.append(record)
-    try:
-        return extract_json(text), calls
-    except VerdictInvalid as exc:
-        repair = request.model_copy(update={"messages": [
-            *request.messages, Message(role="assistant", content=text[:4000]),
-            Message(role="user", content=f"Invalid: {exc}. Reply with the JSON object only."),
-        ]})
-        text, record = await call(spec, repair)
+async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) -> tuple[str, list[dict]]:
+    """Ask the judge; on a provider failure ask the fallback judge. Raises the last ProviderError."""
+    failure: ProviderError | None = None
+    for spec in judge_specs(state):
+        try:
+            text, record = await call(spec, request_for(spec))
+        except ProviderError as exc:
+            failure = exc
+            continue
+        return text, [record]
+    assert failure is not None
+    raise failure
+
+
+async def _ask_json(call: AuxCall, state: DebateState, request_for: RequestFor,
+                    calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ask for a JSON object, with one repair request quoting what was wrong. Every call made is
+    appended to `calls` (also when this raises), so the money spent is always recorded."""
+    failure: ProviderError | None = None
+    for spec in judge_specs(state):
+        request = request_for(spec)
+        try:
+            text, record = await call(spec, request)
+        except ProviderError as exc:
+            failure = exc
+            continue
         calls.append(record)
-        return extract_json(text), calls
+        try:
+            return extract_json(text)
+        except VerdictInvalid as exc:
+            repair = request.model_copy(update={
+                "messages": [*request.messages, Message(role="assistant", content=text[:4000]),
+                             Message(role="user", content=f"That reply was not valid: {exc}. "
+                                     "Reply again with the JSON object only.")],
+                "context": {**request.context, "repair": True},
+            })
+            text, record = await call(spec, repair)
+            calls.append(record)
+            return extract_json(text)
+    assert failure is not None
+    raise failure
 
 
 def _labelled(state: DebateState, upto_round: int | None = None) -> str:
     debaters = [p.id for p in state.config.participants if p.position != "moderator"]
     labels = assign_labels(debaters, state.config.seed)
     turns = [t for t in state.turns if t.visible and (upto_round is None or t.round <= upto_round)]
-    return anonymised_transcript(turns, labels, state.format)
+    return anonymised_transcript(turns, labels, state.format, names=_names(state))
+
+
+def _names(state: DebateState) -> dict[str, str]:
+    return {p.id: p.name for p in state.config.participants}
+
+
+# --- round decisions ---------------------------------------------------------------------------
+
+
+def evaluation_kind(state: DebateState) -> str:
+    """How rounds end: the format's policy, or for collaborative the configured evaluation."""
+    kind = state.format.termination.kind
+    if state.format.id == "collaborative":
+        return state.config.evaluation
+    return kind
 
 
 async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict[str, Any], list[dict]]:
-    """Should the round block continue after `round_no`? Returns {stop, reason, …}."""
-    kind = state.format.termination.kind
-    spec = _judge_spec(state)
+    """Should the round block continue after `round_no`? Returns {stop, reason, …} and the calls made.
+
+    At the hard cap the debate stops without asking anyone; the reason says so.
+    """
+    kind = evaluation_kind(state)
+    cap = state.total_rounds
+    if kind == "fixed":
+        planned = min(cap, state.config.rounds or state.format.termination.default_rounds)
+        if round_no >= planned:
+            return {"stop": True, "reason": f"all {planned} planned rounds completed", "cap": True}, []
+        return {"stop": False, "reason": f"fixed rounds: {round_no} of {planned} done"}, []
+    if round_no >= cap:
+        return {"stop": True, "reason": f"reached the hard cap of {cap} rounds", "cap": True}, []
     transcript = _labelled(state)
     if kind == "judge":
-        prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
-                  f"Round {round_no} has just ended. Decide whether another round would add anything new. "
-                  'Reply with JSON: {"continue": true or false, "reason": "one sentence"}')
-        try:
-            data, calls = await _ask_json(call, spec, _request(spec, state, prompt, "round_check", round=round_no))
-        except (VerdictInvalid, ProviderError) as exc:
-            return {"stop": False, "reason": f"judge gave no usable decision ({exc}); continuing"}, []
-        cont = data.get("continue")
-        stop = (not cont) if isinstance(cont, bool) else str(cont).lower() in ("false", "no", "stop")
-        reason = str(data.get("reason") or ("the judge ended the debate" if stop else "continue"))
-        return {"stop": stop, "reason": f"judge decided to stop: {reason}" if stop else reason}, calls
+        return await _decide_free_form(call, state, round_no, transcript)
     if kind == "convergence":
-        threshold = state.config.convergence_threshold
-        prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
-                  "Rate how far the participants now agree, 0 (opposed) to 100 (full agreement), and say whether "
-                  'their positions are irreconcilable. Reply with JSON: {"agreement": 0-100, '
-                  '"irreconcilable": true or false, "reason": "one sentence"}')
-        try:
-            data, calls = await _ask_json(call, spec, _request(spec, state, prompt, "convergence", round=round_no))
-            agreement = max(0.0, min(100.0, float(data.get("agreement", 0))))
-        except (VerdictInvalid, ProviderError, TypeError, ValueError) as exc:
-            return {"stop": False, "reason": f"judge gave no usable rating ({exc}); continuing"}, []
-        irreconcilable = bool(data.get("irreconcilable"))
-        if irreconcilable:
-            reason = f"the judge declared the positions irreconcilable: {data.get('reason', '')}".strip()
-        elif agreement >= threshold:
-            reason = f"converged: agreement {agreement:g} reached the threshold {threshold}"
-        else:
-            reason = f"agreement {agreement:g} is below the threshold {threshold}"
-        return {"stop": irreconcilable or agreement >= threshold, "reason": reason, "agreement": agreement,
-                "irreconcilable": irreconcilable}, calls
+        threshold = (state.config.quality_threshold if state.format.id == "collaborative"
+                     else state.config.convergence_threshold)
+        return await _decide_convergence(call, state, round_no, transcript, threshold)
     if kind == "quality":
-        threshold = state.config.quality_threshold
-        prompt = (f"Problem: {state.config.topic}\n\nWork so far:\n{transcript}\n\nRate the quality of the latest "
-                  'refined proposals from 0 to 100. Reply with JSON: {"score": 0-100, "reason": "one sentence"}')
-        try:
-            data, calls = await _ask_json(call, spec, _request(spec, state, prompt, "quality", round=round_no))
-            score = max(0.0, min(100.0, float(data.get("score", 0))))
-        except (VerdictInvalid, ProviderError, TypeError, ValueError) as exc:
-            return {"stop": False, "reason": f"judge gave no usable score ({exc}); continuing"}, []
-        stop = score >= threshold
-        reason = (f"quality {score:g} reached the threshold {threshold}" if stop
-                  else f"quality {score:g} is below the threshold {threshold}")
-        return {"stop": stop, "reason": reason, "score": score}, calls
+        return await _decide_quality(call, state, round_no, transcript)
     return {"stop": False, "reason": "fixed rounds"}, []
 
 
+async def _decide_free_form(call: AuxCall, state: DebateState, round_no: int,
+                            transcript: str) -> tuple[dict[str, Any], list[dict]]:
+    prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
+              f"Round {round_no} has just ended. Decide whether another round would add anything new. "
+              'Reply with JSON: {"continue": true or false, "reason": "one sentence"}')
+    calls: list[dict[str, Any]] = []
+    try:
+        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "round_check",
+                                                                  round=round_no), calls)
+    except (VerdictInvalid, ProviderError) as exc:
+        return {"stop": False, "reason": f"the judge gave no usable decision ({exc}); continuing"}, calls
+    cont = data.get("continue")
+    if isinstance(cont, bool):
+        stop = not cont
+    elif isinstance(data.get("stop"), bool):
+        stop = data["stop"]
+    else:
+        stop = str(cont).strip().lower() in ("false", "no", "stop")
+    reason = str(data.get("reason") or "").strip() or ("no reason given" if stop else "continue")
+    return {"stop": stop, "reason": f"the judge decided to stop: {reason}" if stop else reason}, calls
+
+
+async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, transcript: str,
+                              threshold: int) -> tuple[dict[str, Any], list[dict]]:
+    prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
+              "Rate how far the participants now agree, 0 (opposed) to 100 (full agreement), and say whether "
+              'their positions are irreconcilable. Reply with JSON: {"agreement": 0-100, '
+              '"irreconcilable": true or false, "reason": "one sentence"}')
+    calls: list[dict[str, Any]] = []
+    try:
+        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "convergence",
+                                                                  round=round_no), calls)
+        agreement = max(0.0, min(100.0, float(data["agreement"])))
+    except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
+        return {"stop": False, "reason": f"the judge gave no usable agreement rating ({exc}); continuing"}, calls
+    flag = data.get("irreconcilable")
+    irreconcilable = flag is True or str(flag).strip().lower() in ("true", "yes")
+    why = str(data.get("reason") or "").strip()
+    if irreconcilable:
+        reason = "the judge declared the positions irreconcilable" + (f": {why}" if why else "")
+    elif agreement >= threshold:
+        reason = f"converged: agreement {agreement:g} reached the threshold {threshold}"
+    else:
+        reason = f"agreement {agreement:g} is below the threshold {threshold}"
+    return {"stop": irreconcilable or agreement >= threshold, "reason": reason, "agreement": agreement,
+            "irreconcilable": irreconcilable, "threshold": threshold}, calls
+
+
+async def _decide_quality(call: AuxCall, state: DebateState, round_no: int,
+                          transcript: str) -> tuple[dict[str, Any], list[dict]]:
+    threshold = state.config.quality_threshold
+    prompt = (f"Problem: {state.config.topic}\n\nWork so far:\n{transcript}\n\nRate the quality of the latest "
+              'refined proposals from 0 to 100. Reply with JSON: {"score": 0-100, "reason": "one sentence"}')
+    calls: list[dict[str, Any]] = []
+    try:
+        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "quality",
+                                                                  round=round_no), calls)
+        score = max(0.0, min(100.0, float(data["score"])))
+    except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
+        return {"stop": False, "reason": f"the judge gave no usable quality score ({exc}); continuing"}, calls
+    stop = score >= threshold
+    reason = (f"quality {score:g} reached the threshold {threshold}" if stop
+              else f"quality {score:g} is below the threshold {threshold}")
+    return {"stop": stop, "reason": reason, "score": score, "threshold": threshold}, calls
+
+
+# --- per-round scores --------------------------------------------------------------------------
+
+
 async def score_round(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict[str, Any], list[dict]]:
-    """Per-round scores by the (first) judge on the transcript so far."""
+    """Per-round scores {participant_id: 0-100} by the first judge (or the fallback) on the transcript so far."""
     calls: list[dict[str, Any]] = []
 
     async def judge_call(spec: JudgeSpec, request: ProviderRequest) -> str:
-        request.context["turn_key"] = f"round-{round_no}/{spec.label}"
+        request = request.model_copy(update={"context": {**request.context,
+                                                         "turn_key": f"round-{round_no}/{spec.label}",
+                                                         "round": round_no}})
         text, record = await call(spec, request)
-        calls.append(record)
+        calls.append({**record, "purpose": "round_scores"})
         return text
 
     config = state.config.model_copy(update={"judge": state.config.judge.model_copy(
-        update={"judges": [state.config.judge.judges[0]], "fallback": None})})
+        update={"judges": [state.config.judge.judges[0]]})})
     turns = [t for t in state.turns if t.visible and t.round <= round_no]
     verdict = await judge_debate(judge_call, config, state.format, turns)
-    return {"scores": verdict.scores, "winner": verdict.winner, "available": verdict.available}, calls
+    result: dict[str, Any] = {"scores": verdict.scores, "winner": verdict.winner, "available": verdict.available}
+    if not verdict.available:
+        result["error"] = verdict.reasoning
+    return result, calls
+
+
+# --- extra context for turns -------------------------------------------------------------------
 
 
 def brief(state: DebateState) -> str:
@@ -155,87 +260,190 @@ def brief(state: DebateState) -> str:
     return "\n".join(lines)
 
 
+def collaborative_guidance(state: DebateState, participant: Participant, slot: TurnSlot) -> dict[str, Any]:
+    """What a proposal / critique / refinement works from, for the prompt and for inspection."""
+    turns = [t for t in state.turns if t.visible]
+    names = _names(state)
+    if slot.act == "propose":
+        if slot.round == 1:
+            return {"guidance": "This is round 1: write a fresh proposal.",
+                    "collaborative": {"round": 1, "previous_refinements": []}}
+        refinements = [t for t in turns if t.act == "refine" and t.round == slot.round - 1]
+        own = next((t for t in refinements if t.speaker == participant.id), None)
+        others = [names.get(t.speaker, t.speaker) for t in refinements if t.speaker != participant.id]
+        text = (f"Start from your own round {slot.round - 1} refinement, shown above, and improve it"
+                if own else f"You wrote no refinement in round {slot.round - 1}; write a proposal")
+        text += f"; you may borrow from the refinements of {', '.join(others)}." if others else "."
+        return {"guidance": text, "collaborative": {
+            "round": slot.round, "own_previous": own.key if own else None,
+            "previous_refinements": [t.key for t in refinements]}}
+    if slot.act == "critique":
+        proposals = [t for t in turns if t.act == "propose" and t.round == slot.round
+                     and t.speaker != participant.id]
+        authors = [names.get(t.speaker, t.speaker) for t in proposals]
+        return {"guidance": f"Above are the round {slot.round} proposals of {', '.join(authors) or 'no one'}. "
+                "Critique each of them by name (strengths, flaws, concrete fixes); do not critique your own.",
+                "collaborative": {"round": slot.round, "proposals": [t.key for t in proposals]}}
+    if slot.act == "refine":
+        own = next((t for t in turns if t.act == "propose" and t.round == slot.round
+                    and t.speaker == participant.id), None)
+        critiques = [t for t in turns if t.act == "critique" and t.round == slot.round
+                     and t.speaker != participant.id]
+        critics = [names.get(t.speaker, t.speaker) for t in critiques]
+        return {"guidance": f"Above are your round {slot.round} proposal and the critiques by "
+                f"{', '.join(critics) or 'no one'}. Revise your own proposal to answer each critique, "
+                "and say what changed.",
+                "collaborative": {"round": slot.round, "own_proposal": own.key if own else None,
+                                  "critiques": [t.key for t in critiques]}}
+    return {}
+
+
 def turn_context(state: DebateState, participant: Participant, slot: TurnSlot) -> dict[str, Any]:
-    """Extra context for a turn: the user's clarifications (collaborative)."""
+    """Extra context for a turn: the user's clarifications and, in collaborative, the act's guidance."""
+    extra: dict[str, Any] = {}
     text = brief(state)
-    return {"brief": text} if text else {}
+    if text:
+        extra["brief"] = text
+    if slot.act in ("propose", "critique", "refine"):
+        extra.update(collaborative_guidance(state, participant, slot))
+    return extra
+
+
+# --- clarification -----------------------------------------------------------------------------
+
+
+def _last_round_unanswered(state: DebateState) -> bool:
+    """True when the user left every question of the latest iteration unanswered."""
+    if not state.answers:
+        return False
+    latest = state.answers[-1].get("answers") or {}
+    return not any(str(a).strip() for items in latest.values() for a in items)
 
 
 async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) -> tuple[dict[str, list[str]],
                                                                                         list[dict]]:
-    """Each agent's questions for the user (follow-ups after the first iteration)."""
+    """Each agent's questions for the user (follow-ups after the first iteration), asked in parallel.
+
+    No follow-ups are asked after the user left a whole iteration unanswered: they chose to move on.
+    """
     config = state.config
-    questions: dict[str, list[str]] = {}
-    calls: list[dict[str, Any]] = []
+    if iteration > 1 and _last_round_unanswered(state):
+        return {p.id: [] for p in config.participants}, []
     known = brief(state)
-    for participant in config.participants:
+
+    async def ask(participant: Participant) -> tuple[list[str], dict[str, Any]]:
+        follow_up = iteration > 1
         prompt = (f"Problem: {config.topic}\nYou are {participant.name} ({participant.position}).\n"
                   + (f"What the user already told us:\n{known}\n" if known else "")
-                  + f"Ask at most {config.clarification_questions} questions whose answers you need before "
-                  "proposing a solution; ask none if you need nothing. "
-                  'Reply with JSON: {"questions": ["…"]}')
+                  + (f"Ask at most {config.clarification_questions} follow-up questions, only about what is "
+                     "still unclear; ask none if you have what you need. " if follow_up else
+                     f"Ask at most {config.clarification_questions} questions whose answers you need before "
+                     "proposing a solution; ask none if you need nothing. ")
+                  + 'Reply with JSON: {"questions": ["…"]}')
         request = ProviderRequest(
             model=participant.model, system="You are a careful problem solver.",
             messages=[Message(role="user", content=prompt)], max_tokens=min(participant.max_tokens, 500),
             temperature=participant.temperature, json_mode=True, purpose="clarify",
-            context={"topic": config.topic, "seed": config.seed, "iteration": iteration,
-                     "max_questions": config.clarification_questions, "turn_key": f"clarify/{iteration}/{participant.id}"},
+            context={"topic": config.topic, "seed": config.seed, "iteration": iteration, "speaker": participant.id,
+                     "max_questions": config.clarification_questions,
+                     "turn_key": f"clarify/{iteration}/{participant.id}"},
+            connect_timeout=config.timeouts.connect, first_token_timeout=config.timeouts.first_token,
         )
         text, record = await call(participant, request)
-        calls.append(record)
         try:
             raw = extract_json(text).get("questions") or []
+            if not isinstance(raw, list):
+                raw = [raw]
         except VerdictInvalid:
-            raw = [line.strip("-• ").strip() for line in text.splitlines() if line.strip().endswith("?")]
+            raw = [line.strip("-•* ").strip() for line in text.splitlines() if line.strip().endswith("?")]
         items = [str(q).strip()[:500] for q in raw if str(q).strip()]
-        questions[participant.id] = items[: config.clarification_questions]
-    return questions, calls
+        return items[: config.clarification_questions], record
+
+    results = await asyncio.gather(*(ask(p) for p in config.participants))
+    questions = {p.id: items for p, (items, _) in zip(config.participants, results, strict=True)}
+    return questions, [record for _, record in results]
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z][a-z'-]{2,}", text.lower()) if w not in _STOPWORDS}
+# --- strict mode -------------------------------------------------------------------------------
 
 
-async def check_on_topic(call: AuxCall, state: DebateState, participant: Participant, text: str) -> str | None:
-    """Strict mode: a note flagging an off-topic turn, else None (judge model, or lexical offline)."""
+def _stem(word: str) -> str:
+    """A very light stemmer: enough for "cities"/"city" or "cars"/"car" to meet in the lexical check."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        return word[:-2]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    if word.endswith("s") and len(word) >= 4 and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased, lightly stemmed content words (stop words removed)."""
+    return {_stem(w) for w in re.findall(r"[a-z][a-z'-]{2,}", text.lower()) if w not in _STOPWORDS}
+
+
+def lexical_on_topic(topic: str, text: str) -> bool:
+    """The offline check: does the turn share at least one content word with the topic?"""
+    return bool(content_words(text) & content_words(topic))
+
+
+async def check_on_topic(call: AuxCall, state: DebateState, participant: Participant,
+                         text: str) -> tuple[str | None, list[dict]]:
+    """Strict mode: a note flagging an off-topic turn (else None), and the judge calls made.
+
+    The judge model decides; with the offline demo judge a cheap lexical check is used instead.
+    """
     if not state.config.strict:
-        return None
-    spec = _judge_spec(state)
-    if spec.provider == "demo":
-        overlap = _content_words(text) & _content_words(state.config.topic)
-        return None if overlap else "off-topic: shares no key words with the topic (lexical check)"
-    prompt = (f"Topic: {state.config.topic}\n\nTurn:\n{text}\n\nIs this turn on topic? "
+        return None, []
+    if state.config.judge.judges[0].provider == "demo":
+        if lexical_on_topic(state.config.topic, text):
+            return None, []
+        return "off-topic: shares no key words with the topic (lexical check)", []
+    prompt = (f"Topic: {state.config.topic}\n\nTurn by {participant.name}:\n{text}\n\nIs this turn on topic? "
               'Reply with JSON: {"on_topic": true or false, "reason": "one sentence"}')
+    calls: list[dict[str, Any]] = []
     try:
-        data, _ = await _ask_json(call, spec, _request(spec, state, prompt, "on_topic"))
-    except (VerdictInvalid, ProviderError):
-        return None
-    if data.get("on_topic") is False:
-        return f"off-topic: {data.get('reason', 'the judge flagged this turn')}"
-    return None
+        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "on_topic",
+                                                                  speaker=participant.id), calls)
+    except (VerdictInvalid, ProviderError) as exc:
+        return f"on-topic check unavailable: {exc}", calls
+    verdict = data.get("on_topic")
+    if verdict is False or str(verdict).strip().lower() in ("false", "no"):
+        return f"off-topic: {data.get('reason') or 'the judge flagged this turn'}", calls
+    return None, calls
+
+
+# --- summaries and synthesis -------------------------------------------------------------------
 
 
 async def summarise(call: AuxCall, state: DebateState, turns: list[Turn]) -> tuple[str, dict[str, Any]]:
-    spec = _judge_spec(state)
+    """A model's summary of older turns (the first item may be an earlier summary to extend)."""
     text = render_history(turns, state.config, state.format)
     points = [t.text.split(".")[0][:120] for t in turns]
     prompt = ("Summarise these debate turns in a short paragraph per speaker, keeping every argument and "
-              f"concession:\n\n{text}")
-    request = _request(spec, state, prompt, "summary", points=points, turn_key=f"summary/{len(turns)}")
-    return await call(spec, request)
+              f"concession (an earlier summary, if present, must be carried forward):\n\n{text}")
+    key = "summary/" + ",".join(t.key for t in turns)[-200:]
+    reply, calls = await _ask_text(call, state, lambda spec: _request(spec, state, prompt, "summary",
+                                                                      points=points, turn_key=key))
+    return reply, calls[0]
 
 
 async def synthesize(call: AuxCall, state: DebateState) -> tuple[str, dict[str, Any]] | None:
     """The judge's final solution for formats that end in a synthesis."""
     if not state.format.judge_synthesis:
         return None
-    spec = _judge_spec(state)
     transcript = render_history([t for t in state.turns if t.visible], state.config, state.format)
     known = brief(state)
     prompt = (f"Problem: {state.config.topic}\n" + (f"User's clarifications:\n{known}\n" if known else "")
               + f"\nAll rounds of proposals, critiques and refinements:\n{transcript}\n\n"
               "Write the final solution, drawing on the best of every round.")
-    return await call(spec, _request(spec, state, prompt, "synthesis", turn_key="synthesis"))
+    text, calls = await _ask_text(call, state, lambda spec: _request(spec, state, prompt, "synthesis",
+                                                                     turn_key="synthesis"))
+    return text, calls[0]
 
 
 def dumps(data: Any) -> str:

@@ -72,6 +72,6 @@ def money(value: float | None) -> str:
         return "unpriced"
     if value == 0:
         return "$0"
-    if value < 0.01:
+    if value < 1:
         return f"${value:.4f}"
-    return f"${value:.2f}"
+    return f"${value:,.2f}"

@@ -88,22 +88,23 @@ class Dashboard:
 
 def _row_card(row: DebateRow) -> None:
     link = ui.link(target=f"/debate/{row.id}").classes("w-full no-underline text-inherit")
-    with link, ui.card().classes("w-full p-0 rostrum-row").mark(f"debate-{row.id}"):
-        with ui.row().classes("w-full items-start justify-between gap-3 p-4 no-wrap"):
-            with ui.column().classes("gap-1 min-w-0 grow"):
-                ui.label(row.topic).classes("text-base font-medium rostrum-topic line-clamp-2")
-                with ui.row().classes("items-center gap-3 text-grey-7 text-sm"):
-                    fmt = FORMATS.get(row.format)
-                    ui.label(fmt.title if fmt else row.format)
-                    ui.label(_progress(row))
-                    ui.label(row.created_at.strftime("%Y-%m-%d %H:%M UTC"))
-                with ui.row().classes("items-center gap-3"):
-                    for participant in row.participants:
-                        participant_chip(participant)
-            with ui.column().classes("items-end gap-2 shrink-0"):
-                status_badge(row.status)
-                cost = money(row.cost_usd) + (" + unpriced" if row.unpriced else "")
-                ui.label(cost).classes("text-sm font-mono text-grey-8").mark("cost")
+    with link:
+        card = ui.card().classes("w-full p-0 rostrum-row").mark(f"debate-{row.id}")
+    with card, ui.row().classes("w-full items-start justify-between gap-3 p-4 no-wrap"):
+        with ui.column().classes("gap-1 min-w-0 grow"):
+            ui.label(row.topic).classes("text-base font-medium rostrum-topic line-clamp-2")
+            with ui.row().classes("items-center gap-3 text-grey-7 text-sm"):
+                fmt = FORMATS.get(row.format)
+                ui.label(fmt.title if fmt else row.format)
+                ui.label(_progress(row))
+                ui.label(row.created_at.strftime("%Y-%m-%d %H:%M UTC"))
+            with ui.row().classes("items-center gap-3"):
+                for participant in row.participants:
+                    participant_chip(participant)
+        with ui.column().classes("items-end gap-2 shrink-0"):
+            status_badge(row.status)
+            cost = money(row.cost_usd) + (" + unpriced" if row.unpriced else "")
+            ui.label(cost).classes("text-sm font-mono text-grey-8").mark("cost")
 
 
 def _empty_state() -> None:
@@ -130,7 +131,8 @@ async def page() -> None:
     with frame("/"):
         with ui.row().classes("w-full items-center justify-between"):
             ui.label("Debates").classes("text-2xl font-semibold")
-            ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")).mark("new-debate")
+            ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")).props("no-caps") \
+                .mark("new-debate")
         with ui.row().classes("w-full items-center gap-3"):
             search = ui.input(placeholder="Search topics…").props("clearable outlined dense debounce=300") \
                 .classes("grow min-w-[200px]").mark("search")

@@ -1,0 +1,3 @@
+"""Shared pytest configuration for every test directory."""
+
+pytest_plugins = ["tests.fakellm_fixtures"]

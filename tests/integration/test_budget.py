@@ -1,0 +1,352 @@
+"""Money in whole debates against the local fake LLM server: warn-at, the hard limit, the judge's own
+estimate, unpriced models, local servers at $0, the settings' price override table and demo prices.
+
+The server reports exact usage per call (`Script(input_tokens=…, output_tokens=…)`), so every figure
+below is computed independently from genai-prices or the override table and compared.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+
+from tests.fakellm import FakeLLMServer, RecordedRequest, Script
+from webapp.engine import budget as money
+from webapp.engine.engine import Engine
+from webapp.engine.machine import State
+from webapp.models import Budget, DebateConfig, EventKind, JudgeConfig, JudgeSpec, Participant, Usage
+from webapp.providers.demo import DEMO_PRICE_PER_MTOK
+from webapp.settings import PriceOverride, Settings
+
+MODEL = "gpt-4o-mini"
+CRITERIA = ["clarity"]
+VERDICT_JSON = json.dumps(
+    {
+        "winner": "B",
+        "scores": {"A": 55, "B": 66},
+        "criteria": {"clarity": {"A": {"score": 50, "note": "ok"}, "B": {"score": 70, "note": "clear"}}},
+        "reasoning": "B was clearer.",
+        "confidence": 0.6,
+    }
+)
+SPEAKER = re.compile(r"^You are (\w+),")
+ROUND = re.compile(r"\(round (\d+) of \d+\)")
+# Every debate turn below reports this usage: 200 in, 1000 out (at most the turn's max_tokens).
+TURN_IN, TURN_OUT = 200, 1000
+
+
+def call_of(request: RecordedRequest) -> str:
+    """`<speaker>/r<round>` for a debate turn, `judge` for the verdict request."""
+    if request.wants_json:
+        return "judge"
+    speaker = SPEAKER.match(str(request.body.get("messages", [{}])[0].get("content", "")))
+    match = ROUND.search(request.last_user_text)
+    assert speaker and match, request.prompt_text[:300]
+    return f"{speaker.group(1)}/r{match.group(1)}"
+
+
+def counts(server: FakeLLMServer) -> Counter[str]:
+    return Counter(call_of(r) for r in server.model_requests)
+
+
+def genai_cost(model: str, provider: str, input_tokens: int, output_tokens: int) -> float:
+    return float(calc_price(PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens), model,
+                            provider_id=provider).total_price)
+
+
+TURN_COST = genai_cost(MODEL, "openai", TURN_IN, TURN_OUT)
+
+
+def participant(name: str, position: str, url: str, **kwargs: Any) -> Participant:
+    fields: dict[str, Any] = {"name": name, "provider": "openai", "model": MODEL, "position": position,
+                              "base_url": f"{url}/v1", "max_tokens": TURN_OUT}
+    fields.update(kwargs)
+    return Participant(**fields)
+
+
+def make_config(url: str, *, rounds: int = 2, budget: Budget | None = None,
+                judge: JudgeSpec | None = None, participants: list[Participant] | None = None) -> DebateConfig:
+    return DebateConfig(
+        topic="Remote work beats the office",
+        format="round-limited",
+        rounds=rounds,
+        participants=participants or [participant("Ada", "pro", url), participant("Brook", "con", url)],
+        judge=JudgeConfig(
+            judges=[judge or JudgeSpec(provider="openai", model="gpt-4o", base_url=f"{url}/v1")],
+            criteria=CRITERIA,
+        ),
+        budget=budget or Budget(),
+    )
+
+
+def turn_scripts(n: int) -> list[Script]:
+    return [Script(input_tokens=TURN_IN, output_tokens=TURN_OUT) for _ in range(n)]
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to resolve or connect to anything but this machine fails loudly."""
+    real_connect = socket.socket.connect
+    real_getaddrinfo = socket.getaddrinfo
+
+    def check(host: Any) -> None:
+        if isinstance(host, bytes):
+            host = host.decode()
+        if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost"):
+            raise AssertionError(f"a test tried to reach {host}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if isinstance(address, tuple):
+            check(address[0])
+        return real_connect(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        check(host)
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture(autouse=True)
+def dummy_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-openai-0000")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-dummy-0000")
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
+    monkeypatch.delenv("ROSTRUM_DEMO_FAIL", raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    fake = FakeLLMServer(json_reply=VERDICT_JSON).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+async def open_engine(tmp_path: Path, settings: Settings | None = None) -> Engine:
+    settings = settings or Settings(db=tmp_path / "db.sqlite3")
+    return await Engine.open(tmp_path / "db.sqlite3", settings=settings, backoff_base=0.01)
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+    eng = await open_engine(tmp_path)
+    try:
+        yield eng
+    finally:
+        await eng.close()
+
+
+def transitions(state: Any, event: str) -> int:
+    return sum(1 for t in state.transitions if t["event"] == event)
+
+
+# --- warn-at ------------------------------------------------------------------------------------
+
+
+async def test_warn_at_fires_exactly_once_even_as_spending_keeps_rising(
+    server: FakeLLMServer, engine: Engine
+) -> None:
+    server.enqueue(*turn_scripts(4))
+    warn_at = TURN_COST * 1.5  # crossed by the second turn, not the first
+    session = await engine.start(make_config(server.url, budget=Budget(warn_at=warn_at)))
+    assert await session.join() is State.AWAITING_ACK
+    state = session.state
+    assert len(state.turns) == 2 and state.ledger.total_usd == pytest.approx(2 * TURN_COST)
+    assert sum(counts(server).values()) == 2  # nothing is requested while the warning waits
+    [warning] = state.warnings
+    assert warning["type"] == "cost_warning" and warning["warn_at"] == warn_at
+    assert warning["spent_usd"] == pytest.approx(2 * TURN_COST)
+    await session.acknowledge_warning()
+    assert await session.join() is State.COMPLETED
+    state = session.state
+    assert state.ledger.total_usd > 4 * TURN_COST > warn_at  # kept rising after the acknowledgement
+    assert [w["type"] for w in state.warnings] == ["cost_warning"]
+    assert transitions(state, "COST_WARNING") == 1 and transitions(state, "ACKNOWLEDGE_WARNING") == 1
+    stored = await engine.events(session.id)
+    assert sum(1 for e in stored if e.kind is EventKind.WARNING) == 1
+    assert state.verdict is not None and state.verdict.available
+
+
+async def test_warn_at_survives_a_reload_and_does_not_fire_again(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.enqueue(*turn_scripts(4))
+    engine = await open_engine(tmp_path)
+    session = await engine.start(make_config(server.url, budget=Budget(warn_at=TURN_COST / 2)))
+    assert await session.join() is State.AWAITING_ACK
+    debate_id = session.id
+    await engine.close()
+    engine = await open_engine(tmp_path)  # a restart: the warning is known from the log
+    try:
+        session = await engine.session(debate_id)
+        assert session.state.status is State.AWAITING_ACK and session.state.cost_warned
+        await session.acknowledge_warning()
+        assert await session.join() is State.COMPLETED
+        assert [w["type"] for w in session.state.warnings] == ["cost_warning"]
+        assert transitions(session.state, "COST_WARNING") == 1
+    finally:
+        await engine.close()
+
+
+# --- the hard limit -----------------------------------------------------------------------------
+
+
+async def test_hard_limit_stops_before_the_call_that_would_cross_it(server: FakeLLMServer, engine: Engine) -> None:
+    server.enqueue(*turn_scripts(4))
+    limit = 2.5 * TURN_COST  # two turns fit; the third's estimate (its full max_tokens) does not
+    session = await engine.start(make_config(server.url, budget=Budget(cost_limit=limit)))
+    assert await session.join() is State.STOPPED
+    state = session.state
+    assert state.ended_because == "cost limit"
+    assert len(state.turns) == 2
+    assert counts(server) == Counter({"Ada/r1": 1, "Brook/r1": 1})  # no request for the third turn
+    assert state.ledger.total_usd == pytest.approx(2 * TURN_COST) and state.ledger.total_usd <= limit
+    [warning] = state.warnings
+    assert warning["type"] == "cost_limit" and warning["limit_usd"] == limit
+    assert warning["spent_usd"] + warning["estimate_usd"] > limit >= warning["spent_usd"]
+    # The judge (gpt-4o, 1500 output tokens ≈ $0.015) would not fit either: it was not asked.
+    assert warning["judge_runs"] is False and state.verdict is None
+
+
+async def test_judge_runs_after_the_limit_when_its_own_estimate_fits(server: FakeLLMServer, engine: Engine) -> None:
+    server.enqueue(*turn_scripts(2))
+    limit = 2.5 * TURN_COST
+    cheap_judge = JudgeSpec(provider="openai", model=MODEL, base_url=f"{server.url}/v1", max_tokens=64)
+    session = await engine.start(make_config(server.url, budget=Budget(cost_limit=limit), judge=cheap_judge))
+    assert await session.join() is State.STOPPED
+    state = session.state
+    assert counts(server) == Counter({"Ada/r1": 1, "Brook/r1": 1, "judge": 1})
+    assert state.verdict is not None and state.verdict.available
+    assert state.verdict.winner == state.verdict.labels["B"]  # the judge said B
+    assert state.ended_because == "cost limit"
+    assert state.warnings[0]["judge_runs"] is True
+    assert state.ledger.by_model[f"openai:{MODEL}"] > 2 * TURN_COST  # the judge's call is in the ledger
+    assert state.ledger.total_usd <= limit
+
+
+async def test_judge_is_skipped_at_the_end_when_its_estimate_does_not_fit(
+    server: FakeLLMServer, engine: Engine
+) -> None:
+    server.enqueue(*turn_scripts(2))
+    limit = 2.5 * TURN_COST
+    session = await engine.start(make_config(server.url, rounds=1, budget=Budget(cost_limit=limit)))
+    assert await session.join() is State.COMPLETED
+    state = session.state
+    assert counts(server) == Counter({"Ada/r1": 1, "Brook/r1": 1})  # no judge request
+    assert state.verdict is not None and not state.verdict.available
+    assert "does not fit under the cost limit" in state.verdict.reasoning
+    assert state.ledger.total_usd <= limit
+
+
+# --- unpriced, local, overrides, demo ----------------------------------------------------------
+
+
+async def test_unpriced_models_are_reported_never_guessed(server: FakeLLMServer, engine: Engine) -> None:
+    url = server.url
+    server.enqueue(*turn_scripts(2), Script(input_tokens=900, output_tokens=80))
+    people = [
+        participant("Ada", "pro", url, model="gpt-imaginary-9"),  # OpenAI model genai-prices does not know
+        participant("Brook", "con", url, provider="compatible", preset="openrouter", model="acme/unknown-model",
+                    base_url=f"{url}/v1"),  # a hosted service's unknown model (behind a local URL here)
+    ]
+    session = await engine.start(make_config(url, rounds=1, participants=people))
+    assert await session.join() is State.COMPLETED
+    state = session.state
+    assert [t.cost_usd for t in state.turns] == [None, None]
+    assert state.ledger.unpriced_models == {"openai:gpt-imaginary-9", "compatible:acme/unknown-model"}
+    judge_cost = genai_cost("gpt-4o", "openai", 900, 80)
+    assert state.ledger.total_usd == pytest.approx(judge_cost)  # only the priced judge is counted
+    assert state.ledger.tokens_by_model["openai:gpt-imaginary-9"]["output_tokens"] == TURN_OUT
+    stored = await engine.events(session.id)
+    assert [e.data["cost_source"] for e in stored if e.kind is EventKind.TURN] == ["unpriced", "unpriced"]
+
+
+async def test_a_hosted_preset_is_priced_by_its_service(server: FakeLLMServer, engine: Engine) -> None:
+    url = server.url
+    server.enqueue(*turn_scripts(2))
+    people = [
+        participant("Ada", "pro", url, provider="compatible", preset="openrouter", model="openai/gpt-4o-mini"),
+        participant("Brook", "con", url),
+    ]
+    session = await engine.start(make_config(url, rounds=1, participants=people))
+    assert await session.join() is State.COMPLETED
+    ada = session.state.turns[0]
+    assert ada.cost_usd == pytest.approx(genai_cost("openai/gpt-4o-mini", "openrouter", TURN_IN, TURN_OUT))
+    assert server.model_requests[0].headers["authorization"] == "Bearer sk-or-dummy-0000"
+
+
+async def test_local_compatible_servers_cost_nothing(server: FakeLLMServer, engine: Engine) -> None:
+    url = server.url
+    server.enqueue(*turn_scripts(2), Script(input_tokens=900, output_tokens=80))
+    people = [participant(n, pos, url, provider="compatible", model="llama3.2") for n, pos in
+              (("Ada", "pro"), ("Brook", "con"))]
+    judge = JudgeSpec(provider="compatible", model="llama3.2", base_url=f"{url}/v1")
+    session = await engine.start(make_config(url, rounds=1, participants=people, judge=judge))
+    assert await session.join() is State.COMPLETED
+    state = session.state
+    assert [t.cost_usd for t in state.turns] == [0.0, 0.0]
+    assert state.ledger.total_usd == 0.0 and state.ledger.unpriced_models == set()
+    assert state.ledger.tokens_by_model["compatible:llama3.2"]["calls"] == 3  # two turns and the judge
+    stored = await engine.events(session.id)
+    assert {e.data["cost_source"] for e in stored if e.kind is EventKind.TURN} == {"local"}
+    assert "authorization" in server.model_requests[0].headers  # a dummy key is sent; none is needed
+
+
+async def test_price_override_table_from_settings(server: FakeLLMServer, tmp_path: Path) -> None:
+    url = server.url
+    override = PriceOverride(input_per_mtok=2.0, output_per_mtok=8.0)
+    settings = Settings(db=tmp_path / "db.sqlite3", price_overrides={"llama3.2": override, MODEL: override})
+    server.enqueue(*turn_scripts(2))
+    people = [participant("Ada", "pro", url, provider="compatible", model="llama3.2"),  # local, yet priced
+              participant("Brook", "con", url)]  # genai-prices knows it, the override wins
+    engine = await open_engine(tmp_path, settings)
+    try:
+        session = await engine.start(make_config(url, rounds=1, participants=people))
+        assert await session.join() is State.COMPLETED
+        expected = (TURN_IN * 2.0 + TURN_OUT * 8.0) / 1_000_000
+        assert [t.cost_usd for t in session.state.turns] == [pytest.approx(expected)] * 2
+        stored = await engine.events(session.id)
+        assert [e.data["cost_source"] for e in stored if e.kind is EventKind.TURN] == ["override", "override"]
+    finally:
+        await engine.close()
+
+
+async def test_price_overrides_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_PRICE_OVERRIDES", json.dumps({"my-model": {"input_per_mtok": 1.5,
+                                                                           "output_per_mtok": 4}}))
+    settings = Settings()
+    spec = Participant(provider="compatible", model="my-model", base_url="http://127.0.0.1:1/v1")
+    cost = money.cost_of(spec, Usage(input_tokens=1_000_000, output_tokens=500_000), settings)
+    assert cost == money.Cost(1.5 + 2.0, "override")
+
+
+async def test_demo_prices_are_labelled_simulated(engine: Engine) -> None:
+    config = DebateConfig(topic="Tea beats coffee", format="round-limited", rounds=1,
+                          participants=[Participant(name="Ada", position="pro"),
+                                        Participant(name="Brook", position="con")])
+    session = await engine.start(config)
+    assert await session.join() is State.COMPLETED
+    state = session.state
+    assert state.ledger.simulated and state.ledger.total_usd > 0
+    for turn in state.turns:
+        expected = (turn.usage.input_tokens * DEMO_PRICE_PER_MTOK["input"]
+                    + turn.usage.output_tokens * DEMO_PRICE_PER_MTOK["output"]) / 1_000_000
+        assert turn.cost_usd == pytest.approx(expected)
+    stored = await engine.events(session.id)
+    assert {e.data["cost_source"] for e in stored if e.kind is EventKind.TURN} == {"simulated"}
+    assert state.ledger.to_dict()["simulated"] is True

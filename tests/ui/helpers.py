@@ -1,0 +1,37 @@
+"""Small helpers shared by the `user`-fixture tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nicegui.testing import User
+
+from webapp.engine.engine import Engine
+from webapp.engine.runner import DebateSession
+from webapp.models import DebateConfig
+from webapp.ui import runtime
+from webapp.ui.components.presets import quick_demo_config
+
+
+async def engine() -> Engine:
+    return await runtime.current().engine()
+
+
+def one(user: User, marker: str) -> Any:
+    """The single element with this marker on the user's current page."""
+    elements = list(user.find(marker=marker).elements)
+    assert len(elements) == 1, f"expected one element marked {marker!r}, found {len(elements)}"
+    return elements[0]
+
+
+def texts(user: User, marker: str) -> list[str]:
+    """The content (Markdown) or text of every element with this marker, in page order."""
+    elements = sorted(user.find(marker=marker).elements, key=lambda e: e.id)
+    return [getattr(e, "content", None) or e.text for e in elements]
+
+
+async def start_demo(topic: str | None = None, **changes: Any) -> DebateSession:
+    config = quick_demo_config(topic)
+    if changes:
+        config = DebateConfig.model_validate({**config.model_dump(), **changes})
+    return await (await engine()).start(config)

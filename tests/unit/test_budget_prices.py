@@ -1,0 +1,175 @@
+"""Pricing rules of `webapp.engine.budget`: genai-prices, overrides, local servers, demo, unpriced, checks."""
+
+from __future__ import annotations
+
+import pytest
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webapp.engine.budget import Cost, Ledger, check_budget, cost_of, estimate_call
+from webapp.models import JudgeSpec, Participant, Usage
+from webapp.providers.compatible import PRESETS
+from webapp.providers.demo import DEMO_PRICE_PER_MTOK
+from webapp.settings import PriceOverride, Settings
+
+SETTINGS = Settings(_env_file=None)
+USAGE = Usage(input_tokens=12_000, output_tokens=3_000)
+
+
+def genai(model: str, provider: str, usage: Usage) -> float:
+    price = calc_price(PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                                  cache_read_tokens=usage.cached_tokens or None), model, provider_id=provider)
+    return float(price.total_price)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [("openai", "gpt-4o-mini"), ("openai", "gpt-4o"), ("anthropic", "claude-haiku-4-5"),
+     ("anthropic", "claude-sonnet-4-5")],
+)
+def test_known_models_cost_what_genai_prices_says(provider: str, model: str) -> None:
+    cost = cost_of(Participant(provider=provider, model=model), USAGE, SETTINGS)
+    assert cost.source == "genai-prices"
+    assert cost.usd == pytest.approx(genai(model, provider, USAGE), rel=1e-12) and cost.usd > 0
+    assert cost.label == f"${cost.usd:.4f}"
+
+
+def test_cached_input_tokens_are_cheaper() -> None:
+    spec = Participant(provider="openai", model="gpt-4o-mini")
+    cached = Usage(input_tokens=100_000, output_tokens=0, cached_tokens=80_000)
+    full = cost_of(spec, Usage(input_tokens=100_000), SETTINGS).usd
+    assert cost_of(spec, cached, SETTINGS).usd == pytest.approx(genai("gpt-4o-mini", "openai", cached))
+    assert cost_of(spec, cached, SETTINGS).usd < full
+
+
+def test_judges_are_priced_like_participants() -> None:
+    judge = JudgeSpec(provider="openai", model="gpt-4o")
+    assert cost_of(judge, USAGE, SETTINGS).usd == pytest.approx(genai("gpt-4o", "openai", USAGE))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        Participant(provider="openai", model="gpt-imaginary-9"),
+        Participant(provider="anthropic", model="claude-nonexistent"),
+        Participant(provider="compatible", model="llama3.2", base_url="https://llm.example.com/v1"),
+        Participant(provider="compatible", model="some-model", base_url="http://localhost.example.com/v1"),
+        Participant(provider="compatible", preset="openrouter", model="acme/unknown-model"),
+        Participant(provider="compatible", preset="openrouter", model="acme/unknown",
+                    base_url="http://127.0.0.1:9/v1"),
+    ],
+    ids=["openai-unknown", "anthropic-unknown", "hosted-url", "lookalike-host", "hosted-preset",
+         "hosted-preset-local-url"],
+)
+def test_unknown_prices_are_unpriced_never_guessed(spec: Participant) -> None:
+    cost = cost_of(spec, USAGE, SETTINGS)
+    assert cost == Cost(None, "unpriced")
+    assert cost.label == "unpriced"
+    assert estimate_call(spec, 1000, 1000, SETTINGS).usd is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        Participant(provider="compatible", model="llama3.2", base_url="http://localhost:11434/v1"),
+        Participant(provider="compatible", model="llama3.2", base_url="http://127.0.0.1:8000/v1"),
+        Participant(provider="compatible", model="llama3.2", base_url="http://[::1]:8080/v1"),
+        Participant(provider="compatible", model="llama3.2", base_url="http://192.168.1.20:11434/v1"),
+        Participant(provider="compatible", model="llama3.2", base_url="http://gpu-box.local:8000/v1"),
+        *[Participant(provider="compatible", model="qwen2.5", preset=p.name) for p in PRESETS.values() if p.local],
+        Participant(provider="compatible", model="qwen2.5", preset="Ollama"),  # preset names ignore case
+        JudgeSpec(provider="compatible", model="llama3.2", base_url="http://localhost:1234/v1"),
+    ],
+)
+def test_local_servers_cost_nothing(spec: Participant | JudgeSpec) -> None:
+    assert cost_of(spec, USAGE, SETTINGS) == Cost(0.0, "local")
+
+
+@pytest.mark.parametrize(
+    ("preset", "model", "provider_id"),
+    [("openrouter", "openai/gpt-4o-mini", "openrouter"), ("groq", "llama-3.3-70b-versatile", "groq"),
+     ("mistral", "mistral-small-latest", "mistral"), ("gemini", "gemini-2.0-flash", "google")],
+)
+def test_hosted_presets_are_priced_by_their_service(preset: str, model: str, provider_id: str) -> None:
+    spec = Participant(provider="compatible", preset=preset, model=model)
+    cost = cost_of(spec, USAGE, SETTINGS)
+    assert cost.source == "genai-prices" and cost.usd == pytest.approx(genai(model, provider_id, USAGE))
+    behind_proxy = spec.model_copy(update={"base_url": "http://localhost:4000/v1"})
+    assert cost_of(behind_proxy, USAGE, SETTINGS) == cost  # still billed by the service, not $0
+
+
+def test_override_table_wins_for_any_provider() -> None:
+    settings = Settings(_env_file=None, price_overrides={
+        "gpt-4o-mini": PriceOverride(input_per_mtok=1.0, output_per_mtok=2.0),
+        "llama3.2": PriceOverride(input_per_mtok=0.5, output_per_mtok=0.25),
+    })
+    openai = cost_of(Participant(provider="openai", model="gpt-4o-mini"), USAGE, settings)
+    assert openai == Cost(pytest.approx(12_000 * 1.0 / 1e6 + 3_000 * 2.0 / 1e6), "override")
+    local = Participant(provider="compatible", model="llama3.2", base_url="http://localhost:11434/v1")
+    assert cost_of(local, USAGE, settings) == Cost(pytest.approx(12_000 * 0.5 / 1e6 + 3_000 * 0.25 / 1e6),
+                                                   "override")
+    unknown = Participant(provider="openai", model="gpt-imaginary-9")
+    assert cost_of(unknown, USAGE, settings).usd is None  # the table prices only what it names
+
+
+def test_demo_prices_are_simulated_and_say_so() -> None:
+    cost = cost_of(Participant(provider="demo", model="demo"), USAGE, SETTINGS)
+    expected = (12_000 * DEMO_PRICE_PER_MTOK["input"] + 3_000 * DEMO_PRICE_PER_MTOK["output"]) / 1e6
+    assert cost == Cost(pytest.approx(expected), "simulated")
+    assert cost.label == f"${expected:.4f} (simulated)"
+
+
+def test_estimate_charges_the_full_output_allowance() -> None:
+    spec = Participant(provider="openai", model="gpt-4o-mini")
+    estimate = estimate_call(spec, 500, 1024, SETTINGS)
+    assert estimate.usd == pytest.approx(genai("gpt-4o-mini", "openai", Usage(input_tokens=500, output_tokens=1024)))
+
+
+@given(
+    input_tokens=st.integers(0, 200_000),
+    output_tokens=st.integers(0, 16_000),
+    max_tokens=st.integers(16, 16_000),
+)
+def test_estimate_bounds_any_call_that_stays_within_its_allowance(
+    input_tokens: int, output_tokens: int, max_tokens: int
+) -> None:
+    spec = Participant(provider="anthropic", model="claude-haiku-4-5")
+    actual = cost_of(spec, Usage(input_tokens=input_tokens, output_tokens=min(output_tokens, max_tokens)), SETTINGS)
+    estimate = estimate_call(spec, input_tokens, max_tokens, SETTINGS)
+    assert actual.usd is not None and estimate.usd is not None
+    assert 0 <= actual.usd <= estimate.usd + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("spent", "next_cost", "warn_at", "limit", "expected"),
+    [
+        (0.0, 0.5, None, 1.0, "ok"),
+        (0.5, 0.5, None, 1.0, "ok"),  # reaching the limit exactly is allowed
+        (0.5, 0.51, None, 1.0, "limit"),
+        (0.5, None, None, 0.6, "ok"),  # an unpriced call adds nothing known
+        (0.7, 0.1, 0.7, 1.0, "warn"),
+        (0.69, 0.1, 0.7, 1.0, "ok"),
+        (0.9, 0.2, 0.5, 1.0, "limit"),  # the limit outranks the warning
+        (5.0, 1.0, None, None, "ok"),
+    ],
+)
+def test_check_budget(spent: float, next_cost: float | None, warn_at: float | None, limit: float | None,
+                      expected: str) -> None:
+    assert check_budget(spent, next_cost, warn_at, limit) == expected
+
+
+def test_ledger_keeps_unpriced_models_out_of_the_total() -> None:
+    ledger = Ledger()
+    ledger.add("openai:gpt-4o-mini", "ada", 1, Usage(input_tokens=10, output_tokens=5), 0.25, "genai-prices")
+    ledger.add("openai:gpt-imaginary-9", "brook", 1, Usage(input_tokens=7, output_tokens=3), None, "unpriced")
+    ledger.add("openai:gpt-4o-mini", "ada", 2, Usage(input_tokens=1, output_tokens=1, estimated=True), 0.5)
+    assert ledger.total_usd == pytest.approx(0.75)
+    assert ledger.unpriced_models == {"openai:gpt-imaginary-9"}
+    assert ledger.by_participant == {"ada": pytest.approx(0.75)}
+    assert dict(ledger.by_round) == {1: pytest.approx(0.25), 2: pytest.approx(0.5)}
+    assert ledger.tokens_by_model["openai:gpt-imaginary-9"] == {"input_tokens": 7, "output_tokens": 3, "calls": 1}
+    data = ledger.to_dict()
+    assert data["unpriced_models"] == ["openai:gpt-imaginary-9"] and data["estimated_usage"] is True
+    assert data["simulated"] is False

@@ -1,0 +1,122 @@
+"""Panels that appear when a debate waits for a person: error (with Retry), interrupted by a
+restart (with Resume), cost warning (acknowledge or stop), and the clarification Q&A."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nicegui import ui
+
+from webapp.engine.machine import State
+from webapp.engine.state import DebateState
+from webapp.ui.components.badges import money
+
+Command = Callable[..., Awaitable[None]]
+
+
+def banner_signature(state: DebateState) -> tuple:
+    ctx = state.machine.context
+    return (state.status.value, ctx.interrupted, ctx.retries_used, str(ctx.error), len(state.clarifications),
+            len(state.answers), len(state.warnings))
+
+
+def render_banners(state: DebateState, run: Command, answers: dict[int, dict[str, list[str]]]) -> None:
+    status, ctx = state.status, state.machine.context
+    if status is State.ERROR:
+        _error_panel(state, run)
+    if status is State.PAUSED and ctx.interrupted:
+        with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \
+                .mark("interrupted"), ui.row().classes("items-center gap-2"):
+            ui.icon("restart_alt").classes("text-2xl text-orange-8")
+            ui.label("This debate was interrupted by a server restart. Resume continues exactly where "
+                     "it stopped; finished turns are never asked again.")
+            ui.button("Resume", icon="play_arrow", on_click=lambda: run("resume")).props("unelevated no-caps")
+    elif status is State.PAUSED:
+        with ui.row().classes("items-center gap-2 text-amber-9").mark("paused-note"):
+            ui.icon("pause_circle")
+            ui.label("Paused. Nothing is being generated or billed until you resume.")
+    if status is State.AWAITING_ACK:
+        _warning_panel(state, run)
+    if status is State.AWAITING_CLARIFICATION and state.clarifications:
+        _clarification_panel(state, run, answers)
+
+
+def _error_panel(state: DebateState, run: Command) -> None:
+    ctx = state.machine.context
+    error: dict[str, Any] = ctx.error or (state.errors[-1] if state.errors else {})
+    left = max(0, ctx.max_retries - ctx.retries_used)
+    with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered").mark("error-panel"):
+        with ui.row().classes("items-center gap-2"):
+            ui.icon("error").classes("text-2xl text-negative")
+            ui.label(f"The debate stopped on an error from {error.get('provider') or 'a provider'}") \
+                .classes("font-semibold")
+        ui.label(str(error.get("message") or "unknown error")).classes("font-mono text-sm whitespace-pre-wrap") \
+            .mark("error-message")
+        details = [f"{k}: {error[k]}" for k in ("kind", "status", "reason", "request_id") if error.get(k)]
+        if details:
+            ui.label(" · ".join(details)).classes("text-xs text-grey-7")
+        with ui.row().classes("items-center gap-2"):
+            retry = ui.button(f"Retry ({left} left)", icon="replay", on_click=lambda: run("retry")) \
+                .props("unelevated no-caps color=orange-8").mark("error-retry")
+            retry.set_enabled(left > 0)
+            if left == 0:
+                ui.label("No retries left: stop the debate to get a verdict on what was said.").classes("text-sm")
+
+
+def _warning_panel(state: DebateState, run: Command) -> None:
+    warning = next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+    with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered").mark("ack-panel"):
+        with ui.row().classes("items-center gap-2"):
+            ui.icon("savings").classes("text-2xl text-orange-8")
+            ui.label(str(warning.get("message") or f"Spending reached {money(state.ledger.total_usd)}."))
+        with ui.row().classes("gap-2"):
+            ui.button("Continue", icon="play_arrow", on_click=lambda: run("acknowledge_warning")) \
+                .props("unelevated no-caps").mark("acknowledge")
+            ui.button("Stop and judge", icon="stop", on_click=lambda: run("stop", verdict=True)) \
+                .props("outline no-caps color=negative")
+
+
+def _clarification_panel(state: DebateState, run: Command, answers: dict[int, dict[str, list[str]]]) -> None:
+    asked = state.clarifications[-1]
+    iteration = int(asked.get("iteration", len(state.clarifications)))
+    questions: dict[str, list[str]] = asked.get("questions") or {}
+    typed = answers.setdefault(iteration, {pid: [""] * len(qs) for pid, qs in questions.items()})
+    names = {p.id: p.name for p in state.config.participants}
+    with ui.card().classes("w-full gap-3").props("flat bordered").mark("clarification"):
+        with ui.row().classes("items-center gap-2"):
+            ui.icon("help").classes("text-2xl text-cyan-8")
+            ui.label("The participants have questions for you").classes("text-lg font-semibold")
+        ui.label("Answer what you can; unanswered questions are fine. The debate continues when you submit.") \
+            .classes("text-sm text-grey-7")
+        for pid, items in questions.items():
+            if not items:
+                continue
+            ui.label(names.get(pid, pid)).classes("font-medium")
+            for index, question in enumerate(items):
+                ui.label(question).classes("text-sm")
+                ui.input(placeholder="Your answer (optional)", value=typed[pid][index],
+                         on_change=lambda e, p=pid, i=index: typed[p].__setitem__(i, e.value or "")) \
+                    .props("outlined dense").classes("w-full").mark(f"answer-{pid}-{index}")
+
+        async def submit() -> None:
+            await run("answer_clarification", answers={pid: list(v) for pid, v in typed.items()})
+
+        ui.button("Submit answers", icon="send", on_click=submit).props("unelevated no-caps").mark("submit-answers")
+
+
+def render_past_clarifications(state: DebateState) -> None:
+    if not state.answers:
+        return
+    names = {p.id: p.name for p in state.config.participants}
+    with ui.expansion("Your clarifications", icon="question_answer").classes("w-full").mark("past-clarifications"):
+        for asked in state.clarifications:
+            iteration = asked.get("iteration")
+            given = next((a.get("answers") or {} for a in state.answers if a.get("iteration") == iteration), None)
+            if given is None:
+                continue
+            for pid, items in (asked.get("questions") or {}).items():
+                for index, question in enumerate(items):
+                    answer = (given.get(pid) or [])[index] if index < len(given.get(pid) or []) else ""
+                    ui.label(f"{names.get(pid, pid)}: {question}").classes("text-sm font-medium")
+                    ui.label(answer or "(no answer)").classes("text-sm text-grey-8 ml-4")

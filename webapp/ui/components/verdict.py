@@ -1,0 +1,158 @@
+"""The verdict card (winner, score chart per participant and criterion, reasoning, panel rulings,
+synthesis) and the per-round score chart. Rendered from state, whatever the engine filled in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nicegui import ui
+
+from webapp.engine.state import DebateState
+from webapp.models import Verdict
+from webapp.ui.components.badges import safe_color
+from webapp.ui.components.safe_markdown import SafeMarkdown
+
+# Tooltips as canvas rich text: participant names are user input and must never become HTML.
+_TOOLTIP = {"trigger": "axis", "renderMode": "richText"}
+
+
+def _names(state: DebateState) -> dict[str, tuple[str, str]]:
+    return {p.id: (p.name, safe_color(p.color)) for p in state.config.participants}
+
+
+def score_chart_options(state: DebateState, verdict: Verdict) -> dict[str, Any]:
+    names = _names(state)
+    criteria = list(verdict.criteria)
+    categories = [*criteria, "Overall"]
+    series = []
+    for pid in verdict.scores:
+        name, color = names.get(pid, (pid, "#94a3b8"))
+        data = [verdict.criteria[c][pid].score if pid in verdict.criteria.get(c, {}) else None for c in criteria]
+        data.append(verdict.scores[pid])
+        series.append({"name": name, "type": "bar", "data": data, "itemStyle": {"color": color},
+                       "barMaxWidth": 28})
+    return {
+        "tooltip": _TOOLTIP,
+        "legend": {"top": 0},
+        "grid": {"left": 40, "right": 16, "top": 36, "bottom": 60},
+        "xAxis": {"type": "category", "data": categories, "axisLabel": {"interval": 0, "rotate": 20}},
+        "yAxis": {"type": "value", "min": 0, "max": 100},
+        "series": series,
+    }
+
+
+def round_chart_options(state: DebateState) -> dict[str, Any]:
+    names = _names(state)
+    rounds = [int(r.get("round", i + 1)) for i, r in enumerate(state.round_scores)]
+    pids = list(dict.fromkeys(pid for r in state.round_scores for pid in (r.get("scores") or {})))
+    series = []
+    for pid in pids:
+        name, color = names.get(pid, (pid, "#94a3b8"))
+        series.append({"name": name, "type": "line", "smooth": True, "itemStyle": {"color": color},
+                       "data": [(r.get("scores") or {}).get(pid) for r in state.round_scores]})
+    return {
+        "tooltip": _TOOLTIP,
+        "legend": {"top": 0},
+        "grid": {"left": 40, "right": 16, "top": 36, "bottom": 30},
+        "xAxis": {"type": "category", "data": [f"Round {n}" for n in rounds]},
+        "yAxis": {"type": "value", "min": 0, "max": 100},
+        "series": series,
+    }
+
+
+def render_round_scores(state: DebateState) -> None:
+    if not state.round_scores:
+        return
+    with ui.card().classes("w-full").mark("round-scores"):
+        ui.label("Scores per round").classes("text-base font-semibold")
+        ui.echart(round_chart_options(state)).classes("w-full h-64").mark("round-chart")
+
+
+def _name(state: DebateState, pid: str | None) -> str:
+    if pid is None:
+        return "Tie"
+    return _names(state).get(pid, (pid, ""))[0]
+
+
+def render_verdict(state: DebateState) -> None:
+    verdict = state.verdict
+    if verdict is None:
+        return
+    with ui.card().classes("w-full gap-3").mark("verdict"):
+        with ui.row().classes("w-full items-center gap-2"):
+            ui.icon("gavel").classes("text-2xl text-primary")
+            ui.label("Verdict").classes("text-xl font-semibold")
+        if state.ended_because:
+            ui.label(f"Ended because: {state.ended_because}").classes("text-sm text-grey-7").mark("ended-because")
+        if not verdict.available:
+            ui.label("Verdict unavailable").classes("text-lg font-medium text-negative").mark("verdict-unavailable")
+            if verdict.reasoning:
+                ui.label(verdict.reasoning).classes("whitespace-pre-wrap")
+            if verdict.raw_text:
+                ui.label("What the judge answered:").classes("text-sm text-grey-7")
+                ui.label(verdict.raw_text).classes("whitespace-pre-wrap font-mono text-xs p-2 rounded "
+                                                   "bg-grey-2 w-full overflow-auto").mark("raw-text")
+            _synthesis(verdict)
+            return
+        with ui.row().classes("items-center gap-3"):
+            if verdict.winner is None:
+                ui.label("Tie").classes("text-2xl font-bold").mark("winner")
+            else:
+                name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
+                ui.element("span").classes("rostrum-dot w-4 h-4").style(f"background:{color}")
+                ui.label(f"Winner: {name}").classes("text-2xl font-bold").mark("winner")
+            if verdict.confidence is not None:
+                ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
+        with ui.row().classes("gap-4"):
+            for pid, score in verdict.scores.items():
+                ui.label(f"{_name(state, pid)}: {score:g}/100").classes("font-mono")
+        if verdict.scores:
+            ui.echart(score_chart_options(state, verdict)).classes("w-full h-72").mark("score-chart")
+        if verdict.reasoning:
+            SafeMarkdown(verdict.reasoning).classes("w-full").mark("reasoning")
+        _criteria_notes(state, verdict)
+        _rulings(state, verdict)
+        _synthesis(verdict)
+
+
+def _criteria_notes(state: DebateState, verdict: Verdict) -> None:
+    notes = [(c, pid, s) for c, by_pid in verdict.criteria.items() for pid, s in by_pid.items() if s.note]
+    if not notes:
+        return
+    with ui.expansion("Notes per criterion", icon="notes").classes("w-full"):
+        for criterion, pid, score in notes:
+            with ui.row().classes("w-full gap-2 text-sm no-wrap"):
+                ui.label(f"{criterion} · {_name(state, pid)} · {score.score:g}").classes("font-medium shrink-0")
+                ui.label(score.note).classes("text-grey-8")
+
+
+def _rulings(state: DebateState, verdict: Verdict) -> None:
+    if len(verdict.rulings) < 2:
+        return
+    with ui.expansion("Panel rulings", icon="groups", value=True).classes("w-full").mark("rulings"):
+        pids = list(verdict.scores)
+        columns = [{"name": "judge", "label": "Judge", "field": "judge", "align": "left"},
+                   {"name": "winner", "label": "Winner", "field": "winner", "align": "left"}]
+        columns += [{"name": pid, "label": _name(state, pid), "field": pid} for pid in pids]
+        columns.append({"name": "confidence", "label": "Confidence", "field": "confidence"})
+        rows = []
+        for i, ruling in enumerate(verdict.rulings):
+            winner = f"failed: {ruling.error}" if ruling.error else _name(state, ruling.winner)
+            row: dict[str, Any] = {"id": i, "judge": ruling.judge, "winner": winner,
+                                   "confidence": "" if ruling.confidence is None else f"{ruling.confidence:.0%}"}
+            row.update({pid: f"{ruling.scores[pid]:g}" if pid in ruling.scores else "–" for pid in pids})
+            rows.append(row)
+        mean = {"id": "mean", "judge": "Mean", "winner": _name(state, verdict.winner), "confidence": ""}
+        mean.update({pid: f"{verdict.scores[pid]:g}" for pid in pids})
+        rows.append(mean)
+        ui.table(columns=columns, rows=rows, row_key="id").props("flat dense").classes("w-full")
+        if verdict.disagreement is not None:
+            ui.label(f"Disagreement between judges: {verdict.disagreement:g} points").classes("text-sm") \
+                .mark("disagreement")
+
+
+def _synthesis(verdict: Verdict) -> None:
+    if verdict.synthesis:
+        with ui.card().classes("w-full bg-indigo-50 dark:bg-indigo-950").props("flat bordered").mark("synthesis"):
+            ui.label("Final solution").classes("text-base font-semibold")
+            SafeMarkdown(verdict.synthesis).classes("w-full")

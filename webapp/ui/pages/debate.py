@@ -1,0 +1,209 @@
+"""Debate `/debate/{id}`: the live view of one debate.
+
+The page renders a snapshot of the session (its folded state plus the text of turns in flight) and
+subscribes to the debate's live channel in the same synchronous block — no `await` in between — so
+a late joiner or a reload sees the whole history and then the stream, with nothing missed or
+duplicated (chunks carry offsets, committed events carry sequence numbers, and every section is
+re-rendered from the session's current state, which is idempotent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nicegui import ui
+
+from webapp.engine.engine import DebateNotFound
+from webapp.engine.machine import State, to_mermaid
+from webapp.engine.runner import DebateSession
+from webapp.engine.stream import LiveEvent, LiveTurnStarted
+from webapp.export import to_json, to_markdown, to_text
+from webapp.live import Aborted, Batch, ChunkDelta
+from webapp.ui import runtime
+from webapp.ui.components.badges import status_badge
+from webapp.ui.components.banners import banner_signature, render_banners, render_past_clarifications
+from webapp.ui.components.controls import Controls
+from webapp.ui.components.cost import cost_signature, render_cost
+from webapp.ui.components.participants import ParticipantsPanel
+from webapp.ui.components.stepper import render_stepper, stepper_signature
+from webapp.ui.components.transcript import Transcript
+from webapp.ui.components.verdict import render_round_scores, render_verdict
+from webapp.ui.layout import frame
+
+
+def diagram_source(session: DebateSession) -> str:
+    state = session.state
+    phases = [(p.id, p.title) for p in state.format.phases]
+    return to_mermaid(phases, highlight=state.status)
+
+
+class DebateView:
+    """Everything one tab shows of one debate, and how it follows the live stream."""
+
+    def __init__(self, session: DebateSession) -> None:
+        self.session = session
+        self.signatures: dict[str, Any] = {}
+        self.sections: dict[str, ui.element] = {}
+        self.answers: dict[int, dict[str, list[str]]] = {}
+        self.seen_seq = 0
+        self.batches = 0
+        self.acknowledged_warning = -1
+
+    @property
+    def state(self):
+        return self.session.state
+
+    # --- building (synchronous: the snapshot and the subscription must not be split) ------------
+
+    def build(self) -> None:
+        state = self.state
+        with ui.card().classes("w-full gap-2"):
+            ui.label(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
+            with ui.row().classes("w-full items-center gap-3"):
+                ui.badge(state.format.title, color="indigo-1").classes("text-indigo-9 px-2 py-1").mark("format")
+                self.sections["status"] = ui.row().classes("items-center gap-2")
+                ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
+                    .classes("text-xs text-grey-6")
+            with ui.row().classes("w-full items-center justify-between gap-2"):
+                self.controls = Controls(self.session, after=self.sync)
+                with ui.row().classes("items-center gap-1").mark("exports"):
+                    ui.label("Export:").classes("text-sm text-grey-7")
+                    for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
+                        ui.button(label, icon="download", on_click=lambda k=kind: self.export(k)) \
+                            .props("flat dense no-caps").mark(f"export-{kind}")
+            self.sections["stepper"] = ui.column().classes("w-full")
+        self.sections["banners"] = ui.column().classes("w-full gap-2")
+        with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
+            with ui.column().classes("min-w-0 gap-3 w-full"):
+                self.sections["past"] = ui.column().classes("w-full")
+                self.transcript = Transcript()
+                self.sections["rounds"] = ui.column().classes("w-full")
+                self.sections["verdict"] = ui.column().classes("w-full")
+            with ui.column().classes("w-full gap-3 lg:sticky lg:top-20"):
+                self.participants = ParticipantsPanel(state)
+                self.sections["cost"] = ui.column().classes("w-full")
+        with ui.card().classes("w-full"), ui.expansion(
+                "State machine (generated from the engine; current state highlighted)",
+                icon="account_tree", value=True).classes("w-full"):
+                self.diagram_text = diagram_source(self.session)
+                self.diagram = ui.mermaid(self.diagram_text).classes("w-full rostrum-mermaid").mark("diagram")
+        with ui.dialog().props("persistent") as self.dialog, ui.card().mark("ack-dialog"):
+            ui.label("Spending warning").classes("text-lg font-semibold")
+            self.dialog_text = ui.label()
+            with ui.row().classes("w-full justify-end gap-2"):
+                ui.button("Decide later", on_click=self.dismiss_dialog).props("flat no-caps")
+                ui.button("Stop and judge", on_click=lambda: self.command("stop", verdict=True)) \
+                    .props("flat color=negative no-caps").mark("dialog-stop")
+                ui.button("Continue", on_click=lambda: self.command("acknowledge_warning")) \
+                    .props("unelevated no-caps").mark("dialog-acknowledge")
+        self.sync()
+
+    def _section(self, name: str, signature: Any, render: Callable[[], None]) -> None:
+        if self.signatures.get(name) == signature:
+            return
+        self.signatures[name] = signature
+        container = self.sections[name]
+        container.clear()
+        with container:
+            render()
+
+    def sync(self) -> None:
+        """Bring every part of the page up to the session's current state (idempotent)."""
+        state, live = self.state, self.session.live
+        ctx = state.machine.context
+        self.transcript.sync(state, live)
+        self._section("status", (state.status.value, ctx.interrupted, state.ended_because),
+                      lambda: self._render_status(state))
+        self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
+        self._section("banners", banner_signature(state),
+                      lambda: render_banners(state, self.command, self.answers))
+        self._section("past", len(state.answers), lambda: render_past_clarifications(state))
+        self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
+        self._section("verdict", (state.verdict is not None and state.verdict.model_dump_json(), state.ended_because),
+                      lambda: render_verdict(state))
+        self._section("cost", cost_signature(state), lambda: render_cost(state))
+        self.controls.update()
+        self.participants.update(state, live)
+        source = diagram_source(self.session)
+        if source != self.diagram_text:
+            self.diagram_text = source
+            self.diagram.set_content(source)
+        self._sync_dialog(state)
+        self.seen_seq = state.last_seq
+
+    def _render_status(self, state) -> None:
+        status_badge(state.status.value, state.machine.context.interrupted)
+        if state.status in (State.COMPLETED, State.STOPPED) and state.ended_because:
+            ui.label(state.ended_because).classes("text-xs text-grey-7")
+
+    def _sync_dialog(self, state) -> None:
+        if state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings):
+            warning = next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+            self.dialog_text.text = str(warning.get("message") or "The warning threshold was reached.") + \
+                " Continue spending, or stop and get a verdict on what was said?"
+            self.dialog.open()
+        elif state.status is not State.AWAITING_ACK and self.dialog.value:
+            self.dialog.close()
+
+    # --- live stream ------------------------------------------------------------------------------
+
+    def on_batch(self, batch: Batch) -> None:
+        if self.transcript.container.is_deleted:
+            return
+        self.batches += 1
+        state, live = self.state, self.session.live
+        committed = False
+        for item in batch:
+            if isinstance(item, ChunkDelta):
+                self.transcript.delta(state, item, live)
+            elif isinstance(item, LiveTurnStarted):
+                self.transcript.started(state, item)
+            elif isinstance(item, Aborted):
+                self.transcript.aborted(state, item)
+            elif isinstance(item, LiveEvent) and item.event.seq > self.seen_seq:
+                committed = True
+        if committed:
+            self.sync()
+        else:
+            self.participants.update(state, live)
+
+    # --- commands ---------------------------------------------------------------------------------
+
+    async def command(self, name: str, **kwargs: Any) -> None:
+        if name in ("acknowledge_warning", "stop"):
+            self.acknowledged_warning = len(self.state.warnings)
+            self.dialog.close()
+        await self.controls.run(name, **kwargs)
+
+    def dismiss_dialog(self) -> None:
+        self.acknowledged_warning = len(self.state.warnings)
+        self.dialog.close()
+
+    def export(self, kind: str) -> None:
+        state = self.state
+        content, media = {
+            "md": (to_markdown, "text/markdown"),
+            "json": (to_json, "application/json"),
+            "txt": (to_text, "text/plain"),
+        }[kind]
+        ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
+
+
+async def page(debate_id: str) -> None:
+    rt = runtime.current()
+    engine = await rt.engine()
+    hub = await rt.hub()
+    try:
+        session = await engine.session(debate_id)
+    except DebateNotFound:
+        with frame(""), ui.card().classes("w-full items-center py-10").mark("not-found"):
+            ui.icon("search_off").classes("text-5xl text-grey-6")
+            ui.label(f"No debate with id {debate_id!r}.").classes("text-lg")
+            ui.button("All debates", on_click=lambda: ui.navigate.to("/")).props("outline")
+        return
+    # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
+    with frame(""):
+        view = DebateView(session)
+        view.build()
+        hub.watch(session, view.on_batch)

@@ -1,0 +1,464 @@
+"""New debate `/new`: the full configuration form, presets, inline errors, and starting the debate.
+
+The form edits a plain dictionary (see `components.presets`); every element is bound to it, so an
+error never loses what was typed, and re-rendering a section (add a participant, change provider)
+shows the same values. Errors from pydantic and from `Engine.validate` (`ConfigError.field`) are
+mapped back to the element that caused them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from nicegui import app, ui
+from pydantic import ValidationError
+
+from webapp.engine.formats import FORMATS, Format
+from webapp.engine.schedule import ConfigError
+from webapp.models import MAX_PARTICIPANTS, PALETTE, TOPIC_MAX_CHARS, DebateConfig
+from webapp.providers.compatible import PRESETS
+from webapp.providers.registry import provider_status
+from webapp.ui import runtime
+from webapp.ui.components.presets import DEFAULT_MODELS, apply_preset, blank_form, form_to_config, participant_row
+from webapp.ui.layout import frame
+
+JUDGE_FREQUENCIES = {"end": "Once, at the end", "round": "After every round", "mid": "At mid-debate and end"}
+CONTEXT_STRATEGIES = {"truncate": "Truncate oldest turns", "sliding-window": "Sliding window",
+                      "summarize": "Summarise older turns"}
+POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
+
+
+def provider_options() -> tuple[dict[str, str], dict[str, str]]:
+    """Labels for the provider select, and provider -> key variable still to set (unavailable ones)."""
+    status = {row["provider"]: row for row in provider_status() if row["preset"] is None}
+    options: dict[str, str] = {"demo": "Demo (offline)"}
+    missing: dict[str, str] = {}
+    for name in ("openai", "anthropic"):
+        row = status[name]
+        if row["configured"]:
+            options[name] = row["title"]
+        else:
+            options[name] = f"{row['title']} — unavailable: set {row['key_env']}"
+            missing[name] = row["key_env"]
+    options["compatible"] = "OpenAI-compatible server"
+    return options, missing
+
+
+def preset_options() -> dict[str, str]:
+    rows = {row["preset"]: row for row in provider_status() if row["preset"]}
+    options = {"": "Custom base URL"}
+    for name, preset in PRESETS.items():
+        row = rows.get(name, {})
+        label = f"{preset.title} ({preset.default_url})"
+        if preset.key_env and not row.get("configured"):
+            label += f" — unavailable: set {preset.key_env}"
+        options[name] = label
+    return options
+
+
+def error_path(loc: tuple[Any, ...]) -> str:
+    """('participants', 0, 'model') -> 'participants[0].model', with config paths mapped to form paths."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    path = re.sub(r"^judge\.judges\[0\]\.", "judge.", path)
+    path = {"timeouts.turn": "turn_timeout", "timeouts": "turn_timeout", "budget": "budget.cost_limit",
+            "context.strategy": "context_strategy"}.get(path, path)
+    return path
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+class DebateForm:
+    """One tab's form: the dictionary, the elements bound to it and the errors shown on them."""
+
+    def __init__(self, form: dict[str, Any]) -> None:
+        self.form = form
+        self.fields: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+        self.providers, self.missing_keys = provider_options()
+        self.presets = preset_options()
+        self.submitting = False
+
+    # --- building ---------------------------------------------------------------------------
+
+    def build(self) -> None:
+        with ui.row().classes("w-full items-center justify-between"):
+            ui.label("New debate").classes("text-2xl font-semibold")
+            with ui.row().classes("items-center gap-1"):
+                ui.label("Presets:").classes("text-sm text-grey-7")
+                ui.button("Quick demo", icon="bolt", on_click=lambda: self.preset("quick-demo")) \
+                    .props("unelevated no-caps").mark("preset-quick-demo")
+                with ui.button("Format presets", icon="list").props("outline no-caps"), ui.menu():
+                    for fmt in FORMATS.values():
+                        ui.menu_item(fmt.title, on_click=lambda f=fmt.id: self.preset(f)) \
+                                .mark(f"preset-{fmt.id}")
+        self.banner = ui.column().classes("w-full")
+        self.body = ui.column().classes("w-full gap-4")
+        self.render()
+
+    def render(self) -> None:
+        self.fields.clear()
+        self.body.clear()
+        with self.body:
+            self._topic_card()
+            self._format_card()
+            self._participants_card()
+            self._judge_card()
+            self._limits_card()
+            with ui.row().classes("w-full justify-end gap-2"):
+                ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps")
+                self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
+                    .props("unelevated size=lg no-caps").mark("start")
+        self._show_banner()
+
+    def _field(self, path: str, element: Any) -> Any:
+        self.fields[path] = element
+        if path in self.errors:
+            element.error = self.errors[path]
+
+        def clear() -> None:
+            if self.errors.pop(path, None) is not None and not element.is_deleted:
+                element.error = None
+
+        element.on_value_change(clear)
+        return element.mark(f"field-{path}")
+
+    def _group_error(self, path: str) -> None:
+        message = self.errors.get(path)
+        if message:
+            with ui.row().classes("items-center gap-1 text-negative").mark(f"error-{path}"):
+                ui.icon("error")
+                ui.label(message)
+
+    def _topic_card(self) -> None:
+        with ui.card().classes("w-full"):
+            ui.label("Topic").classes("text-lg font-medium")
+            topic = ui.textarea(
+                label="What should they debate? *", placeholder="e.g. Should cities ban private cars?",
+                validation={f"The topic is too long (at most {TOPIC_MAX_CHARS} characters)":
+                            lambda v: len(v or "") <= TOPIC_MAX_CHARS},
+            ).props(f'outlined autogrow counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
+            topic.bind_value(self.form, "topic")
+            self._field("topic", topic)
+
+    def _format_card(self) -> None:
+        fmt = FORMATS.get(self.form["format"], FORMATS["classic"])
+        with ui.card().classes("w-full"):
+            ui.label("Format").classes("text-lg font-medium")
+            with ui.row().classes("w-full gap-4 items-start"):
+                select = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format", value=fmt.id,
+                                   on_change=lambda e: self.change_format(e.value)).props("outlined") \
+                    .classes("min-w-[220px]")
+                self._field("format", select)
+                if fmt.has_rounds:
+                    term = fmt.termination
+                    hint = (f"{term.min_rounds}–{term.max_rounds}; empty = "
+                            + (f"{term.default_rounds}" if term.kind == "fixed" else f"up to {term.max_rounds}"))
+                    rounds = ui.number(label="Rounds", min=term.min_rounds, max=term.max_rounds, precision=0) \
+                        .props(f'outlined hint="{hint}"').classes("w-48")
+                    rounds.bind_value(self.form, "rounds")
+                    self._field("rounds", rounds)
+            self._format_description(fmt)
+
+    @staticmethod
+    def _format_description(fmt: Format) -> None:
+        with ui.column().classes("gap-1 w-full").mark("format-description"):
+            ui.label(fmt.description).classes("text-grey-8")
+            term = fmt.termination
+            endings = {"fixed": "a fixed number of rounds", "judge": "the judge decides when to stop",
+                       "convergence": "it ends when the sides converge", "quality": "it ends when the "
+                       "solution is good enough"}
+            if fmt.has_rounds:
+                ui.label(f"Rounds: {endings[term.kind]} (at most {term.max_rounds}).").classes("text-sm text-grey-7")
+            with ui.row().classes("gap-2 items-center"):
+                for number, phase in enumerate(fmt.phases, start=1):
+                    tags = []
+                    if phase.scope == "round":
+                        tags.append("each round")
+                    if phase.parallel:
+                        tags.append("parallel")
+                    if phase.private:
+                        tags.append("private")
+                    text = f"{number}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
+                    ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo")
+            if fmt.clarification:
+                ui.label("Participants may first ask you clarifying questions.").classes("text-sm text-grey-7")
+
+    def _participants_card(self) -> None:
+        rows = self.form["participants"]
+        with ui.card().classes("w-full"):
+            with ui.row().classes("w-full items-center justify-between"):
+                ui.label(f"Participants ({len(rows)})").classes("text-lg font-medium")
+                add = ui.button("Add participant", icon="person_add", on_click=self.add_participant) \
+                    .props("outline no-caps").mark("add-participant")
+                if len(rows) >= MAX_PARTICIPANTS:
+                    add.disable()
+            self._group_error("participants")
+            for index, row in enumerate(rows):
+                self._participant_row(index, row, len(rows))
+
+    def _participant_row(self, index: int, row: dict[str, Any], count: int) -> None:
+        prefix = f"participants[{index}]"
+        with ui.card().classes("w-full rostrum-turn").props("flat bordered") \
+                .style(f"--turn-color:{row.get('color') or '#94a3b8'}").mark(f"participant-{index}"):
+            with ui.row().classes("w-full items-center gap-2"):
+                ui.label(f"#{index + 1}").classes("text-grey-7 font-mono")
+                name = ui.input("Name", placeholder="auto from position").props("outlined dense").classes("w-44")
+                self._field(f"{prefix}.name", name.bind_value(row, "name"))
+                position = ui.input("Position", autocomplete=POSITION_SUGGESTIONS) \
+                    .props('outlined dense hint="pro, con, moderator or any perspective"').classes("w-44")
+                self._field(f"{prefix}.position", position.bind_value(row, "position"))
+                provider = ui.select(self.providers, label="Provider", value=row["provider"],
+                                     on_change=lambda e, r=row: self.change_provider(r, e.value)) \
+                    .props("outlined dense options-dense").classes("w-64")
+                self._field(f"{prefix}.provider", provider)
+                model = ui.input("Model").props("outlined dense").classes("w-48")
+                self._field(f"{prefix}.model", model.bind_value(row, "model"))
+                color = ui.color_input("Colour").props("outlined dense").classes("w-36")
+                self._field(f"{prefix}.color", color.bind_value(row, "color"))
+                ui.space()
+                up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)).props("flat round dense") \
+                    .mark(f"move-up-{index}")
+                up.tooltip("Move up")
+                down = ui.button(icon="arrow_downward", on_click=lambda i=index: self.move(i, 1)) \
+                    .props("flat round dense").mark(f"move-down-{index}")
+                down.tooltip("Move down")
+                remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
+                    .props("flat round dense color=negative").mark(f"remove-participant-{index}")
+                remove.tooltip("Remove")
+                if index == 0:
+                    up.disable()
+                if index == count - 1:
+                    down.disable()
+                if count <= 2:
+                    remove.disable()
+            if row["provider"] in self.missing_keys:
+                with ui.row().classes("items-center gap-1 text-warning text-sm"):
+                    ui.icon("key_off")
+                    ui.label(f"Unavailable: set {self.missing_keys[row['provider']]} in the environment or .env "
+                             "and restart, or pick another provider.")
+            if row["provider"] == "compatible":
+                with ui.row().classes("w-full items-center gap-2"):
+                    row["preset"] = row.get("preset") or ""
+                    preset = ui.select(self.presets, label="Server preset") \
+                        .props("outlined dense options-dense").classes("w-96")
+                    preset.bind_value(row, "preset")
+                    self._field(f"{prefix}.preset", preset)
+                    url = ui.input("Base URL", placeholder="http://localhost:11434/v1") \
+                        .props('outlined dense hint="empty = the preset\'s URL"').classes("grow")
+                    self._field(f"{prefix}.base_url", url.bind_value(row, "base_url"))
+            with ui.row().classes("w-full items-start gap-2"):
+                persona = ui.textarea("Persona / system prompt", placeholder="optional: voice, expertise, style") \
+                    .props("outlined dense autogrow").classes("grow")
+                self._field(f"{prefix}.persona", persona.bind_value(row, "persona"))
+                temperature = ui.number("Temperature", min=0, max=2, step=0.1, format="%.1f") \
+                    .props('outlined dense hint="empty = model default"').classes("w-36")
+                self._field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
+                max_tokens = ui.number("Max tokens", min=16, max=64000, precision=0).props("outlined dense") \
+                    .classes("w-32")
+                self._field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
+
+    def _judge_card(self) -> None:
+        judge = self.form["judge"]
+        with ui.card().classes("w-full"):
+            with ui.row().classes("w-full items-center justify-between"):
+                ui.label("Judge").classes("text-lg font-medium")
+                ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
+            with ui.row().classes("w-full items-start gap-2"):
+                provider = ui.select(self.providers, label="Provider", value=judge["provider"],
+                                     on_change=lambda e: self.change_provider(judge, e.value)) \
+                    .props("outlined dense").classes("w-64")
+                self._field("judge.provider", provider)
+                model = ui.input("Model").props("outlined dense").classes("w-48")
+                self._field("judge.model", model.bind_value(judge, "model"))
+                frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense").classes("w-56")
+                self._field("judge.frequency", frequency.bind_value(judge, "frequency"))
+            if judge["provider"] in self.missing_keys:
+                ui.label(f"Unavailable: set {self.missing_keys[judge['provider']]}").classes("text-warning text-sm")
+            criteria = ui.input_chips("Criteria (type and press Enter)", new_value_mode="add-unique") \
+                .props("outlined dense").classes("w-full")
+            self._field("judge.criteria", criteria.bind_value(judge, "criteria"))
+
+    def _limits_card(self) -> None:
+        form, budget = self.form, self.form["budget"]
+        fmt = FORMATS.get(form["format"], FORMATS["classic"])
+        with ui.card().classes("w-full"):
+            ui.label("Budget and limits").classes("text-lg font-medium")
+            with ui.row().classes("w-full items-start gap-2"):
+                warn = ui.number("Warn at (USD)", min=0, step=0.01, format="%.2f") \
+                    .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"') \
+                    .classes("w-56")
+                self._field("budget.warn_at", warn.bind_value(budget, "warn_at"))
+                limit = ui.number("Hard limit (USD)", min=0, step=0.01, format="%.2f") \
+                    .props('outlined dense prefix="$" hint="no call that could cross it is made"').classes("w-56")
+                self._field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
+                timeout = ui.number("Turn timeout (s)", min=1, max=3600, precision=0).props("outlined dense") \
+                    .classes("w-40")
+                self._field("turn_timeout", timeout.bind_value(form, "turn_timeout"))
+                words = ui.number("Word limit", min=20, max=5000, precision=0) \
+                    .props('outlined dense hint="empty = each phase\'s own limit"').classes("w-44")
+                self._field("word_limit", words.bind_value(form, "word_limit"))
+            advanced = ui.expansion("Advanced", icon="settings").classes("w-full")
+            with advanced, ui.row().classes("w-full items-center gap-4"):
+                if fmt.clarification:
+                    ui.switch("Let participants ask me questions first").bind_value(form, "clarification")
+                ui.switch("Flag off-topic turns").bind_value(form, "strict")
+                if any(p.private for p in fmt.phases):
+                    ui.switch("Show private preparation").bind_value(form, "show_preparation")
+                context = ui.select(CONTEXT_STRATEGIES, label="Long debates").props("outlined dense") \
+                    .classes("w-56")
+                self._field("context_strategy", context.bind_value(form, "context_strategy"))
+                seed = ui.number("Seed", min=0, precision=0).props("outlined dense").classes("w-28")
+                self._field("seed", seed.bind_value(form, "seed"))
+
+    def _show_banner(self) -> None:
+        self.banner.clear()
+        if not self.errors:
+            return
+        with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props("flat bordered") \
+                .mark("form-errors"):
+            count = len(self.errors)
+            ui.label(f"Please fix {count} problem{'s' if count != 1 else ''} below:").classes("font-medium")
+            for path, message in self.errors.items():
+                ui.label(f"{path}: {message}").classes("text-sm")
+
+    # --- editing ----------------------------------------------------------------------------
+
+    def preset(self, name: str) -> None:
+        apply_preset(self.form, name)
+        self.errors.clear()
+        self.render()
+        ui.notify(f"Preset applied: {'Quick demo' if name == 'quick-demo' else FORMATS[name].title}")
+
+    def reset(self) -> None:
+        self.form.clear()
+        self.form.update(blank_form(app.storage.general.get("defaults")))
+        self.errors.clear()
+        self.render()
+
+    def change_format(self, format_id: str) -> None:
+        old = FORMATS.get(self.form["format"])
+        new = FORMATS.get(format_id)
+        if new is None or format_id == self.form["format"]:
+            return
+        untouched = old is not None and [(r["name"], r["position"]) for r in self.form["participants"]] == [
+            (s.name, s.position) for s in old.cast]
+        self.form["format"] = format_id
+        if untouched:
+            template = self.form["participants"][0] if self.form["participants"] else None
+            provider = template["provider"] if template else "demo"
+            model = template["model"] if template else "demo"
+            self.form["participants"] = [participant_row(s.name, s.position, i, provider, model)
+                                         for i, s in enumerate(new.cast)]
+        term = new.termination
+        rounds = self.form.get("rounds")
+        if not new.has_rounds or (rounds is not None and not term.min_rounds <= rounds <= term.max_rounds):
+            self.form["rounds"] = None
+        self.errors.pop("format", None)
+        self.render()
+
+    def change_provider(self, row: dict[str, Any], provider: str) -> None:
+        previous = row.get("provider")
+        if provider == previous:
+            return
+        row["provider"] = provider
+        if not row.get("model") or row.get("model") == DEFAULT_MODELS.get(previous or "", ""):
+            row["model"] = DEFAULT_MODELS[provider]
+        self.render()
+
+    def add_participant(self) -> None:
+        rows = self.form["participants"]
+        if len(rows) >= MAX_PARTICIPANTS:
+            return
+        template = rows[-1] if rows else participant_row("", "pro", 0)
+        used = {r.get("color") for r in rows}
+        color = next((c for c in PALETTE if c not in used), PALETTE[len(rows) % len(PALETTE)])
+        new = participant_row(f"Participant {len(rows) + 1}", "free", len(rows), template["provider"],
+                              template["model"])
+        new.update(color=color, base_url=template.get("base_url", ""), preset=template.get("preset"))
+        rows.append(new)
+        self._shift_errors()
+        self.render()
+
+    def remove(self, index: int) -> None:
+        rows = self.form["participants"]
+        if len(rows) > 2:
+            rows.pop(index)
+            self._shift_errors()
+            self.render()
+
+    def move(self, index: int, delta: int) -> None:
+        rows = self.form["participants"]
+        target = index + delta
+        if 0 <= target < len(rows):
+            rows[index], rows[target] = rows[target], rows[index]
+            self._shift_errors()
+            self.render()
+
+    def _shift_errors(self) -> None:
+        """Row errors point at indexes that just changed: drop them rather than show them on the wrong row."""
+        self.errors = {k: v for k, v in self.errors.items() if not k.startswith("participants[")}
+
+    # --- submitting -------------------------------------------------------------------------
+
+    def _set_errors(self, errors: dict[str, str]) -> None:
+        self.errors = errors
+        for path, element in self.fields.items():
+            if not element.is_deleted:
+                element.error = errors.get(path)
+        self.render()
+
+    def collect_errors(self) -> tuple[DebateConfig | None, dict[str, str]]:
+        if not (self.form.get("topic") or "").strip():
+            return None, {"topic": "The topic is required"}
+        try:
+            config = DebateConfig.model_validate(form_to_config(self.form))
+        except ValidationError as exc:
+            errors: dict[str, str] = {}
+            for item in exc.errors():
+                errors.setdefault(error_path(tuple(item["loc"])), _clean(item["msg"]))
+            return None, errors
+        return config, {}
+
+    async def submit(self) -> None:
+        if self.submitting:  # a double click must not start two debates
+            return
+        self.submitting = True
+        self.start_button.props("loading")
+        try:
+            config, errors = self.collect_errors()
+            if config is not None:
+                engine = await runtime.current().engine()
+                try:
+                    session = await engine.start(config)
+                except ConfigError as exc:
+                    errors = {error_path(tuple(_split_field(exc.field))): exc.message}
+                else:
+                    (await runtime.current().hub()).debates_changed(session.id)
+                    ui.navigate.to(f"/debate/{session.id}")
+                    return
+            self._set_errors(errors)
+            ui.notify(f"Please fix: {next(iter(errors.values()))}", type="negative")
+        finally:
+            self.submitting = False
+            if not self.start_button.is_deleted:
+                self.start_button.props(remove="loading")
+
+
+def _split_field(field: str) -> list[Any]:
+    """'participants[0].provider' -> ['participants', 0, 'provider']."""
+    parts: list[Any] = []
+    for token in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        parts.append(int(token[1:-1]) if token.startswith("[") else token)
+    return parts
+
+
+async def page() -> None:
+    await runtime.current().engine()
+    form = blank_form(app.storage.general.get("defaults"))
+    with frame("/new"):
+        DebateForm(form).build()

@@ -1,0 +1,118 @@
+"""Settings `/settings`: which providers are ready (never a key, only whether one is set), the
+compatible-server presets, and the defaults the new-debate form starts from.
+
+Defaults live in NiceGUI's general storage (a JSON file beside the app), shared by every user of
+this server; keys stay in the environment or `.env`, where the operator put them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nicegui import app, ui
+
+from webapp.engine.formats import FORMATS
+from webapp.providers.registry import provider_status
+from webapp.settings import get_settings
+from webapp.ui.layout import frame
+
+DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn_timeout", "word_limit")
+
+
+def _providers_card() -> None:
+    rows = provider_status()
+    with ui.card().classes("w-full"):
+        ui.label("Providers").classes("text-lg font-medium")
+        ui.label("Keys are read from the environment or .env when a debate starts. They are never stored, "
+                 "logged or shown here.").classes("text-sm text-grey-7")
+        columns = [
+            {"name": "title", "label": "Provider", "field": "title", "align": "left"},
+            {"name": "kind", "label": "Kind", "field": "kind", "align": "left"},
+            {"name": "key_env", "label": "Key variable", "field": "key_env", "align": "left"},
+            {"name": "status", "label": "Status", "field": "status", "align": "left"},
+            {"name": "url", "label": "Default URL", "field": "url", "align": "left"},
+        ]
+        table_rows = []
+        for row in rows:
+            if row["preset"]:
+                kind = "compatible preset" + (" (local)" if row["local"] else "")
+            else:
+                kind = "built-in" if row["provider"] != "demo" else "offline demo"
+            if not row["needs_key"]:
+                status = "ready (no key needed)"
+            else:
+                status = "key configured" if row["configured"] else "not configured"
+            table_rows.append({"id": f"{row['provider']}:{row['preset'] or ''}", "title": row["title"],
+                               "kind": kind, "key_env": row["key_env"] or "—", "status": status,
+                               "url": row["default_url"] or "—"})
+        table = ui.table(columns=columns, rows=table_rows, row_key="id").classes("w-full").props("flat dense")
+        table.mark("providers")
+        table.add_slot("body-cell-status", r'''
+            <q-td :props="props">
+              <q-badge :color="props.value.startsWith('not') ? 'grey-6' : 'positive'">{{ props.value }}</q-badge>
+            </q-td>
+        ''')
+
+
+def _defaults_card() -> None:
+    stored: dict[str, Any] = dict(app.storage.general.get("defaults") or {})
+    values = {key: stored.get(key) for key in DEFAULT_KEYS}
+    values["format"] = values["format"] or "classic"
+    values["demo_model"] = values["demo_model"] or "demo"
+    with ui.card().classes("w-full"):
+        ui.label("Defaults for new debates").classes("text-lg font-medium")
+        with ui.row().classes("w-full gap-2 items-start"):
+            ui.select({f.id: f.title for f in FORMATS.values()}, label="Format").props("outlined dense") \
+                .classes("w-56").bind_value(values, "format")
+            ui.number("Rounds", min=1, max=50, precision=0).props('outlined dense hint="empty = format default"') \
+                .classes("w-40").bind_value(values, "rounds")
+            ui.select({"demo": "demo (≈40 tokens/s)", "demo-instant": "demo-instant (no delay)"},
+                      label="Demo model").props("outlined dense").classes("w-56").bind_value(values, "demo_model")
+        with ui.row().classes("w-full gap-2 items-start"):
+            ui.number("Warn at (USD)", min=0, step=0.01).props('outlined dense prefix="$"').classes("w-44") \
+                .bind_value(values, "warn_at")
+            ui.number("Hard limit (USD)", min=0, step=0.01).props('outlined dense prefix="$"').classes("w-44") \
+                .bind_value(values, "cost_limit")
+            ui.number("Turn timeout (s)", min=1, max=3600, precision=0).props("outlined dense").classes("w-40") \
+                .bind_value(values, "turn_timeout")
+            ui.number("Word limit", min=20, max=5000, precision=0).props("outlined dense").classes("w-40") \
+                .bind_value(values, "word_limit")
+        problem = ui.label().classes("text-negative text-sm")
+
+        def save() -> None:
+            warn, limit = values.get("warn_at"), values.get("cost_limit")
+            if warn is not None and limit is not None and limit < warn:
+                problem.text = "The hard limit must be at least the warning threshold."
+                return
+            problem.text = ""
+            clean = {k: (int(v) if k in ("rounds", "turn_timeout", "word_limit") and v is not None else v)
+                     for k, v in values.items()}
+            app.storage.general["defaults"] = clean
+            ui.notify("Defaults saved", type="positive")
+
+        ui.button("Save defaults", icon="save", on_click=save).props("unelevated no-caps").mark("save-defaults")
+
+
+def _server_card() -> None:
+    settings = get_settings()
+    with ui.card().classes("w-full"):
+        ui.label("This server").classes("text-lg font-medium")
+        with ui.grid(columns=2).classes("gap-x-6 gap-y-1 text-sm"):
+            for label, value in (
+                ("Database", str(settings.db)),
+                ("Listening on", f"{settings.host}:{settings.port}"),
+                ("Demo speed", "model default" if settings.demo_speed is None else f"{settings.demo_speed:g} tokens/s"),
+                ("Retries per debate", str(settings.max_retries)),
+                ("Longest Retry-After honoured", f"{settings.retry_after_cap:g} s"),
+                ("Price overrides", ", ".join(settings.price_overrides) or "none"),
+            ):
+                ui.label(label).classes("text-grey-7")
+                ui.label(value).classes("font-mono")
+
+
+async def page() -> None:
+    with frame("/settings"):
+        ui.label("Settings").classes("text-2xl font-semibold")
+        _providers_card()
+        _defaults_card()
+        _server_card()
