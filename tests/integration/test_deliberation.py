@@ -213,6 +213,14 @@ async def test_mid_debate_scoring_scores_the_middle_round_only(open_engine: Open
     assert [s["round"] for s in session.state.round_scores] == [2]
 
 
+async def test_mid_debate_scoring_of_a_debate_that_ends_before_its_middle(open_engine: Opener) -> None:
+    # free-form with a cap of 10: the middle is round 5, but the demo judge stops after round 3
+    session = await run(open_engine, ScriptedDemo(), format="free-form", rounds=10, participants=pair(),
+                        judge=JudgeConfig(frequency="mid"))
+    assert max(t.round for t in session.state.turns) == 3
+    assert [s["round"] for s in session.state.round_scores] == [3]
+
+
 async def test_end_only_judging_stores_no_round_scores(open_engine: Opener) -> None:
     session = await run(open_engine, ScriptedDemo(), format="round-limited", rounds=2, participants=pair())
     assert session.state.round_scores == [] and session.state.verdict is not None

@@ -382,13 +382,12 @@ class DebateSession:
                 for step in self._steps(phase, round_no):
                     if any(t.key not in state.turn_keys for t in step.turns):
                         return step
+            decision: dict[str, Any] = {}
+            if kind != "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
+                decision = state.round_decisions.get(round_no) or await self._decide_round(round_no)
             if round_phases(fmt):
-                await self._after_round(round_no)
-            if kind == "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
-                continue
-            decision = state.round_decisions.get(round_no)
-            if decision is None:
-                decision = await self._decide_round(round_no)
+                last = bool(decision.get("stop")) or round_no == state.total_rounds
+                await self._after_round(round_no, last)
             if decision.get("stop"):
                 break
         for phase in post_phases(fmt):
@@ -397,12 +396,16 @@ class DebateSession:
                     return step
         return None
 
-    async def _after_round(self, round_no: int) -> None:
-        """Per-round judging when the debate asks for it (stored, never recomputed)."""
+    async def _after_round(self, round_no: int, last: bool) -> None:
+        """Per-round judging when the debate asks for it (stored, never recomputed).
+
+        "mid" scores the middle round of the planned rounds; a debate that ends before its middle
+        (judge-driven formats) is scored at its last round instead, so it still gets a mid score."""
         config = self.state.config
         if not config.judge.enabled or config.judge.frequency == "end":
             return
-        if config.judge.frequency == "mid" and round_no != max(1, (self.state.total_rounds + 1) // 2):
+        middle = max(1, (self.state.total_rounds + 1) // 2)
+        if config.judge.frequency == "mid" and not (round_no == middle or (last and round_no < middle)):
             return
         if any(int(s.get("round", -1)) == round_no for s in self.state.round_scores):
             return
