@@ -142,8 +142,12 @@ class DebateChannel:
     def watch(self, callback: Watcher) -> None:
         """Subscribe the current page; it is unsubscribed automatically when its client is deleted."""
         self.event.subscribe(callback)
-        client = context.client
-        client.on_delete(lambda: asyncio.get_running_loop().call_soon(self.close_if_idle))
+
+        def release() -> None:  # deterministic: unsubscribe now, then close if this was the last page
+            self.event.unsubscribe(callback)
+            self.close_if_idle()
+
+        context.client.on_delete(release)
 
     def close_if_idle(self) -> None:
         if self.watchers == 0:

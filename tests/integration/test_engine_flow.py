@@ -310,7 +310,7 @@ async def test_fatal_error_stops_at_the_failed_step_and_retry_redoes_only_it(ope
 
 
 async def test_at_most_max_retries_then_stop_still_judges_what_exists(open_engine):
-    source = Source(failures={3: "auth!"})  # fails on every attempt
+    source = Source(failures={5: "auth!"})  # the affirmative rebuttal fails on every attempt
     engine = await open_engine(source)
     session = await engine.start(DebateConfig(topic=TOPIC, format="classic", max_retries=2))
     assert await session.join() is State.ERROR
@@ -326,7 +326,9 @@ async def test_at_most_max_retries_then_stop_still_judges_what_exists(open_engin
     verdict = session.state.verdict
     assert verdict is not None and verdict.available
     assert session.state.ended_because == "stopped by user"
-    assert len(session.state.turns) == 2  # judged on the preparation that exists (no opening yet)
+    assert [t.phase for t in session.state.turns] == ["preparation"] * 2 + ["opening"] * 2
+    verdict_prompt = next(r for r in source.provider.received if r.purpose == "verdict").messages[-1].content
+    assert all((t.text[:60] in verdict_prompt) is (t.phase == "opening") for t in session.state.turns)
 
 
 # --- stopping -----------------------------------------------------------------------------------

@@ -35,3 +35,21 @@ async def start_demo(topic: str | None = None, **changes: Any) -> DebateSession:
     if changes:
         config = DebateConfig.model_validate({**config.model_dump(), **changes})
     return await (await engine()).start(config)
+
+
+def another_user() -> User:
+    """One more simulated browser on the same running app (another tab or person)."""
+    import httpx
+    from nicegui import core
+
+    return User(httpx.AsyncClient(transport=httpx.ASGITransport(core.app), base_url="http://test"))
+
+
+def stream_text(user: User, key: str) -> str:
+    """The streamed (not yet finished) text a user's page shows for a turn."""
+    from webapp.ui.components.transcript import Delta
+
+    cards = [e for e in user.client.elements.values() if f"turn-{key}" in e._markers]
+    if not cards:
+        return ""
+    return "".join(d.text for d in cards[0].descendants() if isinstance(d, Delta))

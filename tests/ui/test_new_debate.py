@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from nicegui import ui
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one
@@ -42,6 +41,7 @@ async def test_bad_base_url_budget_and_missing_key_errors_name_their_fields(user
     assert provider.options["openai"] == "OpenAI — unavailable: set OPENAI_API_KEY"
     with user:
         provider.value = "compatible"
+    await user.should_see(marker="field-participants[0].base_url")
     user.find(marker="field-participants[0].base_url").type("localhost:11434")
     user.find(marker="field-budget.warn_at").type("2")
     user.find(marker="field-budget.cost_limit").type("1")

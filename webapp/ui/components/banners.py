@@ -31,7 +31,8 @@ def render_banners(state: DebateState, run: Command, answers: dict[int, dict[str
             ui.icon("restart_alt").classes("text-2xl text-orange-8")
             ui.label("This debate was interrupted by a server restart. Resume continues exactly where "
                      "it stopped; finished turns are never asked again.")
-            ui.button("Resume", icon="play_arrow", on_click=lambda: run("resume")).props("unelevated no-caps")
+            ui.button("Resume", icon="play_arrow", on_click=lambda: run("resume")).props("unelevated no-caps") \
+                .mark("interrupted-resume")
     elif status is State.PAUSED:
         with ui.row().classes("items-center gap-2 text-amber-9").mark("paused-note"):
             ui.icon("pause_circle")

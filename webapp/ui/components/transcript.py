@@ -7,6 +7,7 @@ whole text again). When the turn is committed, the deltas are replaced by one sa
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from nicegui import ui
@@ -19,6 +20,7 @@ from webapp.models import Turn
 from webapp.ui.components.badges import money, safe_color
 from webapp.ui.components.safe_markdown import SafeMarkdown
 
+TURN_KEY = re.compile(r"^[^/]+/r\d+/[^/]+/\d+$")  # phase/r<round>/<speaker>/<index>
 ACT_LABELS = {"ask": "question", "answer": "answer", "prepare": "preparation", "propose": "proposal",
               "critique": "critique", "refine": "refinement", "synthesize": "synthesis"}
 
@@ -95,6 +97,8 @@ class TurnCard:
     def finish(self, turn: Turn) -> None:
         self.finished = True
         self.body.clear()
+        self.notes.clear()  # notes about abandoned attempts no longer apply; retry notes are re-added
+        self.retry_notes_shown = 0
         with self.body:
             SafeMarkdown(turn.text).classes("w-full").mark("turn-text")  # sanitised by default: keep it so
         tokens = f"{turn.usage.input_tokens}→{turn.usage.output_tokens} tok"
@@ -217,3 +221,15 @@ class Transcript:
             card.note("cut off by a pause or stop; it will be redone", "pause")
         else:
             card.note(f"attempt cut off: {item.reason}", "warning")
+
+
+def render_aux_notes(state: DebateState) -> None:
+    """Retries of calls that are not turns (judge, summaries, questions): shown small and grey."""
+    for note in state.notes:
+        if note.get("type") != "retry" or TURN_KEY.match(str(note.get("turn"))):
+            continue  # a turn's retries are shown on its card
+        error = note.get("error") or {}
+        with ui.row().classes("items-center gap-1 text-xs text-grey-6 italic").mark("aux-note"):
+            ui.icon("replay").classes("text-sm")
+            ui.label(f"{note.get('turn')}: attempt {note.get('attempt')} failed "
+                     f"({error.get('message', 'error')}); retried after {note.get('wait_s', 0):g} s")

@@ -20,12 +20,19 @@ def _names(state: DebateState) -> dict[str, tuple[str, str]]:
     return {p.id: (p.name, safe_color(p.color)) for p in state.config.participants}
 
 
+def _ordered(state: DebateState, pids: object) -> list[str]:
+    """Participant ids in the order of the debate's cast (then any unknown ones)."""
+    wanted = list(pids)  # type: ignore[call-overload]
+    cast = [p.id for p in state.config.participants if p.id in wanted]
+    return cast + [pid for pid in wanted if pid not in cast]
+
+
 def score_chart_options(state: DebateState, verdict: Verdict) -> dict[str, Any]:
     names = _names(state)
     criteria = list(verdict.criteria)
     categories = [*criteria, "Overall"]
     series = []
-    for pid in verdict.scores:
+    for pid in _ordered(state, verdict.scores):
         name, color = names.get(pid, (pid, "#94a3b8"))
         data = [verdict.criteria[c][pid].score if pid in verdict.criteria.get(c, {}) else None for c in criteria]
         data.append(verdict.scores[pid])
@@ -44,7 +51,8 @@ def score_chart_options(state: DebateState, verdict: Verdict) -> dict[str, Any]:
 def round_chart_options(state: DebateState) -> dict[str, Any]:
     names = _names(state)
     rounds = [int(r.get("round", i + 1)) for i, r in enumerate(state.round_scores)]
-    pids = list(dict.fromkeys(pid for r in state.round_scores for pid in (r.get("scores") or {})))
+    scored = {pid for r in state.round_scores for pid in (r.get("scores") or {})}
+    pids = _ordered(state, scored)
     series = []
     for pid in pids:
         name, color = names.get(pid, (pid, "#94a3b8"))
@@ -104,8 +112,8 @@ def render_verdict(state: DebateState) -> None:
             if verdict.confidence is not None:
                 ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
         with ui.row().classes("gap-4"):
-            for pid, score in verdict.scores.items():
-                ui.label(f"{_name(state, pid)}: {score:g}/100").classes("font-mono")
+            for pid in _ordered(state, verdict.scores):
+                ui.label(f"{_name(state, pid)}: {verdict.scores[pid]:g}/100").classes("font-mono")
         if verdict.scores:
             ui.echart(score_chart_options(state, verdict)).classes("w-full h-72").mark("score-chart")
         if verdict.reasoning:
@@ -130,7 +138,7 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
     if len(verdict.rulings) < 2:
         return
     with ui.expansion("Panel rulings", icon="groups", value=True).classes("w-full").mark("rulings"):
-        pids = list(verdict.scores)
+        pids = _ordered(state, verdict.scores)
         columns = [{"name": "judge", "label": "Judge", "field": "judge", "align": "left"},
                    {"name": "winner", "label": "Winner", "field": "winner", "align": "left"}]
         columns += [{"name": pid, "label": _name(state, pid), "field": pid} for pid in pids]

@@ -27,7 +27,7 @@ from webapp.ui.components.controls import Controls
 from webapp.ui.components.cost import cost_signature, render_cost
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.stepper import render_stepper, stepper_signature
-from webapp.ui.components.transcript import Transcript
+from webapp.ui.components.transcript import Transcript, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
 
@@ -78,6 +78,7 @@ class DebateView:
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.sections["past"] = ui.column().classes("w-full")
                 self.transcript = Transcript()
+                self.sections["aux-notes"] = ui.column().classes("w-full gap-0")
                 self.sections["rounds"] = ui.column().classes("w-full")
                 self.sections["verdict"] = ui.column().classes("w-full")
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-20"):
@@ -87,7 +88,8 @@ class DebateView:
                 "State machine (generated from the engine; current state highlighted)",
                 icon="account_tree", value=True).classes("w-full"):
                 self.diagram_text = diagram_source(self.session)
-                self.diagram = ui.mermaid(self.diagram_text).classes("w-full rostrum-mermaid").mark("diagram")
+                with ui.element("div").classes("w-full rostrum-diagram bg-white rounded-borders p-2"):
+                    self.diagram = ui.mermaid(self.diagram_text).classes("w-full rostrum-mermaid").mark("diagram")
         with ui.dialog().props("persistent") as self.dialog, ui.card().mark("ack-dialog"):
             ui.label("Spending warning").classes("text-lg font-semibold")
             self.dialog_text = ui.label()
@@ -119,6 +121,7 @@ class DebateView:
         self._section("banners", banner_signature(state),
                       lambda: render_banners(state, self.command, self.answers))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
+        self._section("aux-notes", len(state.notes), lambda: render_aux_notes(state))
         self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
         self._section("verdict", (state.verdict is not None and state.verdict.model_dump_json(), state.ended_because),
                       lambda: render_verdict(state))

@@ -8,6 +8,7 @@ mapped back to the element that caused them.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -98,6 +99,11 @@ class DebateForm:
                                 .mark(f"preset-{fmt.id}")
         self.banner = ui.column().classes("w-full")
         self.body = ui.column().classes("w-full gap-4")
+        # Outside the re-rendered body: a click never lands on a button that is being replaced.
+        with ui.row().classes("w-full justify-end gap-2"):
+            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps")
+            self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
+                .props("unelevated size=lg no-caps").mark("start")
         self.render()
 
     def render(self) -> None:
@@ -109,10 +115,6 @@ class DebateForm:
             self._participants_card()
             self._judge_card()
             self._limits_card()
-            with ui.row().classes("w-full justify-end gap-2"):
-                ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps")
-                self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
-                    .props("unelevated size=lg no-caps").mark("start")
         self._show_banner()
 
     def _field(self, path: str, element: Any) -> Any:
@@ -221,8 +223,8 @@ class DebateForm:
                 color = ui.color_input("Colour").props("outlined dense").classes("w-36")
                 self._field(f"{prefix}.color", color.bind_value(row, "color"))
                 ui.space()
-                up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)).props("flat round dense") \
-                    .mark(f"move-up-{index}")
+                up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
+                    .props("flat round dense").mark(f"move-up-{index}")
                 up.tooltip("Move up")
                 down = ui.button(icon="arrow_downward", on_click=lambda i=index: self.move(i, 1)) \
                     .props("flat round dense").mark(f"move-down-{index}")
@@ -340,7 +342,8 @@ class DebateForm:
         self.errors.clear()
         self.render()
 
-    def change_format(self, format_id: str) -> None:
+    async def change_format(self, format_id: str) -> None:
+        await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
         old = FORMATS.get(self.form["format"])
         new = FORMATS.get(format_id)
         if new is None or format_id == self.form["format"]:
@@ -361,7 +364,8 @@ class DebateForm:
         self.errors.pop("format", None)
         self.render()
 
-    def change_provider(self, row: dict[str, Any], provider: str) -> None:
+    async def change_provider(self, row: dict[str, Any], provider: str) -> None:
+        await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
         previous = row.get("provider")
         if provider == previous:
             return
@@ -445,8 +449,7 @@ class DebateForm:
             ui.notify(f"Please fix: {next(iter(errors.values()))}", type="negative")
         finally:
             self.submitting = False
-            if not self.start_button.is_deleted:
-                self.start_button.props(remove="loading")
+            self.start_button.props(remove="loading")
 
 
 def _split_field(field: str) -> list[Any]:

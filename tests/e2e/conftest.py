@@ -1,0 +1,89 @@
+"""End-to-end fixtures: `python main.py` on a free port (one server per module) and headless Chromium.
+
+The server runs in a subprocess without `PYTEST_CURRENT_TEST` in its environment (NiceGUI would
+otherwise behave as if under test), with its own temporary database and a demo speed fast enough
+for a short suite but slow enough to watch tokens stream and to pause mid-debate.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Playwright, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+DEMO_SPEED = "60"  # tokens per second
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("server")
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(ROSTRUM_DB=str(workdir / "e2e.sqlite3"), ROSTRUM_PORT=str(port), ROSTRUM_HOST="127.0.0.1",
+               ROSTRUM_DEMO_SPEED=DEMO_SPEED, PYTHONUNBUFFERED="1")
+    env.pop("ROSTRUM_DEMO_FAIL", None)
+    log = (workdir / "server.log").open("w")
+    process = subprocess.Popen([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env, stdout=log,
+                               stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"the server did not start:\n{(workdir / 'server.log').read_text()}")
+        time.sleep(0.2)  # polling a port that is not open yet: there is no event to await
+    try:
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(workdir / "server.log", ARTIFACTS / "e2e-server.log")
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (apt-get install chromium)")
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    try:
+        yield browser
+    finally:
+        browser.close()

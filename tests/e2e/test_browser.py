@@ -1,0 +1,115 @@
+"""Rostrum in a real browser: the form, live streaming, pause/resume, verdict, export, a second
+spectator, and hostile text rendered as text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import ARTIFACTS
+
+pytestmark = pytest.mark.e2e
+
+LONG = 90_000  # ms: a whole demo debate at the test's demo speed takes ~15 s
+
+
+def start_from_form(page: Page, base: str, topic: str) -> str:
+    page.goto(base + "/new")
+    page.get_by_label("What should they debate? *").fill(topic)
+    page.get_by_role("button", name="Quick demo").click()
+    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)  # the preset kept it
+    page.get_by_role("button", name="Start debate").click()
+    page.wait_for_url(re.compile(r".*/debate/[0-9a-f]+$"))
+    return page.url
+
+
+def stream_length(page: Page) -> int:
+    return page.evaluate("() => [...document.querySelectorAll('.rostrum-stream')]"
+                         ".reduce((n, s) => n + s.textContent.length, 0)")
+
+
+def transcript(page: Page) -> list[str]:
+    return page.locator(".rostrum-turn .nicegui-markdown").all_inner_texts()
+
+
+def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    url = start_from_form(page, server, "Should cities ban private cars from their centres?")
+    expect(page.get_by_text("Should cities ban private cars from their centres?").first).to_be_visible()
+
+    # tokens stream: the live text grows in place, several times
+    page.wait_for_function("() => [...document.querySelectorAll('.rostrum-stream')]"
+                           ".some(s => s.textContent.length > 20)", timeout=20_000)
+    before = stream_length(page)
+    page.wait_for_function(f"() => [...document.querySelectorAll('.rostrum-stream')]"
+                           f".reduce((n, s) => n + s.textContent.length, 0) > {before}", timeout=10_000)
+
+    # a second browser context joins mid-debate
+    other_context = browser.new_context(viewport={"width": 1200, "height": 900})
+    other = other_context.new_page()
+    other.goto(url)
+    expect(other.get_by_role("button", name="Pause")).to_be_enabled()
+
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
+    expect(other.locator(".q-badge", has_text="paused")).to_be_visible()  # reflected in the other tab
+    expect(page.get_by_role("button", name="Resume")).to_be_enabled()
+    expect(page.get_by_role("button", name="Pause")).to_be_disabled()
+    paused_turns = len(transcript(page))
+    page.wait_for_timeout(700)  # nothing may arrive while paused: observe a quiet interval
+    assert stream_length(page) == 0 and len(transcript(page)) == paused_turns
+
+    other.get_by_role("button", name="Resume").click()  # resumed from the other tab
+    expect(page.locator(".q-badge", has_text="running")).to_be_visible()
+
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    expect(page.locator(".q-badge", has_text="completed")).to_be_visible()
+    expect(page.locator(".nicegui-echart canvas").first).to_be_visible()  # the score chart drew
+    for name in ("Pause", "Resume", "Retry", "Stop"):
+        expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Markdown").click()
+    download = info.value
+    assert download.suggested_filename.endswith(".md")
+    markdown = Path(download.path()).read_text(encoding="utf-8")
+    assert markdown.startswith("# Should cities ban private cars from their centres?")
+    assert "## Opening statements" in markdown and "## Verdict" in markdown and "**Winner:**" in markdown
+
+    expect(other.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    mine = transcript(page)
+    assert len(mine) == 4 and all(mine)
+    assert transcript(other) == mine  # the late spectator ends with the same transcript
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "debate-finished.png"), full_page=True)
+    page.goto(server + "/")
+    expect(page.get_by_text("Should cities ban private cars from their centres?")).to_be_visible()
+    other_context.close()
+    context.close()
+
+
+def test_hostile_topic_and_model_output_render_as_text(server: str, browser: Browser) -> None:
+    hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2"> Are robots people?'
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    start_from_form(page, server, hostile)
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    topic = page.locator(".rostrum-topic").first
+    assert topic.inner_text() == hostile  # shown literally
+    turns = transcript(page)
+    assert any("<script>window.pwned=1</script>" in t for t in turns), "the model repeated the topic"
+    assert page.evaluate("() => window.pwned") is None  # no script ran, no onerror fired
+    assert page.locator("main img[src='x'], .q-page img[src='x']").count() == 0
+    assert page.locator(".rostrum-turn script, .rostrum-turn img").count() == 0
+    assert not dialogs
+    page.goto(server + "/")
+    expect(page.get_by_text(hostile).first).to_be_visible()  # the dashboard shows it as text too
+    assert page.evaluate("() => window.pwned") is None
+    context.close()

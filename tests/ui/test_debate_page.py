@@ -1,0 +1,293 @@
+"""The debate page: live spectating by several users, controls by state, panels, verdict, exports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from nicegui.testing import User
+
+from tests.ui.helpers import another_user, engine, one, start_demo, stream_text, texts
+from webapp.engine.machine import Event, State
+from webapp.models import Verdict
+from webapp.ui import runtime
+
+CONTROLS = ("pause", "resume", "retry", "stop")
+
+
+def enabled(user: User) -> dict[str, bool]:
+    return {name: one(user, name).enabled for name in CONTROLS}
+
+
+async def first_live_text(session, minimum: int = 20) -> str:
+    """Wait (on the debate's own stream) until some turn has streamed `minimum` characters."""
+    seen = asyncio.get_running_loop().create_future()
+
+    def listener(message: object) -> None:
+        for key, live in session.live.items():
+            if len(live.text) >= minimum and not seen.done():
+                seen.set_result(key)
+
+    unsubscribe = session.subscribe(listener)
+    try:
+        return await asyncio.wait_for(seen, 10)
+    finally:
+        unsubscribe()
+
+
+async def test_two_users_watch_the_same_debate_live_with_nothing_missed_or_duplicated(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "100")  # slow enough to join mid-turn
+    session = await start_demo("Should trains be free?")
+    await user.open(f"/debate/{session.id}")
+    key = await first_live_text(session)
+    late = another_user()
+    await late.open(f"/debate/{session.id}")  # a late joiner, mid-turn
+    hub = await runtime.current().hub()
+    channel = hub.channels[session.id]
+    assert channel.watchers == 2
+    assert session.broadcaster.count == 1  # one channel per debate, however many pages watch
+    batch = await channel.event.emitted(timeout=5)
+    assert batch, "the flush loop delivered a batch"
+    live = session.live.get(key)
+    assert live is not None, "the first turn is still streaming"
+    for who in (user, late):  # both pages show exactly a prefix of the streamed text, no repeats
+        shown = stream_text(who, key)
+        assert len(shown) >= 20 and live.text.startswith(shown), (shown, live.text)
+    assert await session.join() is State.COMPLETED
+    expected = [t.text for t in session.state.turns if t.visible]
+    await user.should_see(marker="winner", retries=30)
+    await late.should_see(marker="winner", retries=30)
+    assert texts(user, "turn-text") == expected
+    assert texts(late, "turn-text") == expected
+    assert channel.flushes < sum(len(t.text.split()) for t in session.state.turns)  # coalesced, not per token
+
+
+async def test_closing_every_tab_leaves_no_subscription_or_task_and_the_debate_runs_on(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "300")
+    session = await start_demo("Is chess a sport?")
+    await user.open(f"/debate/{session.id}")
+    second = another_user()
+    await second.open(f"/debate/{session.id}")
+    hub = await runtime.current().hub()
+    channel = hub.channels[session.id]
+    assert channel.watchers == 2
+    user.client.delete()
+    assert channel.watchers == 1 and session.id in hub.channels
+    second.client.delete()
+    assert session.id not in hub.channels
+    assert channel.watchers == 0
+    assert session.broadcaster.count == 0
+    with pytest.raises(asyncio.CancelledError):
+        await channel.task
+    assert session.running  # the debate does not belong to any tab
+    assert await session.join() is State.COMPLETED
+
+
+async def test_controls_are_enabled_exactly_when_the_machine_allows(user: User,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    session = await start_demo("Should we colonise Mars?")
+    await user.open(f"/debate/{session.id}")
+    await first_live_text(session, 5)
+    await user.should_see(marker="status-running")
+    assert enabled(user) == {"pause": True, "resume": False, "retry": False, "stop": True}
+
+    user.find(marker="pause").click()
+    await user.should_see(marker="status-paused", retries=20)
+    assert session.state.status is State.PAUSED
+    assert enabled(user) == {"pause": False, "resume": True, "retry": False, "stop": True}
+    await user.should_see(marker="paused-note")
+
+    user.find(marker="resume").click()
+    await user.should_see(marker="status-running", retries=20)
+    assert enabled(user) == {"pause": True, "resume": False, "retry": False, "stop": True}
+
+    user.find(marker="stop-now").click()  # stop without a verdict
+    await user.should_see(marker="status-stopped", retries=20)
+    assert session.state.verdict is None
+    assert enabled(user) == {"pause": False, "resume": False, "retry": False, "stop": False}
+
+
+async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    session = await start_demo("Do cats make better pets than dogs?")
+    other = another_user()
+    await user.open(f"/debate/{session.id}")
+    await other.open(f"/debate/{session.id}")
+    await first_live_text(session, 5)
+    user.find(marker="pause").click()
+    other.find(marker="pause").click()  # both clicked before either command finished
+    await user.should_see(marker="status-paused", retries=20)
+    await other.should_see(marker="status-paused", retries=20)
+    for _ in range(20):  # the refused click reports back
+        if user.notify.contains("not allowed") or other.notify.contains("not allowed"):
+            break
+        await asyncio.sleep(0.05)
+    assert user.notify.contains("PAUSE is not allowed while the debate is paused") or \
+        other.notify.contains("PAUSE is not allowed while the debate is paused")
+    pauses = [t for t in session.state.transitions if t["event"] == Event.PAUSE.value]
+    assert len(pauses) == 1
+    # the other tab's Resume works and both tabs follow
+    other.find(marker="resume").click()
+    await user.should_see(marker="status-running", retries=20)
+    assert await session.join() is State.COMPLETED
+
+
+async def test_error_panel_shows_the_provider_message_and_retry_continues(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "2:auth")  # the second turn fails once with a fatal error
+    session = await start_demo("Is remote work here to stay?")
+    assert await session.join() is State.ERROR
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="error-panel")
+    await user.should_see("simulated invalid API key")
+    await user.should_see(marker="status-error")
+    assert enabled(user) == {"pause": False, "resume": False, "retry": True, "stop": True}
+    user.find(marker="error-retry").click()
+    await user.should_see(marker="winner", retries=50)
+    assert session.state.status is State.COMPLETED
+
+
+async def test_cost_warning_opens_a_dialog_to_acknowledge(user: User) -> None:
+    session = await start_demo("Should tipping be banned?", budget={"warn_at": 0.0001, "cost_limit": None})
+    assert await session.join() is State.AWAITING_ACK
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="status-awaiting_acknowledgement")
+    await user.should_see(marker="cost-warning")
+    dialog = next(e for e in user.client.elements.values() if "ack-dialog" in e._markers).parent_slot.parent
+    assert dialog.value is True
+    await user.should_see("warning threshold")
+    user.find(marker="dialog-acknowledge").click()
+    await user.should_see(marker="winner", retries=50)
+    assert dialog.value is False
+    assert session.state.status is State.COMPLETED
+
+
+async def test_clarification_questions_are_answered_from_the_page(user: User) -> None:
+    eng = await engine()
+    from webapp.ui.components.presets import apply_preset, blank_form, form_to_config
+
+    form = blank_form()
+    form["topic"] = "Plan a team offsite for 40 people"
+    apply_preset(form, "collaborative")
+    form["rounds"] = 1
+    from webapp.models import DebateConfig
+
+    session = await eng.start(DebateConfig.model_validate(form_to_config(form)))
+    assert await session.join() is State.AWAITING_CLARIFICATION
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="clarification")
+    await user.should_see("What does success look like", retries=5)
+    pid = session.state.config.participants[0].id
+    user.find(marker=f"answer-{pid}-0").type("Everyone comes back rested")
+    user.find(marker="submit-answers").click()
+    await user.should_see(marker="past-clarifications", retries=30)
+    assert session.state.answers[0]["answers"][pid][0] == "Everyone comes back rested"
+    status = await session.join()
+    while status is State.AWAITING_CLARIFICATION:  # a follow-up question: leave it unanswered
+        await user.should_see(marker="submit-answers", retries=30)
+        user.find(marker="submit-answers").click()
+        await asyncio.wait_for(_until_not_waiting(session), 10)
+        status = await session.join()
+    assert status is State.COMPLETED
+    await user.should_see(marker="synthesis", retries=30)
+
+
+async def _until_not_waiting(session) -> None:
+    while session.state.status is State.AWAITING_CLARIFICATION:
+        await asyncio.sleep(0.02)
+
+
+async def test_panel_rulings_round_scores_and_unavailable_verdict_render_from_state(user: User) -> None:
+    session = await start_demo(
+        "Should museums return colonial artefacts?", rounds=2,
+        judge={"judges": [{"provider": "demo", "model": "demo"}, {"provider": "demo", "model": "demo-instant"}],
+               "frequency": "round"})
+    assert await session.join() is State.COMPLETED
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="rulings")
+    await user.should_see(marker="disagreement")
+    await user.should_see(marker="round-chart")
+    chart = one(user, "round-chart")
+    assert [s["name"] for s in chart.options["series"]] == [p.name for p in session.state.config.participants]
+    assert len(chart.options["xAxis"]["data"]) == 2
+    await user.should_see(marker="ended-because")
+
+    # the page shows whatever the state holds: an unavailable verdict, turn notes, retry notes
+    state = session.state
+    state.verdict = Verdict(available=False, reasoning="The judge's reply was not valid JSON.",
+                            raw_text="{not json <b>")
+    state.turns[0].notes.append("truncated at a sentence boundary to the 60-word limit (was 80 words)")
+    state.notes.append({"type": "retry", "turn": state.turns[1].key, "attempt": 1,
+                        "error": {"message": "simulated rate limit"}, "wait_s": 0.5})
+    state.notes.append({"type": "retry", "turn": "verdict", "attempt": 2, "error": {"message": "overloaded"},
+                        "wait_s": 1})
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="verdict-unavailable")
+    assert one(user, "raw-text").text == "{not json <b>"
+    await user.should_see("truncated at a sentence boundary to the 60-word limit (was 80 words)")
+    await user.should_see("attempt 1 failed (simulated rate limit); retried after 0.5 s")
+    await user.should_see("verdict: attempt 2 failed (overloaded); retried after 1 s")
+
+
+async def test_hostile_topic_and_model_output_stay_text(user: User) -> None:
+    hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2"> Is this safe?'
+    session = await start_demo(hostile)
+    await session.join()
+    await user.open(f"/debate/{session.id}")
+    assert one(user, "topic").text == hostile  # a text element: the browser shows it as text
+    markdowns = [e for e in user.client.elements.values() if "turn-text" in e._markers]
+    assert any("<script>" in e.content for e in markdowns), "the demo model repeats the topic"
+    for element in markdowns:
+        html = element.props["innerHTML"]
+        assert "<script" not in html and "<img" not in html
+        assert element.props["sanitize"] is True  # DOMPurify stays on as a second layer
+    assert any("&lt;script&gt;" in e.props["innerHTML"] for e in markdowns)
+
+
+async def test_exports_download_markdown_json_and_text(user: User) -> None:
+    session = await start_demo("Should the voting age be 16?")
+    await session.join()
+    await user.open(f"/debate/{session.id}")
+    user.find(marker="export-md").click()
+    markdown = (await user.download.next()).text
+    assert markdown.startswith("# Should the voting age be 16?")
+    assert "## Verdict" in markdown and session.state.turns[0].text in markdown
+    user.find(marker="export-json").click()
+    data = json.loads((await user.download.next()).text)
+    assert data["id"] == session.id and data["status"] == "completed"
+    assert {p["role"] for p in data["participants"]} == {"pro", "con"}
+    assert len(data["turns"]) == len(session.state.turns)
+    assert set(data["verdict"]["scores"]) == {p.id for p in session.state.config.participants}
+    user.find(marker="export-txt").click()
+    text = (await user.download.next()).text
+    assert "Winner:" in text and "Should the voting age be 16?" in text
+
+
+async def test_unknown_debate_shows_not_found(user: User) -> None:
+    await user.open("/debate/does-not-exist")
+    await user.should_see(marker="not-found")
+    await user.should_see("No debate with id 'does-not-exist'.")
+
+
+async def test_a_restart_shows_a_running_debate_as_interrupted_with_resume(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    session = await start_demo("Is a hot dog a sandwich?")
+    await first_live_text(session, 5)
+    rt = runtime.current()
+    await rt.stop()  # like the process going away mid-turn: nothing is recorded
+    await rt.start()  # the app's startup: open the engine, recover interrupted debates
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="interrupted")
+    await user.should_see(marker="status-interrupted")
+    assert enabled(user)["resume"]
+    user.find(marker="interrupted-resume").click()
+    await user.should_see(marker="status-running", retries=20)
+    reloaded = await (await engine()).session(session.id)
+    assert reloaded is not session and await reloaded.join() is State.COMPLETED
+    await user.should_see(marker="winner", retries=30)

@@ -1,0 +1,113 @@
+"""The live channel: one throttled flush per debate, deltas with offsets, cleanup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nicegui import ui
+from nicegui.testing import User
+
+from webapp.engine.stream import Broadcaster, LiveChunk, LiveEvent, LiveTurn, LiveTurnAborted, LiveTurnStarted
+from webapp.live import Aborted, ChunkDelta, DebateChannel, LiveHub
+from webapp.models import DebateEvent, EventKind, utcnow
+
+
+@dataclass
+class FakeSession:
+    """Just what a channel needs from a DebateSession."""
+
+    id: str = "d1"
+    live: dict[str, LiveTurn] = field(default_factory=dict)
+    broadcaster: Broadcaster = field(default_factory=Broadcaster)
+
+    def subscribe(self, listener):
+        return self.broadcaster.subscribe(listener)
+
+
+class FakeHub:
+    def __init__(self) -> None:
+        self.channels: dict[str, DebateChannel] = {}
+
+
+def _turn_event(seq: int, key: str) -> LiveEvent:
+    return LiveEvent("d1", DebateEvent(debate_id="d1", seq=seq, kind=EventKind.TURN, at=utcnow(),
+                                       data={"turn": {"key": key}}))
+
+
+async def test_chunks_are_coalesced_per_attempt_with_offsets(user: User) -> None:
+    session = FakeSession()
+    channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
+    emit = session.broadcaster.emit
+    emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 1))
+    emit(LiveChunk("d1", "k", "pro", "Hello "))
+    emit(LiveChunk("d1", "k", "pro", "world"))
+    emit(LiveTurnAborted("d1", "k", "cut stream"))
+    emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 2))
+    emit(LiveChunk("d1", "k", "pro", "Hi "))
+    emit(LiveChunk("d1", "k", "pro", "again"))
+    emit(_turn_event(7, "k"))
+    batch = channel.flush()
+    assert batch[1] == ChunkDelta("k", "pro", 1, 0, "Hello world")
+    assert batch[2] == Aborted("k", 1, "cut stream")
+    assert batch[4] == ChunkDelta("k", "pro", 2, 0, "Hi again")
+    assert isinstance(batch[5], LiveEvent)
+    assert len(batch) == 6
+    emit(LiveTurnStarted("d1", "k2", "con", "opening", 1, "speak", 1))
+    emit(LiveChunk("d1", "k2", "con", "abc"))
+    channel.flush()
+    emit(LiveChunk("d1", "k2", "con", "def"))
+    assert channel.flush() == [ChunkDelta("k2", "con", 1, 3, "def")]  # the offset continues across flushes
+    channel.close()
+
+
+async def test_a_channel_joining_mid_turn_continues_the_offsets(user: User) -> None:
+    session = FakeSession(live={"k": LiveTurn("k", "pro", "opening", 1, "speak", 3, text="already here")})
+    channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
+    session.broadcaster.emit(LiveChunk("d1", "k", "pro", "!"))
+    assert channel.flush() == [ChunkDelta("k", "pro", 3, len("already here"), "!")]
+    channel.close()
+
+
+async def test_one_throttled_flush_reaches_every_watcher(user: User) -> None:
+    received: list[list[object]] = [[], [], []]
+
+    @ui.page("/watch")
+    def watch_page() -> None:
+        pass
+
+    session = FakeSession()
+    hub = FakeHub()
+    channel = DebateChannel(hub, session)  # type: ignore[arg-type]
+    hub.channels["d1"] = channel
+    await user.open("/watch")
+    with user:
+        for box in received:
+            channel.watch(box.append)
+    session.broadcaster.emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 1))
+    for word in ["one ", "two ", "three ", "four ", "five"]:
+        session.broadcaster.emit(LiveChunk("d1", "k", "pro", word))
+    batch = await channel.event.emitted(timeout=2)
+    assert channel.flushes == 1
+    assert batch[1] == ChunkDelta("k", "pro", 1, 0, "one two three four five")
+    assert all(box == [batch] for box in received)  # the same single batch for every watcher
+    user.client.delete()
+    assert channel.watchers == 0 and "d1" not in hub.channels and session.broadcaster.count == 0
+
+
+async def test_hub_signals_dashboards_once_for_a_burst(user: User) -> None:
+    class FakeEngine:
+        def __init__(self) -> None:
+            self.all = Broadcaster()
+
+        def subscribe_all(self, listener):
+            return self.all.subscribe(listener)
+
+    engine = FakeEngine()
+    hub = LiveHub(engine)  # type: ignore[arg-type]
+    for seq in range(1, 30):
+        engine.all.emit(_turn_event(seq, f"k{seq}"))
+    hub.debates_changed("d2")
+    changed = await hub.dashboard.emitted(timeout=2)
+    assert changed == {"d1", "d2"}
+    hub.close()
+    assert engine.all.count == 0
