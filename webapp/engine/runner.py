@@ -79,6 +79,15 @@ class ProviderSource(Protocol):
 TaskFactory = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
 
 
+class BudgetExceeded(Exception):
+    """A call was not made because it could cross the debate's cost limit."""
+
+    def __init__(self, what: str, estimate: float) -> None:
+        super().__init__(what)
+        self.what = what
+        self.estimate = estimate
+
+
 @dataclass
 class CallResult:
     """A finished provider call."""
@@ -273,6 +282,8 @@ class DebateSession:
                     await self._judge()
         except asyncio.CancelledError:
             raise
+        except BudgetExceeded as exc:
+            await self._stop_for_budget(exc.what, exc.estimate)
         except ProviderError as exc:
             await self._fail(exc)
         except Exception as exc:
@@ -608,7 +619,14 @@ class DebateSession:
         )
 
     async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
-        """A non-turn call (judge, summary, question): returns its text and a cost record."""
+        """A non-turn call (judge, summary, question): returns its text and a cost record.
+
+        Raises `BudgetExceeded` instead of making a call that could cross the cost limit."""
+        limit = self.state.config.budget.cost_limit
+        if limit is not None:
+            estimate = self._estimate([(spec, request)])
+            if self.state.ledger.total_usd + estimate > limit:
+                raise BudgetExceeded(f"the {request.purpose} call could cost up to ${estimate:.4f}", estimate)
         result = await self._call(spec, request)
         record = {
             "model": result.model_label, "usage": result.usage.model_dump(), "cost_usd": result.cost_usd,
@@ -623,29 +641,44 @@ class DebateSession:
 
     # --- money -----------------------------------------------------------------------------
 
-    async def _budget_allows(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> bool:
-        """Check the estimate of the next call(s) against the hard limit; stop the debate if it could cross."""
-        budget = self.state.config.budget
-        if budget.cost_limit is None:
-            return True
-        estimate = 0.0
+    def _estimate(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> float:
+        """The most the next call(s) can cost: estimated input plus the full output allowance."""
+        total = 0.0
         for spec, request in calls:
             cost = money.estimate_call(spec, estimate_request_tokens(request), request.max_tokens, self.settings)
-            estimate += cost.usd or 0.0
+            total += cost.usd or 0.0
+        return total
+
+    async def _budget_allows(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> bool:
+        """Check the estimate of the next call(s) before making them: stop the debate if it could cross
+        the hard limit; raise the (one) cost warning if it could cross warn-at."""
+        budget = self.state.config.budget
+        estimate = self._estimate(calls)
         spent = self.state.ledger.total_usd
-        if money.check_budget(spent, estimate, None, budget.cost_limit) != "limit":
-            return True
+        if budget.cost_limit is not None and spent + estimate > budget.cost_limit:
+            await self._stop_for_budget(f"the next call could cost up to ${estimate:.4f}", estimate)
+            return False
+        if budget.warn_at is not None and not self.state.cost_warned and spent + estimate >= budget.warn_at:
+            await self._warn(spent, f"spending is ${spent:.4f} and the next call could bring it to "
+                                    f"${spent + estimate:.4f}, past the ${budget.warn_at:.4f} warning threshold")
+            return self.state.status is not State.AWAITING_ACK
+        return True
+
+    async def _stop_for_budget(self, what: str, estimate: float) -> None:
+        budget = self.state.config.budget
+        spent = self.state.ledger.total_usd
+        limit = budget.cost_limit or 0.0
         judge_estimate = self._judge_estimate()
-        judge_fits = judge_estimate is not None and spent + judge_estimate <= budget.cost_limit
+        judge_fits = judge_estimate is not None and spent + judge_estimate <= limit
         await self._commit(EventKind.WARNING, {
             "type": "cost_limit",
-            "message": f"the next call could cost up to ${estimate:.4f}; with ${spent:.4f} spent that would "
-                       f"cross the ${budget.cost_limit:.4f} limit, so it was not made",
-            "spent_usd": spent, "estimate_usd": estimate, "limit_usd": budget.cost_limit,
-            "judge_runs": judge_fits,
+            "message": f"{what}; with ${spent:.4f} spent that would cross the ${limit:.4f} limit, "
+                       "so it was not made",
+            "spent_usd": spent, "estimate_usd": estimate, "limit_usd": limit, "judge_runs": judge_fits,
         })
-        await self._transition(Event.STOP, verdict=judge_fits, reason="cost limit")
-        return False
+        if self.state.machine.can(Event.STOP):
+            await self._transition(Event.STOP, verdict=judge_fits and self.state.status is not State.JUDGING,
+                                   reason="cost limit")
 
     def _judge_estimate(self) -> float | None:
         state = self.state
@@ -659,14 +692,18 @@ class DebateSession:
         return total
 
     async def _check_warning(self) -> None:
+        """After a step: the actual spending crossed warn-at (once per debate)."""
         budget = self.state.config.budget
         spent = self.state.ledger.total_usd
         if budget.warn_at is None or self.state.cost_warned or spent < budget.warn_at:
             return
+        await self._warn(spent, f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} "
+                                "warning threshold")
+
+    async def _warn(self, spent: float, message: str) -> None:
         await self._commit(EventKind.WARNING, {
-            "type": "cost_warning",
-            "message": f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} warning threshold",
-            "spent_usd": spent, "warn_at": budget.warn_at,
+            "type": "cost_warning", "message": message, "spent_usd": spent,
+            "warn_at": self.state.config.budget.warn_at,
         }, idem_key="cost_warning")
         if self.state.machine.can(Event.COST_WARNING):
             await self._transition(Event.COST_WARNING)
