@@ -21,7 +21,10 @@ class Shared:
 
 def cheap_pair() -> list[Participant]:
     # A tiny output allowance keeps each turn's estimate small; the judge's is large.
-    return [Participant(name="Ann", position="pro", max_tokens=16), Participant(name="Bob", position="con", max_tokens=16)]
+    return [
+        Participant(name="Ann", position="pro", max_tokens=16),
+        Participant(name="Bob", position="con", max_tokens=16),
+    ]
 
 
 async def test_a_round_decision_that_could_cross_the_limit_is_not_made(tmp_path: Path) -> None:
