@@ -41,12 +41,15 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
     url = start_from_form(page, server, "Should cities ban private cars from their centres?")
     expect(page.get_by_text("Should cities ban private cars from their centres?").first).to_be_visible()
 
-    # tokens stream: the live text grows in place, several times
-    page.wait_for_function("() => [...document.querySelectorAll('.rostrum-stream')]"
-                           ".some(s => s.textContent.length > 20)", timeout=20_000)
-    before = stream_length(page)
-    page.wait_for_function(f"() => [...document.querySelectorAll('.rostrum-stream')]"
-                           f".reduce((n, s) => n + s.textContent.length, 0) > {before}", timeout=10_000)
+    # tokens stream: catch a turn early in its stream, then see that same element grow in place
+    page.wait_for_function("""() => {
+        const s = [...document.querySelectorAll('.rostrum-stream')]
+            .find(s => s.textContent.length > 0 && s.textContent.length < 80);
+        if (s) { window.__stream = s; window.__length = s.textContent.length; }
+        return !!s;
+    }""", timeout=20_000, polling=10)
+    page.wait_for_function("() => window.__stream.isConnected && "
+                           "window.__stream.textContent.length > window.__length + 10", timeout=10_000)
 
     # a second browser context joins mid-debate
     other_context = browser.new_context(viewport={"width": 1200, "height": 900})

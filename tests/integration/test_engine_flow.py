@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ async def open_engine(tmp_path: Path):
 def transcript(state: DebateState) -> list[tuple[str, str]]:
     """(key, text) in plan order: parallel turns may finish in either order."""
     rank = {slot.key: i for i, step in enumerate(plan(state.format, state.config, rounds=50)) for slot in step.turns}
-    return sorted(((t.key, t.text) for t in state.turns), key=lambda kt: rank[kt[0]])
+    return sorted(((t.key, t.text) for t in state.turns), key=lambda kt: (rank[kt[0]], kt[0]))
 
 
 def assert_same_state(live: DebateState, rebuilt: DebateState) -> None:
@@ -73,13 +74,40 @@ def assert_same_state(live: DebateState, rebuilt: DebateState) -> None:
     assert rebuilt.summary() == live.summary()
 
 
+class Once:
+    """A listener that queues `command()` as a task the first time `when(message)` holds."""
+
+    def __init__(self, when: Callable[[Any], bool], command: Callable[[], Awaitable[None]]) -> None:
+        self.when, self.command = when, command
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def __call__(self, message: Any) -> None:
+        if not self.tasks and self.when(message):
+            self.tasks.append(asyncio.get_running_loop().create_task(self.command()))
+
+    async def settle(self, session: DebateSession) -> State:
+        """Wait for the runner and the queued command; returns the status after both."""
+        await session.join()
+        assert self.tasks, "the trigger never fired"
+        await self.tasks[0]
+        return await session.join()
+
+
+def is_turn(message: Any) -> bool:
+    return isinstance(message, LiveEvent) and message.event.kind is EventKind.TURN
+
+
+def enters(state: State) -> Callable[[Any], bool]:
+    return lambda m: isinstance(m, LiveEvent) and m.event.data.get("to") == state.value
+
+
 async def drive(session: DebateSession, pending: list[asyncio.Task[None]]) -> int:
     """Run to the end, resuming whenever a command task (queued by a listener) paused it."""
     resumed = 0
     while True:
         await session.join()
-        while pending:
-            await pending.pop(0)
+        for task in list(pending):  # tasks stay listed, so a trigger that fired never fires again
+            await task
         if session.state.status is State.PAUSED:
             resumed += 1
             await session.resume()
@@ -109,7 +137,6 @@ async def test_state_rebuilt_from_the_log_equals_the_live_state(open_engine, for
     row = await engine.store.get_row(session.id)
     assert (row.status, row.turn_count, row.phase) == ("completed", len(live.turns), live.summary()["phase"])
     assert row.cost_usd == pytest.approx(live.ledger.total_usd, abs=1e-6) and row.cost_usd > 0
-    assert [t.to for t in []] == []  # noqa: RUF015 - placeholder kept out
     assert live.transitions[0]["event"] == "START" and live.transitions[-1]["to"] == "completed"
 
 
@@ -161,14 +188,14 @@ async def test_pause_at_the_start_of_every_phase_then_resume_gives_the_same_deba
     session = await engine.start(config)
     pending: list[asyncio.Task[None]] = []
     started: list[LiveTurnStarted] = []
-    paused_at: dict[str, LiveTurnStarted] = {}
+    paused_at: dict[str, LiveTurnStarted | None] = {}  # phase (or "judging") -> the turn it cut
     aborted: list[str] = []
 
     def listener(message: Any) -> None:
         if isinstance(message, LiveTurnAborted):
             aborted.append(message.key)
         if isinstance(message, LiveEvent) and message.event.data.get("to") == "judging" and "judging" not in paused_at:
-            paused_at["judging"] = None  # type: ignore[assignment]
+            paused_at["judging"] = None
             pending.append(asyncio.get_running_loop().create_task(session.pause()))
         if not isinstance(message, LiveTurnStarted):
             return
@@ -183,10 +210,12 @@ async def test_pause_at_the_start_of_every_phase_then_resume_gives_the_same_deba
         position = state.machine.context.position
         assert state.status is State.PAUSED
         assert (position.phase, position.round) == (message.phase, message.round)
-        step_speakers = {t.speaker for t in state.turns if t.phase == message.phase} | {message.speaker}
-        if not state.format.phase(message.phase).parallel:
+        if state.format.phase(message.phase).parallel:  # every speaker of the step was asked at once
+            speakers = {s.speaker for step in plan(state.format, state.config) for s in step.turns
+                        if step.phase == message.phase}
+            assert position.speaker in speakers
+        else:
             assert (position.speaker, position.turn) == (message.speaker, int(message.key.rsplit("/", 1)[1]))
-        assert position.speaker in step_speakers | {p.id for p in state.config.participants}
         assert message.key not in state.turn_keys  # the turn was cut off: nothing half-kept
         assert session.live == {}
 
@@ -195,13 +224,14 @@ async def test_pause_at_the_start_of_every_phase_then_resume_gives_the_same_deba
 
     assert list(paused_at) == [p.id for p in session.state.format.phases] + ["judging"]
     assert resumed == len(paused_at)
-    # Each cut turn was the next one asked after resuming.
-    for phase, message in paused_at.items():
+    # Resuming continued exactly there: the cut turn was asked again before anything of another phase.
+    for message in paused_at.values():
         if message is None:
             continue
         assert message.key in aborted
-        later = [m.key for m in started if m is not message]
-        assert message.key in later
+        i = started.index(message)
+        again = next(j for j in range(i + 1, len(started)) if started[j].key == message.key)
+        assert all(m.phase == message.phase for m in started[i + 1 : again])
     assert transcript(session.state) == transcript(baseline.state)
     assert session.state.verdict.model_dump(exclude={"ended_because"}) == baseline.state.verdict.model_dump(
         exclude={"ended_because"})
@@ -209,52 +239,51 @@ async def test_pause_at_the_start_of_every_phase_then_resume_gives_the_same_deba
     assert_same_state(session.state, DebateState.from_events(await engine.events(session.id)))
 
 
-class SlowCon(Source):
-    """The con side streams the same words, but yields to the event loop more often."""
+class GatedCon(Source):
+    """The con side speaks only when the gate is open (it is, except while the test holds it)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        gate = self.gate
 
-        class Slower(DemoProvider):
+        class Gated(DemoProvider):
+            asked: list[Any] = []  # every request, including those cut off while waiting at the gate
+
             async def stream(self, request):
+                self.asked.append(request)
+                await gate.wait()
                 async for item in super().stream(request):
-                    for _ in range(3):
-                        await asyncio.sleep(0)
                     yield item
 
-        self.slow = Slower("demo-instant", speed=0, failures={})
+        self.con = Gated("demo-instant", speed=0, failures={})
 
     def get(self, spec: Any) -> DemoProvider:
-        return self.slow if getattr(spec, "position", None) == "con" else self.provider
+        return self.con if getattr(spec, "position", None) == "con" else self.provider
 
 
 async def test_pause_inside_a_parallel_phase_keeps_the_phase_parallel(open_engine):
     """Pause after one speaker of a parallel phase finished: the other, asked again after resume,
     still must not see the finished turn (it would not have, uninterrupted)."""
-    source = SlowCon()
+    source = GatedCon()
     engine = await open_engine(source)
     config = DebateConfig(topic=TOPIC, format="structured")
     baseline = await engine.start(config)
     await baseline.join()
 
+    source.gate.clear()  # con's opening waits until pro's is stored and the pause cut it off
     session = await engine.start(config)
-    pending: list[asyncio.Task[None]] = []
-    fired: list[bool] = []
     aborted: list[str] = []
-
-    def listener(message: Any) -> None:
-        if isinstance(message, LiveTurnAborted):
-            aborted.append(message.key)
-        if isinstance(message, LiveEvent) and message.event.kind is EventKind.TURN and not fired:
-            fired.append(True)
-            pending.append(asyncio.get_running_loop().create_task(session.pause()))
-
-    session.subscribe(listener)
-    assert await drive(session, pending) == 1
+    session.subscribe(lambda m: aborted.append(m.key) if isinstance(m, LiveTurnAborted) else None)
+    session.subscribe(lambda m: source.gate.set() if enters(State.PAUSED)(m) else None)
+    trigger = Once(is_turn, session.pause)
+    session.subscribe(trigger)
+    assert await drive(session, trigger.tasks) == 1
     pro_opening = next(t.key for t in session.state.turns if t.phase == "opening" and t.speaker == "pro")
     con_opening = next(t.key for t in session.state.turns if t.phase == "opening" and t.speaker == "con")
-    con_requests = [r for r in source.slow.received if r.context.get("turn_key") == con_opening]
     assert aborted == [con_opening]  # the pause cut the con opening after the pro opening was stored
+    con_requests = [r for r in source.con.asked if r.context.get("turn_key") == con_opening]
     assert len(con_requests) == 3  # baseline, then cut by the pause, then asked again
     assert all(pro_opening not in r.context["seen_turns"] for r in con_requests)
     assert transcript(session.state) == transcript(baseline.state)
@@ -339,18 +368,9 @@ async def test_stop_while_paused(open_engine, with_verdict: bool):
     source = Source()
     engine = await open_engine(source)
     session = await engine.start(DebateConfig(topic=TOPIC, format="oxford"))
-    pending: list[asyncio.Task[None]] = []
-
-    def listener(message: Any) -> None:
-        if isinstance(message, LiveEvent) and message.event.kind is EventKind.TURN and not pending:
-            if sum(1 for t in session.state.turns) == 3:
-                pending.append(asyncio.get_running_loop().create_task(session.pause()))
-
-    session.subscribe(listener)
-    await session.join()
-    while pending:
-        await pending.pop(0)
-    assert session.state.status is State.PAUSED
+    trigger = Once(lambda m: is_turn(m) and len(session.state.turns) == 3, session.pause)
+    session.subscribe(trigger)
+    assert await trigger.settle(session) is State.PAUSED
     turns = len(session.state.turns)
     await session.stop(verdict=with_verdict)
     assert await session.join() is State.STOPPED
@@ -364,35 +384,22 @@ async def test_stop_while_paused(open_engine, with_verdict: bool):
 async def test_stop_during_judging(open_engine, with_verdict: bool):
     engine = await open_engine()
     session = await engine.start(DebateConfig(topic=TOPIC, format="oxford", rounds=1))
-    pending: list[asyncio.Task[None]] = []
-
-    def listener(message: Any) -> None:
-        if isinstance(message, LiveEvent) and message.event.data.get("to") == "judging" and not pending:
-            pending.append(asyncio.get_running_loop().create_task(session.stop(verdict=with_verdict)))
-
-    session.subscribe(listener)
-    await session.join()
-    while pending:
-        await pending.pop(0)
-    assert await session.join() is State.STOPPED
+    judged = len(session.state.turns)
+    trigger = Once(enters(State.JUDGING), lambda: session.stop(verdict=with_verdict))
+    session.subscribe(trigger)
+    assert await trigger.settle(session) is State.STOPPED
+    assert session.state.machine.context.stopping
     assert (session.state.verdict is not None and session.state.verdict.available) is with_verdict
+    assert len(session.state.turns) > judged
 
 
 async def test_stop_mid_debate_judges_the_turns_so_far(open_engine):
     source = Source()
     engine = await open_engine(source)
     session = await engine.start(DebateConfig(topic=TOPIC, format="round-limited", rounds=5))
-    pending: list[asyncio.Task[None]] = []
-
-    def listener(message: Any) -> None:
-        if isinstance(message, LiveTurnStarted) and message.round == 2 and not pending:
-            pending.append(asyncio.get_running_loop().create_task(session.stop()))
-
-    session.subscribe(listener)
-    await session.join()
-    while pending:
-        await pending.pop(0)
-    assert await session.join() is State.STOPPED
+    trigger = Once(lambda m: isinstance(m, LiveTurnStarted) and m.round == 2, session.stop)
+    session.subscribe(trigger)
+    assert await trigger.settle(session) is State.STOPPED
     state = session.state
     assert [t.round for t in state.turns] == [1, 1]
     assert state.verdict is not None and state.verdict.available

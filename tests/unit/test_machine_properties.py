@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webapp.engine.engine import Engine
-from webapp.engine.formats import get_format
 from webapp.engine.machine import (
     ACTIVE_STATES,
     RETURN,
@@ -27,7 +26,7 @@ from webapp.engine.machine import (
     State,
     TransitionNotAllowed,
 )
-from webapp.engine.schedule import plan, prepare_config
+from webapp.engine.schedule import plan
 from webapp.engine.stream import LiveEvent
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import DemoProvider
@@ -132,15 +131,15 @@ class Source:
     finishes while the other is still talking — the moment a pause is most likely to go wrong."""
 
     def __init__(self) -> None:
-        self.fast = DemoProvider("demo-instant", speed=0)
-        self.slow = SlowerDemo("demo-instant", speed=0)
+        self.fast = DemoProvider("demo-instant", speed=0, failures={})
+        self.slow = SlowerDemo("demo-instant", speed=0, failures={})
 
     def get(self, spec: Any) -> DemoProvider:
         return self.slow if getattr(spec, "position", None) == "con" else self.fast
 
 
 FORMATS_UNDER_TEST = ["classic", "structured", "oxford", "six-phase"]
-_BASELINES: dict[tuple[str, int], tuple[list[tuple[str, str]], Any, int]] = {}
+_BASELINES: dict[tuple[str, int], tuple[list[tuple[str, str]], Any, tuple[int, int]]] = {}
 
 
 def _config(format_id: str, seed: int) -> DebateConfig:
@@ -150,7 +149,7 @@ def _config(format_id: str, seed: int) -> DebateConfig:
 def _ordered(state) -> list[tuple[str, str]]:
     """Turns as (key, text) in plan order (parallel turns may finish in either order)."""
     order = {slot.key: i for i, step in enumerate(plan(state.format, state.config)) for slot in step.turns}
-    return sorted(((t.key, t.text) for t in state.turns), key=lambda kt: order[kt[0]])
+    return sorted(((t.key, t.text) for t in state.turns), key=lambda kt: (order[kt[0]], kt[0]))
 
 
 async def _run(format_id: str, seed: int, pause_at: list[tuple[str, float]] | None,
@@ -193,7 +192,7 @@ async def _run(format_id: str, seed: int, pause_at: list[tuple[str, float]] | No
                     continue
                 if status in TERMINAL_STATES:
                     break
-                assert status in ACTIVE_STATES, f"debate stuck in {status}"
+                assert status in ACTIVE_STATES and session.running, f"debate stuck in {status}"
             state = session.state
             events = await engine.events(session.id)
             turn_events = [e for e in events if e.kind is EventKind.TURN]
@@ -213,7 +212,7 @@ def _baseline(format_id: str, seed: int):
     return _BASELINES[key]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     format_id=st.sampled_from(FORMATS_UNDER_TEST),
     seed=st.integers(0, 2),
@@ -227,9 +226,3 @@ def test_paused_and_resumed_debate_ends_with_the_uninterrupted_transcript(format
     assert got == transcript
     assert got_verdict == verdict
     assert paused >= 1  # at least the first pause lands before the debate is over
-
-
-def test_plan_covers_every_format_under_test():
-    for format_id in FORMATS_UNDER_TEST:
-        config = prepare_config(_config(format_id, 0))
-        assert plan(get_format(format_id), config)

@@ -175,7 +175,10 @@ class DebateSession:
     async def stop(self, verdict: bool = True, reason: str = "stopped by user") -> None:
         async with self._command_lock:
             self._require(Event.STOP)
-            await self._halt()
+            # Stopping with a verdict while the judge is already at work: let it finish rather than
+            # cancel and pay for the same judging twice.
+            if not (verdict and self.state.status is State.JUDGING):
+                await self._halt()
             await self._transition(Event.STOP, verdict=verdict, reason=reason,
                                    position=self.state.machine.context.position.model_dump())
             self.ensure_running()
@@ -720,7 +723,8 @@ class DebateSession:
             calls.append(record)
             return text
 
-        visible = [t for t in state.turns if t.visible]
+        # Preparation notes, even when shown to the audience, are not arguments to be judged.
+        visible = [t for t in state.turns if t.visible and t.act != "prepare"]
         budget = config.budget
         judge_estimate = self._judge_estimate() or 0.0
         self.judging_now = True

@@ -107,7 +107,8 @@ async def _ask_json(call: AuxCall, state: DebateState, request_for: RequestFor,
 def _labelled(state: DebateState, upto_round: int | None = None) -> str:
     debaters = [p.id for p in state.config.participants if p.position != "moderator"]
     labels = assign_labels(debaters, state.config.seed)
-    turns = [t for t in state.turns if t.visible and (upto_round is None or t.round <= upto_round)]
+    turns = [t for t in state.turns
+             if t.visible and t.act != "prepare" and (upto_round is None or t.round <= upto_round)]
     return anonymised_transcript(turns, labels, state.format, names=_names(state))
 
 
@@ -235,7 +236,7 @@ async def score_round(call: AuxCall, state: DebateState, round_no: int) -> tuple
 
     config = state.config.model_copy(update={"judge": state.config.judge.model_copy(
         update={"judges": [state.config.judge.judges[0]]})})
-    turns = [t for t in state.turns if t.visible and t.round <= round_no]
+    turns = [t for t in state.turns if t.visible and t.act != "prepare" and t.round <= round_no]
     verdict = await judge_debate(judge_call, config, state.format, turns)
     result: dict[str, Any] = {"scores": verdict.scores, "winner": verdict.winner, "available": verdict.available}
     if not verdict.available:

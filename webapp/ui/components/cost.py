@@ -17,7 +17,7 @@ def cost_signature(state: DebateState) -> tuple:
 def render_cost(state: DebateState) -> None:
     ledger, budget = state.ledger, state.config.budget
     total = ledger.total_usd
-    warned = budget.warn_at is not None and total >= budget.warn_at
+    warned = state.cost_warned or (budget.warn_at is not None and total >= budget.warn_at)
     card = ui.card().classes("w-full gap-2").mark("cost-meter")
     if warned:
         card.classes("border-2 border-orange-500")
