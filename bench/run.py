@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webapp.engine.engine import Engine  # noqa: E402
-from webapp.engine.state import DebateState  # noqa: E402
-from webapp.models import DebateConfig, EventKind  # noqa: E402
-from webapp.providers.demo import DemoProvider  # noqa: E402
+from webapp.engine.engine import Engine
+from webapp.engine.state import DebateState
+from webapp.models import DebateConfig, EventKind
+from webapp.providers.demo import DemoProvider
 
 
 class Instant:
