@@ -76,7 +76,8 @@ def verdict_request(spec: JudgeSpec, config: DebateConfig, fmt: Format, turns: l
     transcript = anonymised_transcript(turns, labels, fmt, names={p.id: p.name for p in config.participants})
     prompt = (
         f"You are the judge of a {fmt.title} debate on the topic: {config.topic}\n\n"
-        f"Debaters are labelled {', '.join(label_list)}; their real names are hidden. Judge only the quality "
+        f"Debaters are labelled {', '.join(label_list)}; their real names are hidden. In your reasoning and "
+        "notes call them \"Debater A\", \"Debater B\" and so on. Judge only the quality "
         "of the arguments. Ignore length: a longer answer is not a better one. Ignore the order of speaking.\n\n"
         f"Criteria: {', '.join(criteria)}.\n\nTranscript:\n{transcript}\n\n"
         "Reply with one JSON object only, shaped like this:\n" + json.dumps(example, indent=1)
@@ -342,4 +343,23 @@ async def judge_debate(call: JudgeCall, config: DebateConfig, fmt: Format, turns
         reasons = "; ".join(f"{r.judge}: {r.error}" for r in rulings)
         return Verdict(available=False, reasoning=f"Verdict unavailable. {reasons}", rulings=rulings,
                        labels=labels, raw_text=_raw_text(results))
-    return combine(rulings, labels, config.judge.criteria)
+    verdict = combine(rulings, labels, config.judge.criteria)
+    return reveal_names(verdict, {label: config.participant(pid).name for label, pid in labels.items()})
+
+
+def reveal_names(verdict: Verdict, names: dict[str, str]) -> Verdict:
+    """Write participants' names back where the judge wrote "Debater A" (the stored labels map stays)."""
+
+    def swap(text: str) -> str:
+        return re.sub(r"\bDebater ([A-Z])\b", lambda m: names.get(m.group(1), m.group(0)), text)
+
+    verdict.reasoning = swap(verdict.reasoning)
+    for per in verdict.criteria.values():
+        for score in per.values():
+            score.note = swap(score.note)
+    for ruling in verdict.rulings:
+        ruling.reasoning = swap(ruling.reasoning)
+        for per in ruling.criteria.values():
+            for score in per.values():
+                score.note = swap(score.note)
+    return verdict

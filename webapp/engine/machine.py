@@ -321,24 +321,42 @@ class DebateMachine:
         return f"guard failed ({failed})"
 
 
-def to_mermaid(phases: list[tuple[str, str]] | None = None, highlight: State | str | None = None) -> str:
-    """A Mermaid `stateDiagram-v2` of `TRANSITIONS`; `phases` (id, title) are drawn inside debating."""
+def to_mermaid(
+    phases: list[tuple[str, str]] | None = None, highlight: State | str | None = None, compact: bool = False
+) -> str:
+    """A Mermaid `stateDiagram-v2` of `TRANSITIONS`; `phases` (id, title) are drawn inside debating.
+
+    `compact` draws an edge that leaves many states (PAUSE, ERROR, STOP…) once, from a pseudo-state
+    standing for the group, which keeps the picture readable in the UI; the full form draws every edge.
+    """
     lines = ["stateDiagram-v2", "    [*] --> idle"]
-    seen: set[tuple[str, str, str]] = set()
+    groups: dict[tuple[Event, str, str | None], list[State]] = {}
     for t in TRANSITIONS:
-        if t.target == RETURN:
+        groups.setdefault((t.event, str(t.target), t.guard), []).append(t.source)
+    pseudo = {"active": "any running state", "unfinished": "any unfinished state"}
+    used: set[str] = set()
+    seen: set[tuple[str, str, str]] = set()
+    for (event, target, guard), sources in groups.items():
+        label = event.value + (" (back to where it was)" if target == RETURN else "")
+        if guard:
+            label += f" [{guard}]"
+        if target == RETURN:
             # One edge stands for "back to the remembered state"; drawing all of them clutters.
-            label, targets = t.event.value + " (back to where it was)", [State.DEBATING]
-        else:
-            label, targets = t.event.value, [State(t.target)]
-        if t.guard:
-            label += f" [{t.guard}]"
-        for target in targets:
-            key = (t.source.value, target.value, label)
-            if key in seen or (t.source is target and t.event is Event.TURN_COMPLETE and phases):
+            target = "active" if compact else State.DEBATING.value
+            used.add("active") if compact else None
+        names = [src.value for src in sources]
+        if compact and len(sources) >= 3:
+            group = "active" if set(sources) <= ACTIVE_STATES else "unfinished"
+            used.add(group)
+            names = [group]
+        for name in names:
+            key = (name, target, label)
+            if key in seen or (name == target and event is Event.TURN_COMPLETE and phases):
                 continue
             seen.add(key)
-            lines.append(f"    {t.source.value} --> {target.value}: {label}")
+            lines.append(f"    {name} --> {target}: {label}")
+    for name in sorted(used):
+        lines.insert(1, f'    state "{pseudo[name]}" as {name}')
     lines += ["    completed --> [*]", "    stopped --> [*]"]
     if phases:
         lines.append("    state debating {")

@@ -103,6 +103,21 @@ def _question_of(text: str) -> str:
     return questions[-1] if questions else "your question"
 
 
+def _fit(sentences: list[str], limit: int) -> str:
+    """Whole sentences within `limit` words: drop middle sentences (arguments first, from the end)
+    rather than stop mid-sentence; keep the opening and the closing line."""
+    sentences = [re.sub(r"\ba ([aeiou])", r"an \1", s) for s in sentences]
+
+    def words() -> int:
+        return sum(len(s.split()) for s in sentences)
+
+    while words() > limit and len(sentences) > 2:
+        del sentences[-2]
+    text = " ".join(sentences)
+    parts = text.split()
+    return text if len(parts) <= limit else " ".join(parts[:limit])
+
+
 def _env_speed() -> float | None:
     raw = os.environ.get("ROSTRUM_DEMO_SPEED")
     if raw in (None, ""):
@@ -239,8 +254,7 @@ class DemoProvider:
             sentences.append("Both sides agree the stakes are real; they differ on who should carry the risk.")
         else:
             sentences.append(f"For these reasons I stand {stance} on {topic}.")
-        words = re.sub(r"\ba ([aeiou])", r"an \1", " ".join(sentences)).split()
-        return " ".join(words[:limit]) if len(words) > limit else " ".join(words)
+        return _fit(sentences, limit)
 
     def _write_verdict(self, rng: random.Random, ctx: dict[str, Any]) -> str:
         labels: list[str] = list(ctx.get("labels") or ["A", "B"])
@@ -254,7 +268,7 @@ class DemoProvider:
                 score = 55 + rng.randint(0, 35) + min(5, lengths.get(label, 0) // 400)
                 per_criterion[criterion][label] = {
                     "score": score,
-                    "note": f"{label} was {'consistent' if score > 75 else 'uneven'} on {criterion}.",
+                    "note": f"Debater {label} was {'consistent' if score > 75 else 'uneven'} on {criterion}.",
                 }
         for label in labels:
             values = [per_criterion[c][label]["score"] for c in criteria]
@@ -263,7 +277,7 @@ class DemoProvider:
         winner = ranked[0] if len(ranked) == 1 or scores[ranked[0]] != scores[ranked[1]] else None
         reasoning = (
             f"Judged on {', '.join(criteria)}. "
-            + (f"{winner} made the stronger case overall, engaging directly with the other side's points."
+            + (f"Debater {winner} made the stronger case overall, engaging directly with the other side's points."
                if winner else "The two sides were evenly matched; this is a tie.")
         )
         verdict = {

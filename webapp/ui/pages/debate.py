@@ -35,7 +35,7 @@ from webapp.ui.layout import frame
 def diagram_source(session: DebateSession) -> str:
     state = session.state
     phases = [(p.id, p.title) for p in state.format.phases]
-    return to_mermaid(phases, highlight=state.status)
+    return to_mermaid(phases, highlight=state.status, compact=True)
 
 
 class DebateView:
