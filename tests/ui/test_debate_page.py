@@ -198,8 +198,20 @@ async def test_clarification_questions_are_answered_from_the_page(user: User) ->
 
 
 async def _until_not_waiting(session) -> None:
-    while session.state.status is State.AWAITING_CLARIFICATION:
-        await asyncio.sleep(0.02)
+    """Wait for the committed transition out of awaiting_clarification (an engine event, no polling)."""
+    left = asyncio.Event()
+
+    def listener(message: object) -> None:
+        event = getattr(message, "event", None)
+        if event is not None and event.data.get("from") == State.AWAITING_CLARIFICATION.value:
+            left.set()
+
+    unsubscribe = session.subscribe(listener)
+    try:
+        if session.state.status is State.AWAITING_CLARIFICATION:
+            await left.wait()
+    finally:
+        unsubscribe()
 
 
 async def test_panel_rulings_round_scores_and_unavailable_verdict_render_from_state(user: User) -> None:
