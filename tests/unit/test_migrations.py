@@ -40,6 +40,8 @@ async def _insert_rows(db: aiosqlite.Connection, version: int) -> None:
         columns["unpriced"] = 1
     if version >= 3:
         columns["topic_search"] = "should cities ban cars?"
+    if version >= 4:
+        columns["interrupted"] = 0
     names = ", ".join(columns)
     await db.execute(f"INSERT INTO debates ({names}) VALUES ({', '.join('?' * len(columns))})",
                      tuple(columns.values()))
@@ -94,6 +96,8 @@ async def test_old_schema_migrates_with_data_intact(tmp_path: Path, version: int
             "Should Cities BAN cars?", "paused", "rebuttal", 1, 0.5)
         assert row.participants == PARTICIPANTS
         assert row.unpriced is (version >= 2)  # the column did not exist before v2: default 0
+        # v4 backfills "interrupted" from the last transition (a PAUSE without interrupted here)
+        assert row.interrupted is False
         # Topic search works on rows written before the search column existed.
         rows, total = await store.list_debates(query="ban cars")
         assert total == 1 and rows[0].id == "old1"
@@ -122,3 +126,24 @@ async def test_migrating_twice_is_a_no_op(tmp_path: Path):
             assert (await cur.fetchone())[0] == LATEST
     finally:
         await second.close()
+
+
+async def test_v4_backfills_interrupted_from_the_last_transition(tmp_path: Path):
+    path = tmp_path / "v3.sqlite3"
+    async with aiosqlite.connect(path) as db:
+        await migrate(db, target=3)
+        await _insert_rows(db, 3)
+        await db.execute(
+            "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
+            ("old1", 5, "transition", "2024-01-02T03:04:09+00:00",
+             json.dumps({"event": "PAUSE", "from": "preparation", "to": "paused",
+                         "params": {"interrupted": True}}), None),
+        )
+        await db.execute("UPDATE debates SET last_seq = 5")
+        await db.commit()
+    store = await Store.open(path)
+    try:
+        row = await store.get_row("old1")
+        assert row is not None and row.interrupted is True
+    finally:
+        await store.close()

@@ -83,6 +83,7 @@ class DebateState:
             "cost_usd": round(self.ledger.total_usd, 6),
             "turn_count": len(self.turns),
             "unpriced": int(bool(self.ledger.unpriced_models)),
+            "interrupted": int(self.status is State.PAUSED and self.machine.context.interrupted),
         }
 
     # --- the fold --------------------------------------------------------------------------

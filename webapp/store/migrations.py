@@ -46,6 +46,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE debates ADD COLUMN topic_search TEXT NOT NULL DEFAULT '';
     UPDATE debates SET topic_search = lower(topic);
     """,
+    # 4: whether a paused debate was interrupted by a restart (the dashboard shows it), backfilled
+    # from each debate's last transition.
+    """
+    ALTER TABLE debates ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+    UPDATE debates SET interrupted = 1 WHERE status = 'paused' AND coalesce((
+        SELECT json_extract(e.data, '$.params.interrupted') FROM events e
+        WHERE e.debate_id = debates.id AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1), 0) = 1;
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

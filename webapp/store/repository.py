@@ -37,13 +37,16 @@ class DebateRow(BaseModel):
     total_rounds: int = 0
     cost_usd: float = 0.0
     unpriced: bool = False
+    interrupted: bool = False
     turn_count: int = 0
     participants: list[dict[str, Any]] = []
     created_at: datetime
     updated_at: datetime
 
 
-SUMMARY_COLUMNS = ("status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced")
+SUMMARY_COLUMNS = (
+    "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
+)
 
 
 async def schema_version(db: aiosqlite.Connection) -> int:
@@ -241,7 +244,7 @@ class Store:
         async with self._db.execute(f"SELECT count(*) FROM debates WHERE {clause}", params) as cur:
             total = int((await cur.fetchone())[0])
         async with self._db.execute(
-            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, turn_count,"
+            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, interrupted, turn_count,"
             f" participants, created_at, updated_at FROM debates WHERE {clause}"
             " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
             (*params, limit, offset),
@@ -262,7 +265,7 @@ class Store:
 
     async def _rows_where(self, clause: str, params: tuple[Any, ...]) -> tuple[list[DebateRow], int]:
         async with self._db.execute(
-            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, turn_count,"
+            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, interrupted, turn_count,"
             f" participants, created_at, updated_at FROM debates WHERE {clause}",
             params,
         ) as cur:
@@ -281,8 +284,9 @@ class Store:
             total_rounds=r[6],
             cost_usd=r[7],
             unpriced=bool(r[8]),
-            turn_count=r[9],
-            participants=json.loads(r[10]),
-            created_at=datetime.fromisoformat(r[11]),
-            updated_at=datetime.fromisoformat(r[12]),
+            interrupted=bool(r[9]),
+            turn_count=r[10],
+            participants=json.loads(r[11]),
+            created_at=datetime.fromisoformat(r[12]),
+            updated_at=datetime.fromisoformat(r[13]),
         )

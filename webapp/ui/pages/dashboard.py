@@ -102,7 +102,7 @@ def _row_card(row: DebateRow) -> None:
                 for participant in row.participants:
                     participant_chip(participant)
         with ui.column().classes("items-end gap-2 shrink-0"):
-            status_badge(row.status)
+            status_badge(row.status, row.interrupted)
             cost = money(row.cost_usd) + (" + unpriced" if row.unpriced else "")
             ui.label(cost).classes("text-sm font-mono text-grey-8").mark("cost")
 
