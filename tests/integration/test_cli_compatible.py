@@ -85,7 +85,8 @@ def test_cli_debates_against_any_compatible_server(server: FakeLLMServer, tmp_pa
     # The debate streamed, the judge ruled, the money was accounted for.
     assert "=== Opening statements ===" in out and "=== Rebuttal — Round 1 of 1 ===" in out
     assert "Ada (pro, compatible:llama3.2):" in out and "Brook (con, compatible:qwen2.5):" in out
-    assert "=== Verdict ===" in out and "Winner: " in out and "Debater A engaged" in out
+    assert "=== Verdict ===" in out and "Winner: " in out
+    assert "Ada engaged" in out or "Brook engaged" in out  # "Debater A" is shown by name
     cost_table = out[out.index("=== Cost ==="):]
     for model, calls in (("compatible:llama3.2", 2), ("compatible:qwen2.5", 2), ("compatible:mistral-nemo", 1)):
         [row] = [line for line in cost_table.splitlines() if line.startswith(model)]
