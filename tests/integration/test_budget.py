@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -93,31 +92,6 @@ def turn_scripts(n: int) -> list[Script]:
 
 
 # --- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to resolve or connect to anything but this machine fails loudly."""
-    real_connect = socket.socket.connect
-    real_getaddrinfo = socket.getaddrinfo
-
-    def check(host: Any) -> None:
-        if isinstance(host, bytes):
-            host = host.decode()
-        if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost"):
-            raise AssertionError(f"a test tried to reach {host}")
-
-    def connect(self: socket.socket, address: Any) -> None:
-        if isinstance(address, tuple):
-            check(address[0])
-        return real_connect(self, address)
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        check(host)
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 @pytest.fixture(autouse=True)

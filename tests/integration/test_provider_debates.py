@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from collections import Counter
@@ -117,34 +116,6 @@ async def wait_for(event: threading.Event, what: str, timeout: float = 5.0) -> N
 
 
 # --- fixtures -----------------------------------------------------------------------------------
-
-
-LOCAL_HOSTS = ("127.0.0.1", "::1", "localhost")
-
-
-@pytest.fixture(autouse=True)
-def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to resolve or connect to anything but this machine fails loudly."""
-    real_connect = socket.socket.connect
-    real_getaddrinfo = socket.getaddrinfo
-
-    def check(host: Any) -> None:
-        if isinstance(host, bytes):
-            host = host.decode()
-        if isinstance(host, str) and host not in LOCAL_HOSTS:
-            raise AssertionError(f"a test tried to reach {host}")
-
-    def connect(self: socket.socket, address: Any) -> None:
-        if isinstance(address, tuple):
-            check(address[0])
-        return real_connect(self, address)
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        check(host)
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 @pytest.fixture(autouse=True)
