@@ -24,9 +24,9 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
+from webapp.engine.calls import AUTO_RETRIES
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
-from webapp.engine.runner import AUTO_RETRIES
 from webapp.engine.stream import LiveChunk, LiveMessage, LiveTurnAborted, LiveTurnStarted
 from webapp.models import (
     DebateConfig,

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from webapp.engine.calls import ProviderSource, TaskFactory
 from webapp.engine.machine import ACTIVE_STATES, Event, State, TransitionNotAllowed
-from webapp.engine.runner import DebateSession, ProviderSource, TaskFactory
+from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent

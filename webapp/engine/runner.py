@@ -12,13 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
-from webapp.engine import budget as money
 from webapp.engine import termination
+from webapp.engine.calls import BudgetExceeded, ProviderCalls, ProviderSource, TaskFactory
 from webapp.engine.context import build_history, turns_to_summarise
 from webapp.engine.discipline import rejection_note, truncate_to_words, truncation_note, word_count
 from webapp.engine.formats import Phase
@@ -41,71 +39,29 @@ from webapp.engine.schedule import (
     pre_phases,
     round_phases,
 )
+from webapp.engine.spending import SpendingGuard
 from webapp.engine.state import DebateState
 from webapp.engine.stream import (
     Broadcaster,
     Listener,
-    LiveChunk,
     LiveEvent,
     LiveTurn,
-    LiveTurnAborted,
-    LiveTurnStarted,
 )
-from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Usage, utcnow
+from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, utcnow
 from webapp.providers.base import (
-    Completion,
     ErrorKind,
-    Provider,
     ProviderError,
     ProviderRequest,
-    TextDelta,
-    estimate_request_tokens,
 )
 from webapp.settings import Settings
 from webapp.store import Store
 
 log = logging.getLogger(__name__)
 
-AUTO_RETRIES = 3  # retryable failures of one call retried automatically before the debate errors
-TIMEOUT_RETRIES = 1  # a timed-out call is retried exactly once
+class DebateSession(ProviderCalls, SpendingGuard):
+    """One debate in this process: its state, its runner task, its subscribers.
 
-
-class ProviderSource(Protocol):
-    """Gives the provider for a participant or judge (reusing connections)."""
-
-    def get(self, spec: Participant | JudgeSpec) -> Provider: ...
-
-
-TaskFactory = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
-
-
-class BudgetExceeded(Exception):
-    """A call was not made because it could cross the debate's cost limit."""
-
-    def __init__(self, what: str, estimate: float) -> None:
-        super().__init__(what)
-        self.what = what
-        self.estimate = estimate
-
-
-@dataclass
-class CallResult:
-    """A finished provider call."""
-
-    text: str
-    usage: Usage
-    finish_reason: str | None
-    attempt: int
-    started_at: Any
-    finished_at: Any
-    first_token_s: float | None
-    cost_usd: float | None
-    cost_source: str
-    model_label: str
-
-
-class DebateSession:
-    """One debate in this process: its state, its runner task, its subscribers."""
+    Provider calls (retries, timeouts, live chunks) and spending checks live in the two mixins."""
 
     def __init__(
         self,
@@ -538,178 +494,6 @@ class DebateSession:
                            idem_key=slot.key)
         await self._transition(Event.TURN_COMPLETE, position=Position(
             phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index).model_dump())
-
-    # --- provider calls --------------------------------------------------------------------
-
-    async def _call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
-                    slot: TurnSlot | None = None) -> CallResult:
-        """One call with bounded automatic retries; raises ProviderError when they are exhausted."""
-        retries = timeouts = 0
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await self._call_once(spec, request, slot, attempt)
-            except ProviderError as exc:
-                if slot is not None:
-                    self._abort_live(slot.key, str(exc))
-                if not exc.retryable:
-                    raise
-                if exc.reason == "timeout":
-                    if timeouts >= TIMEOUT_RETRIES:
-                        raise
-                    timeouts += 1
-                else:
-                    if retries >= AUTO_RETRIES:
-                        raise
-                    retries += 1
-                delay = self.backoff_base * (2 ** (retries + timeouts - 1))
-                if exc.retry_after is not None:
-                    delay = max(delay if exc.retry_after else 0.0, exc.retry_after)
-                delay = min(delay, self.settings.retry_after_cap)
-                await self._commit(EventKind.NOTE, {
-                    "type": "retry", "turn": slot.key if slot else request.purpose, "attempt": attempt,
-                    "error": exc.to_dict(), "wait_s": round(delay, 3),
-                })
-                await asyncio.sleep(delay)
-
-    async def _call_once(self, spec: Participant | JudgeSpec, request: ProviderRequest, slot: TurnSlot | None,
-                         attempt: int) -> CallResult:
-        provider = self.providers.get(spec)
-        timeouts = self.state.config.timeouts
-        started, t0 = utcnow(), time.monotonic()
-        parts: list[str] = []
-        completion: Completion | None = None
-        first_token_s: float | None = None
-        if slot is not None:
-            self.live[slot.key] = LiveTurn(slot.key, slot.speaker, slot.phase, slot.round, slot.act, attempt)
-            self.broadcaster.emit(LiveTurnStarted(self.id, slot.key, slot.speaker, slot.phase, slot.round,
-                                                  slot.act, attempt))
-        try:
-            async with asyncio.timeout(timeouts.turn):
-                stream = provider.stream(request)
-                try:
-                    async with asyncio.timeout(timeouts.first_token) as first:
-                        async for item in stream:
-                            if isinstance(item, TextDelta):
-                                if first_token_s is None:
-                                    first_token_s = time.monotonic() - t0
-                                    first.reschedule(None)
-                                parts.append(item.text)
-                                if slot is not None and slot.key in self.live:
-                                    self.live[slot.key].text += item.text
-                                    self.broadcaster.emit(LiveChunk(self.id, slot.key, slot.speaker, item.text))
-                            elif isinstance(item, Completion):
-                                completion = item
-                finally:
-                    aclose = getattr(stream, "aclose", None)
-                    if aclose is not None:
-                        with contextlib.suppress(Exception):
-                            await aclose()
-        except TimeoutError:
-            which = "first token" if first_token_s is None else "turn"
-            limit = timeouts.first_token if first_token_s is None else timeouts.turn
-            raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
-                                f"timed out waiting for the {which} after {limit:g} s", reason="timeout") from None
-        if completion is None:
-            raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
-                                "the stream ended without its final event (cut stream)", reason="cut_stream")
-        cost = money.cost_of(spec, completion.usage, self.settings)
-        return CallResult(
-            text="".join(parts), usage=completion.usage, finish_reason=completion.finish_reason,
-            attempt=attempt, started_at=started, finished_at=utcnow(), first_token_s=first_token_s,
-            cost_usd=cost.usd, cost_source=cost.source, model_label=f"{spec.provider}:{spec.model}",
-        )
-
-    async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
-        """A non-turn call (judge, summary, question): returns its text and a cost record.
-
-        Raises `BudgetExceeded` instead of making a call that could cross the cost limit."""
-        limit = self.state.config.budget.cost_limit
-        if limit is not None:
-            estimate = self._estimate([(spec, request)])
-            if self.state.ledger.total_usd + estimate > limit:
-                raise BudgetExceeded(f"the {request.purpose} call could cost up to ${estimate:.4f}", estimate)
-        result = await self._call(spec, request)
-        record = {
-            "model": result.model_label, "usage": result.usage.model_dump(), "cost_usd": result.cost_usd,
-            "cost_source": result.cost_source, "purpose": request.purpose,
-            "participant": getattr(spec, "id", "judge") or "judge",
-        }
-        return result.text, record
-
-    def _abort_live(self, key: str, reason: str) -> None:
-        if self.live.pop(key, None) is not None:
-            self.broadcaster.emit(LiveTurnAborted(self.id, key, reason))
-
-    # --- money -----------------------------------------------------------------------------
-
-    def _estimate(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> float:
-        """The most the next call(s) can cost: estimated input plus the full output allowance."""
-        total = 0.0
-        for spec, request in calls:
-            cost = money.estimate_call(spec, estimate_request_tokens(request), request.max_tokens, self.settings)
-            total += cost.usd or 0.0
-        return total
-
-    async def _budget_allows(self, calls: list[tuple[Participant | JudgeSpec, ProviderRequest]]) -> bool:
-        """Check the estimate of the next call(s) before making them: stop the debate if it could cross
-        the hard limit; raise the (one) cost warning if it could cross warn-at."""
-        budget = self.state.config.budget
-        estimate = self._estimate(calls)
-        spent = self.state.ledger.total_usd
-        if budget.cost_limit is not None and spent + estimate > budget.cost_limit:
-            await self._stop_for_budget(f"the next call could cost up to ${estimate:.4f}", estimate)
-            return False
-        if budget.warn_at is not None and not self.state.cost_warned and spent + estimate >= budget.warn_at:
-            await self._warn(spent, f"spending is ${spent:.4f} and the next call could bring it to "
-                                    f"${spent + estimate:.4f}, past the ${budget.warn_at:.4f} warning threshold")
-            return self.state.status is not State.AWAITING_ACK
-        return True
-
-    async def _stop_for_budget(self, what: str, estimate: float) -> None:
-        budget = self.state.config.budget
-        spent = self.state.ledger.total_usd
-        limit = budget.cost_limit or 0.0
-        judge_estimate = self._judge_estimate()
-        judge_fits = judge_estimate is not None and spent + judge_estimate <= limit
-        await self._commit(EventKind.WARNING, {
-            "type": "cost_limit",
-            "message": f"{what}; with ${spent:.4f} spent that would cross the ${limit:.4f} limit, "
-                       "so it was not made",
-            "spent_usd": spent, "estimate_usd": estimate, "limit_usd": limit, "judge_runs": judge_fits,
-        })
-        if self.state.machine.can(Event.STOP):
-            await self._transition(Event.STOP, verdict=judge_fits and self.state.status is not State.JUDGING,
-                                   reason="cost limit")
-
-    def _judge_estimate(self) -> float | None:
-        state = self.state
-        transcript_tokens = sum(len(t.text) // 4 + 12 for t in state.turns) + 400
-        total = 0.0
-        for spec in state.config.judge.judges:
-            cost = money.estimate_call(spec, transcript_tokens, spec.max_tokens, self.settings)
-            if cost.usd is None:
-                continue
-            total += cost.usd
-        return total
-
-    async def _check_warning(self) -> None:
-        """After a step: the actual spending crossed warn-at (once per debate)."""
-        budget = self.state.config.budget
-        spent = self.state.ledger.total_usd
-        if budget.warn_at is None or self.state.cost_warned or spent < budget.warn_at:
-            return
-        await self._warn(spent, f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} "
-                                "warning threshold")
-
-    async def _warn(self, spent: float, message: str) -> None:
-        await self._commit(EventKind.WARNING, {
-            "type": "cost_warning", "message": message, "spent_usd": spent,
-            "warn_at": self.state.config.budget.warn_at,
-        }, idem_key="cost_warning")
-        if self.state.machine.can(Event.COST_WARNING):
-            await self._transition(Event.COST_WARNING)
 
     # --- judging ---------------------------------------------------------------------------
 
