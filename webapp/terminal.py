@@ -1,0 +1,158 @@
+"""Terminal output for the CLI: a live view of a debate as it happens, the verdict and cost tables,
+and the clarification prompt. Pure presentation: it reads engine state and live messages only."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from webapp.engine.machine import State
+from webapp.engine.runner import DebateSession
+from webapp.engine.state import DebateState
+from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
+from webapp.models import EventKind
+
+
+class TerminalView:
+    """Prints a debate as it happens: phase headers, speakers, streamed text, warnings."""
+
+    def __init__(self, session: DebateSession, out: TextIO) -> None:
+        self.session = session
+        self.out = out
+        self.phase_shown: tuple[str, int] | None = None
+        self.streaming: str | None = None
+        self.printed: set[str] = set(session.state.turn_keys)
+
+    def _name(self, pid: str) -> str:
+        try:
+            p = self.session.state.config.participant(pid)
+        except KeyError:
+            return pid
+        return f"{p.name} ({p.position}, {p.provider}:{p.model})"
+
+    def _header(self, phase_id: str, round_no: int) -> None:
+        if self.phase_shown == (phase_id, round_no):
+            return
+        self.phase_shown = (phase_id, round_no)
+        state = self.session.state
+        phase = state.format.phase(phase_id)
+        progress = f" — Round {round_no} of {state.total_rounds}" if phase.scope == "round" else ""
+        self._end_stream()
+        self.out.write(f"\n=== {phase.title}{progress} ===\n")
+
+    def _end_stream(self) -> None:
+        if self.streaming is not None:
+            self.out.write("\n")
+            self.streaming = None
+
+    def _parallel(self, phase_id: str) -> bool:
+        return self.session.state.format.phase(phase_id).parallel
+
+    def __call__(self, message: LiveMessage) -> None:
+        out = self.out
+        if isinstance(message, LiveTurnStarted):
+            if self._parallel(message.phase):
+                return
+            self._header(message.phase, message.round)
+            self._end_stream()
+            retry = f" [attempt {message.attempt}]" if message.attempt > 1 else ""
+            out.write(f"\n{self._name(message.speaker)}{retry}:\n")
+            self.streaming = message.key
+        elif isinstance(message, LiveChunk):
+            if self.streaming == message.key:
+                out.write(message.text)
+        elif isinstance(message, LiveTurnAborted):
+            if self.streaming == message.key:
+                out.write(f"\n  [cut off: {message.reason}]\n")
+                self.streaming = None
+        elif isinstance(message, LiveEvent):
+            self._event(message)
+        out.flush()
+
+    def _event(self, message: LiveEvent) -> None:
+        event, out = message.event, self.out
+        if event.kind is EventKind.TURN:
+            turn = event.data["turn"]
+            if turn["key"] in self.printed:
+                return
+            self.printed.add(turn["key"])
+            if self.streaming == turn["key"]:
+                self._end_stream()
+            elif turn.get("visible", True):
+                self._header(turn["phase"], turn["round"])
+                out.write(f"\n{self._name(turn['speaker'])}:\n{turn['text']}\n")
+            for note in turn.get("notes") or []:
+                out.write(f"  [{note}]\n")
+        elif event.kind is EventKind.WARNING:
+            self._end_stream()
+            out.write(f"\n! {event.data.get('message', event.data)}\n")
+        elif event.kind is EventKind.NOTE and event.data.get("type") == "retry":
+            err = event.data.get("error") or {}
+            out.write(f"\n  [retrying after: {err.get('provider')}: {err.get('message')}; "
+                      f"waiting {event.data.get('wait_s')} s]\n")
+        elif event.kind is EventKind.ROUND_DECISION:
+            out.write(f"\n  [judge after round {event.data.get('round')}: {event.data.get('reason')}]\n")
+        elif event.kind is EventKind.TRANSITION and event.data.get("to") == State.JUDGING.value:
+            self._end_stream()
+            out.write("\n=== Judging ===\n")
+        elif event.kind is EventKind.SUMMARY:
+            out.write(f"\n  [context summarised for {event.data.get('participant')}]\n")
+
+
+def print_verdict(state: DebateState, out: TextIO) -> None:
+    verdict = state.verdict
+    if verdict is None:
+        return
+    names = {p.id: p.name for p in state.config.participants}
+    out.write("\n=== Verdict ===\n")
+    if not verdict.available:
+        out.write(f"Verdict unavailable. {verdict.reasoning}\n")
+        if verdict.raw_text:
+            out.write(f"Raw judge output:\n{verdict.raw_text}\n")
+        return
+    winner = names.get(verdict.winner or "", "tie") if verdict.winner else "tie"
+    out.write(f"Winner: {winner}\n")
+    for pid, score in sorted(verdict.scores.items(), key=lambda kv: -kv[1]):
+        out.write(f"  {names.get(pid, pid):<24} {score:>5.1f}/100\n")
+    for criterion, per in verdict.criteria.items():
+        cells = ", ".join(f"{names.get(pid, pid)} {cs.score:g}" for pid, cs in per.items())
+        out.write(f"  - {criterion}: {cells}\n")
+    if verdict.disagreement is not None:
+        out.write(f"Panel of {len(verdict.rulings)} judges; disagreement ±{verdict.disagreement:g}\n")
+    if verdict.confidence is not None:
+        out.write(f"Judge confidence: {verdict.confidence:.0%}\n")
+    out.write(f"\n{verdict.reasoning}\n")
+    if verdict.synthesis:
+        out.write(f"\n=== Synthesis ===\n{verdict.synthesis}\n")
+
+
+def print_costs(state: DebateState, out: TextIO) -> None:
+    ledger = state.ledger
+    out.write("\n=== Cost ===\n")
+    out.write(f"{'model':<34}{'calls':>6}{'input':>10}{'output':>10}{'cost (USD)':>14}\n")
+    for model, tokens in sorted(ledger.tokens_by_model.items()):
+        cost = "unpriced" if model in ledger.unpriced_models else f"{ledger.by_model.get(model, 0.0):.4f}"
+        out.write(f"{model:<34}{tokens['calls']:>6}{tokens['input_tokens']:>10}{tokens['output_tokens']:>10}"
+                  f"{cost:>14}\n")
+    note = " (simulated demo prices)" if ledger.simulated else ""
+    out.write(f"{'total':<60}{ledger.total_usd:>14.4f}{note}\n")
+    if ledger.unpriced_models:
+        out.write(f"unpriced (not counted): {', '.join(sorted(ledger.unpriced_models))}\n")
+    if ledger.estimated_usage:
+        out.write("some token counts are estimated (the server did not report usage)\n")
+
+
+
+
+def ask_answers(state: DebateState, out: TextIO, inp: TextIO) -> dict[str, list[str]]:
+    asked = state.clarifications[-1]
+    names = {p.id: p.name for p in state.config.participants}
+    out.write("\n=== Clarification questions (press Enter to skip one) ===\n")
+    answers: dict[str, list[str]] = {}
+    for pid, questions in (asked.get("questions") or {}).items():
+        answers[pid] = []
+        for question in questions:
+            out.write(f"{names.get(pid, pid)} asks: {question}\n> ")
+            out.flush()
+            line = inp.readline()
+            answers[pid].append(line.strip())
+    return answers
