@@ -171,3 +171,21 @@ def test_diagram_is_generated_from_the_declaration() -> None:
 def test_parse_spec_keeps_commas_inside_values() -> None:
     spec = parse_spec("name=Ada,provider=demo,persona=calm, precise, kind,position=pro", "--participant")
     assert spec == {"name": "Ada", "provider": "demo", "persona": "calm, precise, kind", "position": "pro"}
+
+
+def test_clarification_questions_are_answered_on_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "collab.sqlite3"
+    monkeypatch.setattr("sys.stdin", io.StringIO("Ship by March\n\nTen people\n" + "\n" * 20))
+    code, out = run("debate", "Plan our team offsite", "--format", "collaborative", "--rounds", "1",
+                    "--db", str(db))
+    assert code == EXIT_OK
+    assert "=== Clarification questions (press Enter to skip one) ===" in out
+    assert "asks: What does success look like" in out
+    assert "=== Synthesis ===" in out
+    with sqlite3.connect(db) as conn:
+        answers = [json.loads(r[0]) for r in conn.execute("SELECT data FROM events WHERE kind = 'clarification_answer'")]
+    first = answers[0]["answers"]
+    assert "Ship by March" in next(iter(first.values()))
+    assert any("" in given for given in first.values())  # a skipped question is stored as unanswered
