@@ -185,7 +185,8 @@ def test_clarification_questions_are_answered_on_the_terminal(
     assert "asks: What does success look like" in out
     assert "=== Synthesis ===" in out
     with sqlite3.connect(db) as conn:
-        answers = [json.loads(r[0]) for r in conn.execute("SELECT data FROM events WHERE kind = 'clarification_answer'")]
+        rows = conn.execute("SELECT data FROM events WHERE kind = 'clarification_answer'").fetchall()
+    answers = [json.loads(r[0]) for r in rows]
     first = answers[0]["answers"]
     assert "Ship by March" in next(iter(first.values()))
     assert any("" in given for given in first.values())  # a skipped question is stored as unanswered
