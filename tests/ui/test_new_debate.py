@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from nicegui import ui
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one
 from webapp.engine.machine import State
-from webapp.models import TOPIC_MAX_CHARS
+from webapp.models import TOPIC_MAX_CHARS, DebateConfig
 from webapp.settings import get_settings
 
 
@@ -22,6 +23,14 @@ async def test_empty_topic_is_reported_at_the_field_and_typed_values_survive(use
     # the re-rendered form still holds what was typed
     assert one(user, "field-participants[0].name").value == "Alice the Bold"
     assert one(user, "field-participants[0].persona").value == "A careful economist."
+    assert (await engine()).sessions == {}
+
+
+async def _refused_for_missing_key(user: User, marker: str, env: str) -> None:
+    """Start is refused: the variable to set is named at the field `marker`, and no debate begins."""
+    user.find(marker="start").click()
+    await user.should_see(f"needs an API key: set {env}")
+    assert env in one(user, marker).error
     assert (await engine()).sessions == {}
 
 
@@ -58,10 +67,7 @@ async def test_bad_base_url_budget_and_missing_key_errors_name_their_fields(user
         one(user, "field-participants[1].provider").value = "openai"
     await user.should_see("Unavailable: set OPENAI_API_KEY in the environment or .env and restart, or pick another "
                           "provider.")
-    user.find(marker="start").click()
-    await user.should_see("needs an API key: set OPENAI_API_KEY")
-    assert "OPENAI_API_KEY" in one(user, "field-participants[1].provider").error
-    assert (await engine()).sessions == {}
+    await _refused_for_missing_key(user, "field-participants[1].provider", "OPENAI_API_KEY")
 
 
 async def test_participant_editor_adds_reorders_and_removes(user: User) -> None:
@@ -116,3 +122,207 @@ async def test_key_never_reaches_the_page(user: User, monkeypatch: pytest.Monkey
     assert one(user, "field-participants[0].provider").options["openai"] == "OpenAI"  # available now
     for element in user.client.elements.values():
         assert secret not in str(element.props) and secret not in str(getattr(element, "text", "") or "")
+
+
+async def _started_config(user: User) -> DebateConfig:
+    """Start from the form; the debate page opens; the config the engine stored for that debate."""
+    user.find(marker="start").click()
+    await user.should_see(marker="transcript")
+    (session,) = (await engine()).sessions.values()
+    return session.state.config
+
+
+def _set(user: User, marker: str, value: object) -> None:
+    """Change an input as the browser would: the value arrives, its change handlers run."""
+    with user:
+        one(user, marker).value = value
+
+
+# --- judge panel ---------------------------------------------------------------------------------
+
+
+async def test_a_panel_of_two_judges_and_a_fallback_reaches_the_debate_and_its_rulings(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="preset-quick-demo").click()
+    user.find(marker="add-judge").click()
+    await user.should_see(marker="field-judge.judges[1].model")
+    assert "Panel of 2 judges" in one(user, "judge-count").text
+    _set(user, "field-judge.judges[1].model", "demo-instant")
+    await user.should_not_see(marker="field-judge.fallback.model")  # hidden until asked for
+    _set(user, "field-judge.use_fallback", True)
+    await user.should_see(marker="field-judge.fallback.model")
+    assert one(user, "field-judge.fallback.model").value == "demo-instant"  # prefilled
+    user.find(marker="start").click()
+    await user.should_see(marker="transcript")
+
+    (session,) = (await engine()).sessions.values()
+    judge = session.state.config.judge
+    assert [j.label for j in judge.judges] == ["demo:demo", "demo:demo-instant"]
+    assert judge.fallback is not None and judge.fallback.label == "demo:demo-instant"
+    assert await session.join() is State.COMPLETED
+    await user.should_see(marker="rulings", retries=20)
+    (table,) = [e for e in one(user, "rulings").descendants() if isinstance(e, ui.table)]
+    assert [row["judge"] for row in table.rows] == ["demo:demo", "demo:demo-instant", "Mean"]
+
+
+async def test_judges_can_be_added_up_to_five_and_removed_down_to_one(user: User) -> None:
+    await user.open("/new")
+    assert not one(user, "remove-judge-0").enabled  # a debate needs at least one judge
+    for _ in range(4):
+        user.find(marker="add-judge").click()
+    await user.should_see(marker="field-judge.judges[4].provider")
+    assert not one(user, "add-judge").enabled
+    _set(user, "field-judge.judges[2].model", "demo-instant")
+    user.find(marker="remove-judge-0").click()
+    user.find(marker="remove-judge-0").click()
+    await user.should_not_see(marker="field-judge.judges[3].provider")
+    # the judge typed as #3 is now #1: rows move, values move with them
+    assert one(user, "field-judge.judges[0].model").value == "demo-instant"
+    assert one(user, "add-judge").enabled
+
+
+async def test_missing_key_on_a_judge_or_the_fallback_is_shown_at_that_judge(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="field-topic").type("Is chess a sport?")
+    user.find(marker="add-judge").click()
+    await user.should_see(marker="field-judge.judges[1].provider")
+    provider = one(user, "field-judge.judges[1].provider")
+    assert provider.options["openai"] == "OpenAI — unavailable: set OPENAI_API_KEY"
+    _set(user, "field-judge.judges[1].provider", "openai")
+    await user.should_see(marker="missing-key-judge.judges[1]")
+    missing = one(user, "missing-key-judge.judges[1]")
+    assert any("set OPENAI_API_KEY" in getattr(e, "text", "") for e in missing.descendants())
+    assert one(user, "field-judge.judges[1].model").value == "gpt-4o-mini"
+    await _refused_for_missing_key(user, "field-judge.judges[1].provider", "OPENAI_API_KEY")
+    assert one(user, "field-judge.judges[0].provider").error is None
+    assert one(user, "field-judge.judges[1].provider").value == "openai"  # kept
+
+    # the fallback judge is checked too, and its error lands on its own provider
+    _set(user, "field-judge.judges[1].provider", "demo")
+    _set(user, "field-judge.use_fallback", True)
+    _set(user, "field-judge.fallback.provider", "anthropic")
+    await user.should_see(marker="missing-key-judge.fallback")
+    await _refused_for_missing_key(user, "field-judge.fallback.provider", "ANTHROPIC_API_KEY")
+
+
+# --- format-dependent settings -------------------------------------------------------------------
+
+
+async def test_convergence_threshold_is_offered_only_for_convergence_and_reaches_the_config(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="field-topic").type("How many bike lanes?")
+    await user.should_not_see(marker="field-convergence_threshold")
+    _set(user, "field-format", "convergence")
+    await user.should_see(marker="field-convergence_threshold")
+    assert one(user, "field-convergence_threshold").value == 85
+    _set(user, "field-convergence_threshold", 70)
+    _set(user, "field-format", "oxford")
+    await user.should_not_see(marker="field-convergence_threshold")
+    _set(user, "field-format", "convergence")
+    await user.should_see(marker="field-convergence_threshold")
+    assert one(user, "field-convergence_threshold").value == 70  # not lost by switching formats
+    config = await _started_config(user)
+    assert (config.format, config.convergence_threshold) == ("convergence", 70)
+
+
+async def test_collaborative_evaluation_and_clarification_settings_reach_the_config(user: User) -> None:
+    await user.open("/new")
+    await user.should_not_see(marker="field-evaluation")
+    user.find(marker="preset-collaborative").click()
+    await user.should_see(marker="field-evaluation")
+    assert one(user, "field-evaluation").value == "quality"
+    assert one(user, "field-quality_threshold").value == 80
+    _set(user, "field-evaluation", "fixed")
+    await user.should_not_see(marker="field-quality_threshold")  # a fixed count has no threshold
+    _set(user, "field-evaluation", "convergence")
+    await user.should_see(marker="field-quality_threshold")
+    _set(user, "field-quality_threshold", 90)
+    _set(user, "field-clarification", False)
+    await user.should_not_see(marker="field-clarification_questions")  # only asked when questions are on
+    _set(user, "field-clarification", True)
+    _set(user, "field-clarification_questions", 2)
+    _set(user, "field-clarification_iterations", 1)
+    config = await _started_config(user)
+    assert (config.evaluation, config.quality_threshold) == ("convergence", 90)
+    assert (config.clarification, config.clarification_questions, config.clarification_iterations) == (
+        True, 2, 1)
+
+
+async def test_settings_the_form_hides_never_block_a_start(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="preset-collaborative").click()
+    _set(user, "field-quality_threshold", 500)  # out of range, but unused with fixed rounds
+    _set(user, "field-evaluation", "fixed")
+    await user.should_not_see(marker="field-quality_threshold")
+    _set(user, "field-context.strategy", "sliding-window")
+    await user.should_see(marker="field-context.window")
+    _set(user, "field-context.window", 0)  # out of range, but only used by a sliding window
+    _set(user, "field-context.strategy", "summarize")
+    _set(user, "field-judge.judges[0].model", "")
+    _set(user, "field-judge.enabled", False)
+    await user.should_not_see(marker="field-judge.judges[0].model")
+    config = await _started_config(user)
+    assert (config.evaluation, config.quality_threshold) == ("fixed", 80)
+    assert (config.context.strategy, config.context.window) == ("summarize", 6)
+    assert config.judge.enabled is False
+
+
+# --- discipline, context, timeouts ---------------------------------------------------------------
+
+
+async def test_discipline_context_and_timeout_settings_reach_the_config(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="field-topic").type("Should exams be open-book?")
+    assert one(user, "field-word_limit_action").value == "truncate"
+    _set(user, "section-discipline", True)  # the user opens it ...
+    assert one(user, "section-discipline").value is True
+    user.find(marker="add-judge").click()  # ... and a re-rendered form keeps it open
+    await user.should_see(marker="field-judge.judges[1].provider")
+    assert one(user, "section-discipline").value is True
+    user.find(marker="remove-judge-1").click()
+    await user.should_not_see(marker="field-judge.judges[1].provider")
+    _set(user, "field-word_limit", 80)
+    _set(user, "field-word_limit_action", "reject")
+    _set(user, "field-strict", True)
+    await user.should_not_see(marker="field-context.window")
+    _set(user, "field-context.strategy", "sliding-window")
+    await user.should_see(marker="field-context.window")
+    _set(user, "field-context.window", 4)
+    _set(user, "field-timeouts.connect", 5)
+    _set(user, "field-timeouts.first_token", 30)
+    _set(user, "field-timeouts.turn", 200)
+    _set(user, "field-max_retries", 0)
+    _set(user, "field-participants[1].context_tokens", 4000)
+    config = await _started_config(user)
+    assert (config.word_limit, config.word_limit_action, config.strict) == (80, "reject", True)
+    assert (config.context.strategy, config.context.window) == ("sliding-window", 4)
+    assert (config.timeouts.connect, config.timeouts.first_token, config.timeouts.turn) == (5, 30, 200)
+    assert config.max_retries == 0
+    assert [p.context_tokens for p in config.participants] == [None, 4000]
+
+
+async def test_out_of_range_retries_timeout_and_context_budget_are_reported_at_their_fields(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="field-topic").type("Should exams be open-book?")
+    assert one(user, "section-timeouts").value is False  # advanced settings start folded
+    _set(user, "field-max_retries", 50)
+    _set(user, "field-timeouts.first_token", 1000)
+    _set(user, "field-participants[0].context_tokens", 100)
+    _set(user, "field-judge.judges[0].model", "")
+    user.find(marker="start").click()
+    await user.should_see(marker="form-errors")
+    assert "20" in one(user, "field-max_retries").error
+    assert "900" in one(user, "field-timeouts.first_token").error
+    assert "500" in one(user, "field-participants[0].context_tokens").error
+    assert one(user, "field-judge.judges[0].model").error
+    banner = " ".join(e.text for e in one(user, "form-errors").descendants() if isinstance(e, ui.label))
+    for path in ("max_retries:", "timeouts.first_token:", "participants[0].context_tokens:",
+                 "judge.judges[0].model:"):
+        assert path in banner
+    assert one(user, "section-timeouts").value is True  # opened so the errors are in sight
+    assert one(user, "field-max_retries").value == 50  # what was typed is kept, not clamped
+    assert one(user, "field-timeouts.first_token").value == 1000
+    assert (await engine()).sessions == {}
+    # fixing a field clears its error at once
+    _set(user, "field-max_retries", 5)
+    assert one(user, "field-max_retries").error is None

@@ -1,7 +1,9 @@
 """Form presets: "Quick demo" (offline, a minute) and one per built-in format, as form dictionaries.
 
 The new-debate form works on a plain dictionary (`blank_form`) so that nothing a user typed is lost
-when validation fails; `form_to_config` turns it into the `DebateConfig` the engine validates.
+when validation fails; `form_to_config` turns it into the `DebateConfig` the engine validates,
+sending only what the form shows (`format_options` says which settings a format reads), so a value
+left in a hidden field can never block a start.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from copy import deepcopy
 from typing import Any
 
 from webapp.engine.formats import FORMATS, Format
-from webapp.models import DEFAULT_CRITERIA, PALETTE, DebateConfig
+from webapp.models import DEFAULT_CRITERIA, PALETTE, ContextPolicy, DebateConfig, Timeouts
 
 QUICK_DEMO_TOPIC = "Should cities ban private cars from their centres?"
 SAMPLE_TOPICS = {
@@ -29,12 +31,16 @@ DEFAULT_MODELS = {"demo": "demo", "openai": "gpt-4o-mini", "anthropic": "claude-
                   "compatible": "llama3.1"}
 
 
+def judge_row(provider: str = "demo", model: str | None = None) -> dict[str, Any]:
+    """The provider part every model row has (participant, judge, fallback judge)."""
+    return {"provider": provider, "model": model or DEFAULT_MODELS[provider], "preset": None, "base_url": ""}
+
+
 def participant_row(name: str, position: str, index: int, provider: str = "demo",
                     model: str | None = None) -> dict[str, Any]:
     return {
-        "name": name, "provider": provider, "model": model or DEFAULT_MODELS[provider], "preset": None,
-        "base_url": "", "position": position, "persona": "", "temperature": None, "max_tokens": 1024,
-        "color": PALETTE[index % len(PALETTE)],
+        **judge_row(provider, model), "name": name, "position": position, "persona": "", "temperature": None,
+        "max_tokens": 1024, "context_tokens": None, "color": PALETTE[index % len(PALETTE)],
     }
 
 
@@ -42,26 +48,58 @@ def cast_rows(fmt: Format, model: str = "demo") -> list[dict[str, Any]]:
     return [participant_row(seat.name, seat.position, i, model=model) for i, seat in enumerate(fmt.cast)]
 
 
+def format_options(fmt: Format | None) -> list[str]:
+    """The `DebateConfig` fields this format actually reads; the form shows (and sends) only these.
+
+    Mirrors the engine: `termination.decide` uses `convergence_threshold` for convergence formats and,
+    for collaborative, `evaluation` with `quality_threshold`; clarification needs `Format.clarification`.
+    """
+    if fmt is None:
+        return []
+    names: list[str] = []
+    if fmt.has_rounds and fmt.termination.kind == "convergence":
+        names.append("convergence_threshold")
+    if fmt.id == "collaborative":
+        names += ["evaluation", "quality_threshold"]
+    if fmt.clarification:
+        names += ["clarification", "clarification_questions", "clarification_iterations"]
+    if any(phase.repeat == "questions" for phase in fmt.phases):
+        names.append("questions")
+    if any(phase.optional == "show_preparation" for phase in fmt.phases):
+        names.append("show_preparation")
+    return names
+
+
+# Format-dependent options, prefilled from the model so the form and the engine share one default.
+FORMAT_OPTIONS = ("convergence_threshold", "evaluation", "quality_threshold", "clarification",
+                  "clarification_questions", "clarification_iterations", "questions", "show_preparation")
+
+
 def blank_form(defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """A new form, from the saved defaults (Settings page) where there are any."""
     d = defaults or {}
     fmt = FORMATS.get(d.get("format") or "classic", FORMATS["classic"])
     model = d.get("demo_model") or "demo"
+    fields = DebateConfig.model_fields
+    timeouts = Timeouts().model_dump()
+    timeouts["turn"] = d.get("turn_timeout") or timeouts["turn"]
     return {
         "topic": "",
         "format": fmt.id,
         "rounds": d.get("rounds") if fmt.has_rounds else None,
         "participants": cast_rows(fmt, model),
-        "judge": {"enabled": True, "provider": "demo", "model": model, "criteria": list(DEFAULT_CRITERIA),
+        "judge": {"enabled": True, "judges": [judge_row("demo", model)], "use_fallback": False,
+                  "fallback": judge_row("demo", "demo-instant"), "criteria": list(DEFAULT_CRITERIA),
                   "frequency": "end"},
         "budget": {"warn_at": d.get("warn_at"), "cost_limit": d.get("cost_limit")},
-        "turn_timeout": d.get("turn_timeout") or 120,
+        "timeouts": timeouts,
+        "max_retries": fields["max_retries"].default,
         "word_limit": d.get("word_limit"),
-        "clarification": True,
-        "strict": False,
-        "show_preparation": False,
-        "context_strategy": "truncate",
-        "seed": 0,
+        "word_limit_action": fields["word_limit_action"].default,
+        "strict": fields["strict"].default,
+        "context": ContextPolicy().model_dump(),
+        "seed": fields["seed"].default,
+        **{name: fields[name].default for name in FORMAT_OPTIONS},
     }
 
 
@@ -70,7 +108,7 @@ def apply_preset(form: dict[str, Any], preset: str) -> None:
     if preset == "quick-demo":
         fmt = FORMATS["oxford"]
         form.update(format="oxford", rounds=1, word_limit=60, participants=cast_rows(fmt, "demo"))
-        form["judge"].update(enabled=True, provider="demo", model="demo")
+        form["judge"].update(enabled=True, judges=[judge_row("demo")], use_fallback=False)
         form["budget"].update(warn_at=None, cost_limit=None)
         if not form["topic"].strip():
             form["topic"] = QUICK_DEMO_TOPIC
@@ -91,43 +129,79 @@ def _num(value: Any, kind: type = float) -> Any:
         return value  # let pydantic name the field and the problem
 
 
+def _given(values: dict[str, Any], kinds: dict[str, type]) -> dict[str, Any]:
+    """The numbers the user filled in; an emptied field falls back to the model's default."""
+    return {k: _num(values.get(k), kind) for k, kind in kinds.items() if values.get(k) not in (None, "")}
+
+
+def _shown(form: dict[str, Any], name: str) -> bool:
+    """Whether a format setting is on screen: some only matter when another one enables them."""
+    if name == "quality_threshold":
+        return form.get("evaluation") != "fixed"
+    if name in ("clarification_questions", "clarification_iterations"):
+        return bool(form.get("clarification"))
+    return True
+
+
+def model_spec(row: dict[str, Any]) -> dict[str, Any]:
+    """Provider, model and (for compatible servers) preset and base URL of a participant or judge row."""
+    spec: dict[str, Any] = {"provider": row["provider"], "model": (row.get("model") or "").strip()}
+    if row["provider"] == "compatible":
+        spec["preset"] = row.get("preset") or None
+        spec["base_url"] = (row.get("base_url") or "").strip() or None
+    return spec
+
+
+def _judge_config(judge: dict[str, Any]) -> dict[str, Any]:
+    if not judge["enabled"]:
+        return {"enabled": False}
+    return {"enabled": True, "judges": [model_spec(r) for r in judge["judges"]],
+            "fallback": model_spec(judge["fallback"]) if judge.get("use_fallback") else None,
+            "criteria": list(judge["criteria"] or []), "frequency": judge.get("frequency") or "end"}
+
+
+def _context_config(context: dict[str, Any]) -> dict[str, Any]:
+    strategy = context.get("strategy") or "truncate"
+    return {"strategy": strategy, **(_given(context, {"window": int}) if strategy == "sliding-window" else {})}
+
+
 def form_to_config(form: dict[str, Any]) -> dict[str, Any]:
     """The form as `DebateConfig` input (validated by pydantic, then by the engine)."""
     fmt = FORMATS.get(form["format"])
-    judge = form["judge"]
-    spec: dict[str, Any] = {"provider": judge["provider"], "model": (judge["model"] or "").strip() or "demo"}
+    # What the form hides (a disabled judge, an unused window…) is not sent: it cannot block a start.
     data: dict[str, Any] = {
         "topic": form["topic"] or "",
         "format": form["format"],
         "rounds": _num(form.get("rounds"), int) if fmt is None or fmt.has_rounds else None,
         "participants": [],
-        "judge": {"enabled": bool(judge["enabled"]), "judges": [spec], "criteria": list(judge["criteria"] or []),
-                  "frequency": judge.get("frequency") or "end"},
+        "judge": _judge_config(form["judge"]),
         "budget": {"warn_at": _num(form["budget"].get("warn_at")),
                    "cost_limit": _num(form["budget"].get("cost_limit"))},
-        "timeouts": {"turn": _num(form.get("turn_timeout")) or 120.0},
+        "timeouts": _given(form.get("timeouts") or {}, {"connect": float, "first_token": float, "turn": float}),
         "word_limit": _num(form.get("word_limit"), int),
-        "clarification": bool(form.get("clarification", True)),
+        "word_limit_action": form.get("word_limit_action") or "truncate",
         "strict": bool(form.get("strict")),
-        "show_preparation": bool(form.get("show_preparation")),
-        "context": {"strategy": form.get("context_strategy") or "truncate"},
+        "context": _context_config(form.get("context") or {}),
         "seed": _num(form.get("seed"), int) or 0,
+        **_given(form, {"max_retries": int}),
     }
+    for name in filter(lambda name: _shown(form, name), format_options(fmt)):
+        value = form.get(name)
+        if isinstance(value, bool | str):
+            data[name] = value
+        elif value not in (None, ""):
+            data[name] = _num(value, int)
     for row in form["participants"]:
-        item: dict[str, Any] = {
+        data["participants"].append({
+            **model_spec(row),
             "name": (row.get("name") or "").strip(),
-            "provider": row["provider"],
-            "model": (row.get("model") or "").strip(),
             "position": (row.get("position") or "").strip(),
             "persona": row.get("persona") or "",
             "temperature": _num(row.get("temperature")),
             "max_tokens": _num(row.get("max_tokens"), int) or 1024,
+            "context_tokens": _num(row.get("context_tokens"), int),
             "color": row.get("color") or None,
-        }
-        if row["provider"] == "compatible":
-            item["preset"] = row.get("preset") or None
-            item["base_url"] = (row.get("base_url") or "").strip() or None
-        data["participants"].append(item)
+        })
     return data
 
 

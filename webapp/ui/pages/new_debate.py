@@ -3,7 +3,8 @@
 The form edits a plain dictionary (see `components.presets`); every element is bound to it, so an
 error never loses what was typed, and re-rendering a section (add a participant, change provider)
 shows the same values. Errors from pydantic and from `Engine.validate` (`ConfigError.field`) are
-mapped back to the element that caused them.
+mapped back to the element that caused them. The judge panel (`components.judge_panel`) and the option
+groups (`components.debate_options`) are built from here and share `components.form_fields`.
 """
 
 from __future__ import annotations
@@ -18,70 +19,35 @@ from pydantic import ValidationError
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
 from webapp.models import MAX_PARTICIPANTS, PALETTE, TOPIC_MAX_CHARS, DebateConfig
-from webapp.providers.compatible import PRESETS
-from webapp.providers.registry import provider_status
 from webapp.ui import runtime
-from webapp.ui.components.presets import DEFAULT_MODELS, apply_preset, blank_form, form_to_config, participant_row
+from webapp.ui.components.debate_options import format_settings, limits_card
+from webapp.ui.components.form_fields import FormFields, number
+from webapp.ui.components.judge_panel import JudgePanel
+from webapp.ui.components.presets import apply_preset, blank_form, form_to_config, participant_row
 from webapp.ui.layout import frame
 
-JUDGE_FREQUENCIES = {"end": "Once, at the end", "round": "After every round", "mid": "At mid-debate and end"}
-CONTEXT_STRATEGIES = {"truncate": "Truncate oldest turns", "sliding-window": "Sliding window",
-                      "summarize": "Summarise older turns"}
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
 
 
-def provider_options() -> tuple[dict[str, str], dict[str, str]]:
-    """Labels for the provider select, and provider -> key variable still to set (unavailable ones)."""
-    status = {row["provider"]: row for row in provider_status() if row["preset"] is None}
-    options: dict[str, str] = {"demo": "Demo (offline)"}
-    missing: dict[str, str] = {}
-    for name in ("openai", "anthropic"):
-        row = status[name]
-        if row["configured"]:
-            options[name] = row["title"]
-        else:
-            options[name] = f"{row['title']} — unavailable: set {row['key_env']}"
-            missing[name] = row["key_env"]
-    options["compatible"] = "OpenAI-compatible server"
-    return options, missing
-
-
-def preset_options() -> dict[str, str]:
-    rows = {row["preset"]: row for row in provider_status() if row["preset"]}
-    options = {"": "Custom base URL"}
-    for name, preset in PRESETS.items():
-        row = rows.get(name, {})
-        label = f"{preset.title} ({preset.default_url})"
-        if preset.key_env and not row.get("configured"):
-            label += f" — unavailable: set {preset.key_env}"
-        options[name] = label
-    return options
-
-
 def error_path(loc: tuple[Any, ...]) -> str:
-    """('participants', 0, 'model') -> 'participants[0].model', with config paths mapped to form paths."""
+    """('judge', 'judges', 1, 'provider') -> 'judge.judges[1].provider': the form's fields use config paths."""
     path = ""
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    path = re.sub(r"^judge\.judges\[0\]\.", "judge.", path)
-    path = {"timeouts.turn": "turn_timeout", "timeouts": "turn_timeout", "budget": "budget.cost_limit",
-            "context.strategy": "context_strategy"}.get(path, path)
-    return path
+    # Errors of a whole model land on the input that can fix them.
+    return {"budget": "budget.cost_limit"}.get(path, path)
 
 
 def _clean(message: str) -> str:
     return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
 
 
-class DebateForm:
+class DebateForm(FormFields):
     """One tab's form: the dictionary, the elements bound to it and the errors shown on them."""
 
     def __init__(self, form: dict[str, Any]) -> None:
+        super().__init__()
         self.form = form
-        self.fields: dict[str, Any] = {}
-        self.errors: dict[str, str] = {}
-        self.providers, self.missing_keys = provider_options()
-        self.presets = preset_options()
         self.submitting = False
 
     # --- building ---------------------------------------------------------------------------
@@ -113,28 +79,9 @@ class DebateForm:
             self._topic_card()
             self._format_card()
             self._participants_card()
-            self._judge_card()
-            self._limits_card()
+            JudgePanel(self, self.form["judge"]).build()
+            limits_card(self, self.form)
         self._show_banner()
-
-    def _field(self, path: str, element: Any) -> Any:
-        self.fields[path] = element
-        if path in self.errors:
-            element.error = self.errors[path]
-
-        def clear() -> None:
-            if self.errors.pop(path, None) is not None and not element.is_deleted:
-                element.error = None
-
-        element.on_value_change(clear)
-        return element.mark(f"field-{path}")
-
-    def _group_error(self, path: str) -> None:
-        message = self.errors.get(path)
-        if message:
-            with ui.row().classes("items-center gap-1 text-negative").mark(f"error-{path}"):
-                ui.icon("error")
-                ui.label(message)
 
     def _topic_card(self) -> None:
         with ui.card().classes("w-full"):
@@ -145,7 +92,7 @@ class DebateForm:
                             lambda v: len(v or "") <= TOPIC_MAX_CHARS},
             ).props(f'outlined autogrow counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
             topic.bind_value(self.form, "topic")
-            self._field("topic", topic)
+            self.field("topic", topic)
 
     def _format_card(self) -> None:
         fmt = FORMATS.get(self.form["format"], FORMATS["classic"])
@@ -155,7 +102,7 @@ class DebateForm:
                 select = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format", value=fmt.id,
                                    on_change=lambda e: self.change_format(e.value)).props("outlined") \
                     .classes("min-w-[220px]")
-                self._field("format", select)
+                self.field("format", select)
                 if fmt.has_rounds:
                     term = fmt.termination
                     hint = (f"{term.min_rounds}–{term.max_rounds}; empty = "
@@ -163,8 +110,9 @@ class DebateForm:
                     rounds = ui.number(label="Rounds", min=term.min_rounds, max=term.max_rounds, precision=0) \
                         .props(f'outlined hint="{hint}"').classes("w-48")
                     rounds.bind_value(self.form, "rounds")
-                    self._field("rounds", rounds)
+                    self.field("rounds", rounds)
             self._format_description(fmt)
+            format_settings(self, self.form, fmt)
 
     @staticmethod
     def _format_description(fmt: Format) -> None:
@@ -177,7 +125,7 @@ class DebateForm:
             if fmt.has_rounds:
                 ui.label(f"Rounds: {endings[term.kind]} (at most {term.max_rounds}).").classes("text-sm text-grey-7")
             with ui.row().classes("gap-2 items-center"):
-                for number, phase in enumerate(fmt.phases, start=1):
+                for step, phase in enumerate(fmt.phases, start=1):
                     tags = []
                     if phase.scope == "round":
                         tags.append("each round")
@@ -185,7 +133,7 @@ class DebateForm:
                         tags.append("parallel")
                     if phase.private:
                         tags.append("private")
-                    text = f"{number}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
+                    text = f"{step}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
                     ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo")
             if fmt.clarification:
                 ui.label("Participants may first ask you clarifying questions.").classes("text-sm text-grey-7")
@@ -199,7 +147,7 @@ class DebateForm:
                     .props("outline no-caps").mark("add-participant")
                 if len(rows) >= MAX_PARTICIPANTS:
                     add.disable()
-            self._group_error("participants")
+            self.group_error("participants")
             for index, row in enumerate(rows):
                 self._participant_row(index, row, len(rows))
 
@@ -210,18 +158,13 @@ class DebateForm:
             with ui.row().classes("w-full items-center gap-2"):
                 ui.label(f"#{index + 1}").classes("text-grey-7 font-mono")
                 name = ui.input("Name", placeholder="auto from position").props("outlined dense").classes("w-44")
-                self._field(f"{prefix}.name", name.bind_value(row, "name"))
+                self.field(f"{prefix}.name", name.bind_value(row, "name"))
                 position = ui.input("Position", autocomplete=POSITION_SUGGESTIONS) \
                     .props('outlined dense hint="pro, con, moderator or any perspective"').classes("w-44")
-                self._field(f"{prefix}.position", position.bind_value(row, "position"))
-                provider = ui.select(self.providers, label="Provider", value=row["provider"],
-                                     on_change=lambda e, r=row: self.change_provider(r, e.value)) \
-                    .props("outlined dense options-dense").classes("w-64")
-                self._field(f"{prefix}.provider", provider)
-                model = ui.input("Model").props("outlined dense").classes("w-48")
-                self._field(f"{prefix}.model", model.bind_value(row, "model"))
+                self.field(f"{prefix}.position", position.bind_value(row, "position"))
+                self.provider_inputs(prefix, row)
                 color = ui.color_input("Colour").props("outlined dense").classes("w-36")
-                self._field(f"{prefix}.color", color.bind_value(row, "color"))
+                self.field(f"{prefix}.color", color.bind_value(row, "color"))
                 ui.space()
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
                     .props("flat round dense").mark(f"move-up-{index}")
@@ -238,84 +181,20 @@ class DebateForm:
                     down.disable()
                 if count <= 2:
                     remove.disable()
-            if row["provider"] in self.missing_keys:
-                with ui.row().classes("items-center gap-1 text-warning text-sm"):
-                    ui.icon("key_off")
-                    ui.label(f"Unavailable: set {self.missing_keys[row['provider']]} in the environment or .env "
-                             "and restart, or pick another provider.")
-            if row["provider"] == "compatible":
-                with ui.row().classes("w-full items-center gap-2"):
-                    row["preset"] = row.get("preset") or ""
-                    preset = ui.select(self.presets, label="Server preset") \
-                        .props("outlined dense options-dense").classes("w-96")
-                    preset.bind_value(row, "preset")
-                    self._field(f"{prefix}.preset", preset)
-                    url = ui.input("Base URL", placeholder="http://localhost:11434/v1") \
-                        .props('outlined dense hint="empty = the preset\'s URL"').classes("grow")
-                    self._field(f"{prefix}.base_url", url.bind_value(row, "base_url"))
+            self.provider_extras(prefix, row)
             with ui.row().classes("w-full items-start gap-2"):
                 persona = ui.textarea("Persona / system prompt", placeholder="optional: voice, expertise, style") \
                     .props("outlined dense autogrow").classes("grow")
-                self._field(f"{prefix}.persona", persona.bind_value(row, "persona"))
+                self.field(f"{prefix}.persona", persona.bind_value(row, "persona"))
                 temperature = ui.number("Temperature", min=0, max=2, step=0.1, format="%.1f") \
                     .props('outlined dense hint="empty = model default"').classes("w-36")
-                self._field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
+                self.field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
                 max_tokens = ui.number("Max tokens", min=16, max=64000, precision=0).props("outlined dense") \
                     .classes("w-32")
-                self._field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
-
-    def _judge_card(self) -> None:
-        judge = self.form["judge"]
-        with ui.card().classes("w-full"):
-            with ui.row().classes("w-full items-center justify-between"):
-                ui.label("Judge").classes("text-lg font-medium")
-                ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
-            with ui.row().classes("w-full items-start gap-2"):
-                provider = ui.select(self.providers, label="Provider", value=judge["provider"],
-                                     on_change=lambda e: self.change_provider(judge, e.value)) \
-                    .props("outlined dense").classes("w-64")
-                self._field("judge.provider", provider)
-                model = ui.input("Model").props("outlined dense").classes("w-48")
-                self._field("judge.model", model.bind_value(judge, "model"))
-                frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense").classes("w-56")
-                self._field("judge.frequency", frequency.bind_value(judge, "frequency"))
-            if judge["provider"] in self.missing_keys:
-                ui.label(f"Unavailable: set {self.missing_keys[judge['provider']]}").classes("text-warning text-sm")
-            criteria = ui.input_chips("Criteria (type and press Enter)", new_value_mode="add-unique") \
-                .props("outlined dense").classes("w-full")
-            self._field("judge.criteria", criteria.bind_value(judge, "criteria"))
-
-    def _limits_card(self) -> None:
-        form, budget = self.form, self.form["budget"]
-        fmt = FORMATS.get(form["format"], FORMATS["classic"])
-        with ui.card().classes("w-full"):
-            ui.label("Budget and limits").classes("text-lg font-medium")
-            with ui.row().classes("w-full items-start gap-2"):
-                warn = ui.number("Warn at (USD)", min=0, step=0.01, format="%.2f") \
-                    .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"') \
-                    .classes("w-56")
-                self._field("budget.warn_at", warn.bind_value(budget, "warn_at"))
-                limit = ui.number("Hard limit (USD)", min=0, step=0.01, format="%.2f") \
-                    .props('outlined dense prefix="$" hint="no call that could cross it is made"').classes("w-56")
-                self._field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
-                timeout = ui.number("Turn timeout (s)", min=1, max=3600, precision=0).props("outlined dense") \
-                    .classes("w-40")
-                self._field("turn_timeout", timeout.bind_value(form, "turn_timeout"))
-                words = ui.number("Word limit", min=20, max=5000, precision=0) \
-                    .props('outlined dense hint="empty = each phase\'s own limit"').classes("w-44")
-                self._field("word_limit", words.bind_value(form, "word_limit"))
-            advanced = ui.expansion("Advanced", icon="settings").classes("w-full")
-            with advanced, ui.row().classes("w-full items-center gap-4"):
-                if fmt.clarification:
-                    ui.switch("Let participants ask me questions first").bind_value(form, "clarification")
-                ui.switch("Flag off-topic turns").bind_value(form, "strict")
-                if any(p.private for p in fmt.phases):
-                    ui.switch("Show private preparation").bind_value(form, "show_preparation")
-                context = ui.select(CONTEXT_STRATEGIES, label="Long debates").props("outlined dense") \
-                    .classes("w-56")
-                self._field("context_strategy", context.bind_value(form, "context_strategy"))
-                seed = ui.number("Seed", min=0, precision=0).props("outlined dense").classes("w-28")
-                self._field("seed", seed.bind_value(form, "seed"))
+                self.field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
+                budget = number("Context budget (tokens)", "empty = model's window; ≥ 500", "w-52",
+                                precision=0)
+                self.field(f"{prefix}.context_tokens", budget.bind_value(row, "context_tokens"))
 
     def _show_banner(self) -> None:
         self.banner.clear()
@@ -364,16 +243,6 @@ class DebateForm:
         self.errors.pop("format", None)
         self.render()
 
-    async def change_provider(self, row: dict[str, Any], provider: str) -> None:
-        await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
-        previous = row.get("provider")
-        if provider == previous:
-            return
-        row["provider"] = provider
-        if not row.get("model") or row.get("model") == DEFAULT_MODELS.get(previous or "", ""):
-            row["model"] = DEFAULT_MODELS[provider]
-        self.render()
-
     def add_participant(self) -> None:
         rows = self.form["participants"]
         if len(rows) >= MAX_PARTICIPANTS:
@@ -385,14 +254,14 @@ class DebateForm:
                               template["model"])
         new.update(color=color, base_url=template.get("base_url", ""), preset=template.get("preset"))
         rows.append(new)
-        self._shift_errors()
+        self.drop_errors("participants[")
         self.render()
 
     def remove(self, index: int) -> None:
         rows = self.form["participants"]
         if len(rows) > 2:
             rows.pop(index)
-            self._shift_errors()
+            self.drop_errors("participants[")
             self.render()
 
     def move(self, index: int, delta: int) -> None:
@@ -400,12 +269,8 @@ class DebateForm:
         target = index + delta
         if 0 <= target < len(rows):
             rows[index], rows[target] = rows[target], rows[index]
-            self._shift_errors()
+            self.drop_errors("participants[")
             self.render()
-
-    def _shift_errors(self) -> None:
-        """Row errors point at indexes that just changed: drop them rather than show them on the wrong row."""
-        self.errors = {k: v for k, v in self.errors.items() if not k.startswith("participants[")}
 
     # --- submitting -------------------------------------------------------------------------
 
@@ -446,7 +311,8 @@ class DebateForm:
                     ui.navigate.to(f"/debate/{session.id}")
                     return
             self._set_errors(errors)
-            ui.notify(f"Please fix: {next(iter(errors.values()))}", type="negative")
+            path, message = next(iter(errors.items()))
+            ui.notify(f"Please fix {path}: {message}", type="negative")
         finally:
             self.submitting = False
             self.start_button.props(remove="loading")

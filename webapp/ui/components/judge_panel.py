@@ -1,0 +1,86 @@
+"""The judge section of the new-debate form: a panel of 1–5 judges, an optional fallback judge (asked
+when every judge of the panel fails), the criteria and how often scores are given.
+
+It edits `form["judge"]` (see `presets.blank_form`); each judge row uses the same provider inputs as a
+participant (`FormFields.provider_inputs`), so errors map to paths like `judge.judges[1].provider`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nicegui import ui
+
+from webapp.models import JudgeConfig
+from webapp.ui.components.form_fields import FormFields
+from webapp.ui.components.presets import judge_row
+
+JUDGE_FREQUENCIES = {"end": "Once, at the end", "round": "After every round", "mid": "At mid-debate and end"}
+MAX_JUDGES: int = next(m.max_length for m in JudgeConfig.model_fields["judges"].metadata if hasattr(m, "max_length"))
+
+
+class JudgePanel:
+    """Builds the judge card into the current container; edits re-render the whole form."""
+
+    def __init__(self, form: FormFields, judge: dict[str, Any]) -> None:
+        self.form = form
+        self.judge = judge
+
+    def build(self) -> None:
+        judge, judges = self.judge, self.judge["judges"]
+        with ui.card().classes("w-full"):
+            with ui.row().classes("w-full items-center justify-between"):
+                ui.label("Judge").classes("text-lg font-medium")
+                ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
+            with ui.column().classes("w-full gap-2").bind_visibility_from(judge, "enabled"):
+                with ui.row().classes("w-full items-center justify-between"):
+                    title = "Judge" if len(judges) == 1 else f"Panel of {len(judges)} judges (mean of their scores)"
+                    ui.label(title).classes("font-medium").mark("judge-count")
+                    add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
+                        .mark("add-judge")
+                    if len(judges) >= MAX_JUDGES:
+                        add.disable()
+                self.form.group_error("judge.judges")
+                for index, row in enumerate(judges):
+                    self._judge_row(f"judge.judges[{index}]", row, index, len(judges))
+                fallback = ui.switch("Fallback judge, asked when every judge above fails") \
+                    .bind_value(judge, "use_fallback")
+                self.form.field("judge.use_fallback", fallback)
+                with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "use_fallback"):
+                    self._judge_row("judge.fallback", judge["fallback"], None, 0)
+                with ui.row().classes("w-full items-start gap-2"):
+                    frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense") \
+                        .classes("w-56")
+                    self.form.field("judge.frequency", frequency.bind_value(judge, "frequency"))
+                    criteria = ui.input_chips("Criteria (type and press Enter)", new_value_mode="add-unique") \
+                        .props("outlined dense").classes("grow")
+                    self.form.field("judge.criteria", criteria.bind_value(judge, "criteria"))
+
+    def _judge_row(self, prefix: str, row: dict[str, Any], index: int | None, count: int) -> None:
+        with ui.card().classes("w-full").props("flat bordered").mark(f"judge-row-{prefix}"):
+            with ui.row().classes("w-full items-center gap-2"):
+                ui.label("Fallback" if index is None else f"#{index + 1}").classes("text-grey-7 font-mono")
+                self.form.provider_inputs(prefix, row)
+                if index is not None:
+                    ui.space()
+                    remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
+                        .props("flat round dense color=negative").mark(f"remove-judge-{index}")
+                    remove.tooltip("Remove judge")
+                    if count <= 1:
+                        remove.disable()
+            self.form.provider_extras(prefix, row)
+
+    def add(self) -> None:
+        judges = self.judge["judges"]
+        if len(judges) < MAX_JUDGES:
+            last = judges[-1] if judges else judge_row()
+            judges.append({**last})  # a second opinion usually comes from the same kind of provider
+            self.form.drop_errors("judge.judges")
+            self.form.render()
+
+    def remove(self, index: int) -> None:
+        judges = self.judge["judges"]
+        if len(judges) > 1:
+            judges.pop(index)
+            self.form.drop_errors("judge.judges")
+            self.form.render()
