@@ -87,12 +87,9 @@ def _point_of(text: str) -> str:
     """A short, quotable claim from someone's turn: an argument, not a quote of a quote."""
     sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 6]
     answers = [s.split("straightforward: ", 1)[1] for s in sentences if "straightforward: " in s]
-    arguments = answers or [s for s in sentences if s.split()[0] in _CONNECTIVES]
-    candidates = arguments or [
-        s for s in sentences if not any(k in s for k in ("insists that", "argued that", "?", "heard that"))
-    ]
-    if not candidates:
-        return "the case is obvious"
+    candidates = answers or [s for s in sentences if s.split()[0] in _CONNECTIVES]
+    if not candidates:  # a turn of pure rebuttal: there is no fresh claim of theirs to quote
+        return "their case needs no further defence"
     chosen = candidates[0].split(maxsplit=1)[1] if candidates[0].split()[0] in _CONNECTIVES else candidates[0]
     words = chosen.rstrip(".!?").split()
     return " ".join(words[:16]).strip(",;:")
@@ -103,17 +100,15 @@ def _question_of(text: str) -> str:
     return questions[-1] if questions else "your question"
 
 
-def _fit(sentences: list[str], limit: int) -> str:
-    """Whole sentences within `limit` words: drop middle sentences (arguments first, from the end)
-    rather than stop mid-sentence; keep the opening and the closing line."""
-    sentences = [re.sub(r"\ba ([aeiou])", r"an \1", s) for s in sentences]
-
-    def words() -> int:
-        return sum(len(s.split()) for s in sentences)
-
-    while words() > limit and len(sentences) > 2:
-        del sentences[-2]
-    text = " ".join(sentences)
+def _fit(sentences: list[tuple[int, str]], limit: int) -> str:
+    """Whole sentences within `limit` words. Each sentence carries a rank (0 = keep longest); the
+    highest-ranked ones are dropped first, so a short turn still answers the opponent and argues,
+    rather than stopping mid-sentence."""
+    kept = [(rank, re.sub(r"\ba ([aeiou])", r"an \1", text)) for rank, text in sentences]
+    while sum(len(t.split()) for _, t in kept) > limit and len(kept) > 1:
+        worst = max(range(len(kept)), key=lambda i: (kept[i][0], i))
+        del kept[worst]
+    text = " ".join(t for _, t in kept)
     parts = text.split()
     return text if len(parts) <= limit else " ".join(parts[:limit])
 
@@ -236,24 +231,24 @@ class DemoProvider:
                 f"That is why on {topic} I hold my ground."
             )
             return body
-        sentences = [rng.choice(_OPENERS).format(topic_short=topic, stance=stance)]
+        # (rank, sentence): lower ranks survive a tight word limit (see _fit)
+        sentences = [(3, rng.choice(_OPENERS).format(topic_short=topic, stance=stance))]
         if act == "prepare":
-            sentences = [f"Preparation notes on {topic}, {stance}."]
+            sentences = [(3, f"Preparation notes on {topic}, {stance}.")]
         if point and act in ("speak", "critique", "refine", "synthesize"):
-            sentences.append(rng.choice(_REBUT).format(point=point, name=name))
-        sentences.append(f"In the {phase.lower()}, I speak {stance}.")
+            sentences.append((0, rng.choice(_REBUT).format(point=point, name=name)))
+        sentences.append((4, f"In the {phase.lower()}, I speak {stance}."))
         budget = max(40, min(limit, 160))
         arguments = rng.sample(_ARGUMENTS, len(_CONNECTIVES))
         aspects = rng.sample(_ASPECTS, len(_CONNECTIVES))
-        for connective, template, aspect in zip(_CONNECTIVES, arguments, aspects, strict=True):
-            argument = template.format(aspect=aspect)
-            sentences.append(f"{connective} {argument}.")
-            if len(" ".join(sentences).split()) > budget * 0.8:
+        for rank, (connective, template, aspect) in enumerate(zip(_CONNECTIVES, arguments, aspects, strict=True)):
+            sentences.append((2 if rank == 0 else 5 + rank, f"{connective} {template.format(aspect=aspect)}."))
+            if len(" ".join(t for _, t in sentences).split()) > budget * 0.8:
                 break
         if act in ("synthesize",):
-            sentences.append("Both sides agree the stakes are real; they differ on who should carry the risk.")
+            sentences.append((1, "Both sides agree the stakes are real; they differ on who should carry the risk."))
         else:
-            sentences.append(f"For these reasons I stand {stance} on {topic}.")
+            sentences.append((1, f"For these reasons I stand {stance} on {topic}."))
         return _fit(sentences, limit)
 
     def _write_verdict(self, rng: random.Random, ctx: dict[str, Any]) -> str:
