@@ -80,9 +80,12 @@ def playwright() -> Iterator[Playwright]:
 
 @pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (apt-get install chromium)")
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    # Debian's Chromium where it exists (`make chromium` installs it with apt); elsewhere the browser
+    # `playwright install chromium` downloaded, which Playwright finds by itself.
+    executable = CHROMIUM if Path(CHROMIUM).exists() else None
+    if executable is None and not Path(playwright.chromium.executable_path).exists():
+        pytest.fail("no Chromium: run `make chromium` (apt-get install chromium, or playwright install chromium)")
+    browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
     try:
         yield browser
     finally:
