@@ -110,6 +110,18 @@ class JudgeConfig(Strict):
     frequency: Literal["end", "round", "mid"] = "end"
     enabled: bool = True
 
+    @field_validator("judges")
+    @classmethod
+    def _different_models(cls, value: list[JudgeSpec]) -> list[JudgeSpec]:
+        # A panel is there to hear different models; the same model twice only doubles its weight.
+        seen: set[tuple[str, str, str | None]] = set()
+        for index, spec in enumerate(value):
+            key = (spec.provider, spec.model, spec.base_url)
+            if key in seen:
+                raise ValueError(f"judges[{index}] repeats {spec.label}; a panel needs different models")
+            seen.add(key)
+        return value
+
     @field_validator("criteria")
     @classmethod
     def _clean_criteria(cls, value: list[str]) -> list[str]:

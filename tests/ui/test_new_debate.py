@@ -199,6 +199,7 @@ async def test_missing_key_on_a_judge_or_the_fallback_is_shown_at_that_judge(use
 
     # the fallback judge is checked too, and its error lands on its own provider
     _set(user, "field-judge.judges[1].provider", "demo")
+    _set(user, "field-judge.judges[1].model", "demo-instant")  # a panel needs different models
     _set(user, "field-judge.use_fallback", True)
     _set(user, "field-judge.fallback.provider", "anthropic")
     await user.should_see(marker="missing-key-judge.fallback")

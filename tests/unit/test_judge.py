@@ -310,9 +310,6 @@ async def test_without_fallback_a_failed_only_judge_means_verdict_unavailable() 
     assert "invalid API key" in verdict.reasoning
 
 
-async def test_repeated_judge_models_get_distinct_names() -> None:
-    config = panel_config("same", "same")
-    labels = assign_labels(["alice-pro", "bob-con"], config.seed)
-    judges = ScriptedJudges({"same": [verdict_text(labels, {"A": 60, "B": 70}, winner="B")] * 2})
-    verdict = await judge_debate(judges, config, FMT, TURNS)
-    assert [r.judge for r in verdict.rulings] == ["demo:same", "demo:same #2"]
+def test_a_panel_refuses_the_same_model_twice() -> None:
+    with pytest.raises(ValueError, match=r"judges\[1\] repeats demo:same; a panel needs different models"):
+        panel_config("same", "same")

@@ -129,7 +129,10 @@ class FormFields:
         if provider == previous:
             return
         row["provider"] = provider
-        if not row.get("model") or row.get("model") == DEFAULT_MODELS.get(previous or "", ""):
+        # Replace a model the form chose (the old provider's default, or any demo model), never one typed.
+        chosen = row.get("model") == DEFAULT_MODELS.get(previous or "", "") or (
+            previous == "demo" and str(row.get("model", "")).startswith("demo"))
+        if not row.get("model") or chosen:
             row["model"] = DEFAULT_MODELS[provider]
         self.render()
 

@@ -74,7 +74,7 @@ class JudgePanel:
         judges = self.judge["judges"]
         if len(judges) < MAX_JUDGES:
             last = judges[-1] if judges else judge_row()
-            judges.append({**last})  # a second opinion usually comes from the same kind of provider
+            judges.append(_another_opinion(last, judges))
             self.form.drop_errors("judge.judges")
             self.form.render()
 
@@ -84,3 +84,18 @@ class JudgePanel:
             judges.pop(index)
             self.form.drop_errors("judge.judges")
             self.form.render()
+
+
+DEMO_JUDGE_MODELS = ("demo", "demo-instant", *(f"demo-{n}" for n in range(2, 8)))
+
+
+def _another_opinion(last: dict, judges: list[dict]) -> dict:
+    """A new panel seat: the same kind of provider as the last one (a second opinion usually comes
+    from there) but, for the demo, a model the panel does not have yet, since a panel needs
+    different models."""
+    seat = {**last}
+    if seat.get("provider") == "demo":
+        used = {j.get("model") for j in judges if j.get("provider") == "demo"}
+        seat["model"] = next((m for m in DEMO_JUDGE_MODELS if m not in used), seat.get("model"))
+    return seat
+
