@@ -190,3 +190,26 @@ def test_clarification_questions_are_answered_on_the_terminal(
     first = answers[0]["answers"]
     assert "Ship by March" in next(iter(first.values()))
     assert any("" in given for given in first.values())  # a skipped question is stored as unanswered
+
+
+def test_a_toml_config_file_runs_and_flags_override_it(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]  # the README's own example
+    config = tmp_path / "debate.toml"
+    config.write_text(example, encoding="utf-8")
+    db = tmp_path / "toml.sqlite3"
+    code, out = run("debate", "--config", str(config), "--rounds", "1", "--db", str(db))
+    assert code == EXIT_OK
+    _, shown = run("show", debate_id(out), "--json", "--db", str(db))
+    data = json.loads(shown)
+    assert data["topic"] == "Should juries be replaced by professional judges?" and data["format"] == "oxford"
+    assert [p["name"] for p in data["participants"]] == ["Ada", "Bo"]
+    assert {t["round"] for t in data["turns"] if t["phase"] == "rebuttal"} == {1}  # --rounds won over the file
+    assert set(data["verdict"]["criteria"]) == {"argument quality", "evidence", "fairness"}
+
+
+def test_a_broken_config_file_is_refused_with_its_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text('topic = "x"\nrounds = [\n', encoding="utf-8")
+    code, _ = run("debate", "--config", str(config), "--db", str(tmp_path / "b.sqlite3"))
+    assert code == EXIT_USAGE and "--config" in capsys.readouterr().err
