@@ -20,7 +20,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent
 from webapp.models import DebateConfig, DebateEvent, utcnow
 from webapp.settings import Settings, get_settings
-from webapp.store import DebateRow, Store
+from webapp.store import DebateRow, StaleWrite, Store
 
 __all__ = ["ConfigError", "DebateNotFound", "Engine", "TransitionNotAllowed"]
 
@@ -171,6 +171,8 @@ class Engine:
                 recovered.append(debate_id)
             except TransitionNotAllowed:
                 continue
+            except StaleWrite:  # its log is moving: another process is running it right now
+                self.sessions.pop(debate_id, None)
         return recovered
 
     async def events(self, debate_id: str) -> list[DebateEvent]:

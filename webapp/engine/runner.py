@@ -54,7 +54,7 @@ from webapp.providers.base import (
     ProviderRequest,
 )
 from webapp.settings import Settings
-from webapp.store import Store
+from webapp.store import StaleWrite, Store
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             try:
                 state.apply(record, sent=transition is not None)
                 stored = await self.store.append(state.id, kind, data, idem_key=idem_key,
-                                                 summary=state.summary(), at=at)
+                                                 summary=state.summary(), at=at, expected_seq=record.seq)
             except BaseException:
                 state.machine.context = snapshot
                 await self._reload()
@@ -243,6 +243,10 @@ class DebateSession(ProviderCalls, SpendingGuard):
             raise
         except BudgetExceeded as exc:
             await self._stop_for_budget(exc.what, exc.estimate)
+        except StaleWrite as exc:
+            # Another process now drives this debate (e.g. a web app that restarted and marked it
+            # interrupted): stop here and leave the log as it wrote it; our view was reloaded.
+            log.warning("%s", exc)
         except ProviderError as exc:
             await self._fail(exc)
         except Exception as exc:

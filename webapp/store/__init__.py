@@ -1,5 +1,5 @@
 """Persistence: the append-only event log in SQLite (aiosqlite, WAL) and its migrations."""
 
-from webapp.store.repository import DebateRow, Store, StoreCorrupt
+from webapp.store.repository import DebateRow, StaleWrite, Store, StoreCorrupt
 
-__all__ = ["DebateRow", "Store", "StoreCorrupt"]
+__all__ = ["DebateRow", "StaleWrite", "Store", "StoreCorrupt"]

@@ -25,6 +25,10 @@ class StoreCorrupt(RuntimeError):
     """The database file failed its integrity check; it is left untouched."""
 
 
+class StaleWrite(RuntimeError):
+    """Another process appended to this debate's log since this one last read it."""
+
+
 class DebateRow(BaseModel):
     """One debate as the dashboard lists it."""
 
@@ -154,15 +158,20 @@ class Store:
         idem_key: str | None = None,
         summary: dict[str, Any] | None = None,
         at: datetime | None = None,
+        expected_seq: int | None = None,
     ) -> DebateEvent | None:
         """Commit one event (and the listing projection) atomically.
 
         Returns None when `idem_key` was already stored: a replay cannot store a turn twice.
+        With `expected_seq`, raises `StaleWrite` (storing nothing) if the event would not get that
+        sequence number, i.e. another process wrote to this debate meanwhile.
         """
         at = at or utcnow()
         payload = json.dumps(data, default=str)
         async with self._lock:
             try:
+                # Take the write lock before reading last_seq, so two processes cannot pick the same seq.
+                await self._db.execute("BEGIN IMMEDIATE")
                 async with self._db.execute(
                     "SELECT last_seq FROM debates WHERE id = ?", (debate_id,)
                 ) as cur:
@@ -170,6 +179,11 @@ class Store:
                 if row is None:
                     raise KeyError(f"no debate {debate_id!r}")
                 seq = int(row[0]) + 1
+                if expected_seq is not None and seq != expected_seq:
+                    raise StaleWrite(
+                        f"debate {debate_id} was changed by another process (its log is at event {seq - 1}, "
+                        f"this process expected {expected_seq - 1}); reload it"
+                    )
                 try:
                     await self._db.execute(
                         "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",

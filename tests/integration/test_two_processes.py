@@ -1,0 +1,87 @@
+"""Two processes on one database (say the CLI running a debate while the web app restarts): the log
+stays consistent, each write checks it extends what its writer last read, and the debate can be resumed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from webapp.engine.engine import Engine
+from webapp.engine.machine import State
+from webapp.engine.state import DebateState
+from webapp.models import DebateConfig, EventKind
+from webapp.providers.base import ProviderRequest, StreamItem
+from webapp.providers.demo import DemoProvider
+from webapp.store import StaleWrite
+
+
+class Source:
+    def __init__(self, speed: float) -> None:
+        self.provider = DemoProvider("demo", speed=speed)
+
+    def get(self, spec: object) -> DemoProvider:
+        return self.provider
+
+
+class HeldSecondTurn(DemoProvider):
+    """Streams the second turn's first words, then waits at a gate (a slow model mid-turn)."""
+
+    def __init__(self) -> None:
+        super().__init__("demo-instant", speed=0)
+        self.streaming = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
+        count = 0
+        async for item in super().stream(request):
+            yield item
+            count += 1
+            if request.context.get("turn_number") == 2 and count == 3 and not self.gate.is_set():
+                self.streaming.set()
+                await self.gate.wait()
+
+
+async def test_a_second_writer_takes_over_and_the_first_stops_cleanly(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    held = HeldSecondTurn()
+    cli = await Engine.open(db, providers=Source(speed=0))
+    cli.providers.provider = held
+    web = await Engine.open(db, providers=Source(speed=0))
+    try:
+        session = await cli.start(DebateConfig(topic="Should exams be open-book?", format="oxford", rounds=1))
+        await held.streaming.wait()  # the CLI is in the middle of the second turn
+        # The web app (re)starts and sees a "running" debate that it does not run: it marks it interrupted.
+        assert await web.recover_interrupted() == [session.id]
+        held.gate.set()
+        # The CLI's next write is refused as stale; its runner stops and its view is reloaded from the log.
+        assert await session.join() is State.PAUSED
+        assert session.state.machine.context.interrupted
+        events = await web.events(session.id)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        rebuilt = DebateState.from_events(events)  # the log still folds: nothing was written out of order
+        assert rebuilt.status is State.PAUSED
+        # The web app resumes and finishes it.
+        taken_over = await web.session(session.id)
+        await taken_over.resume()
+        assert await taken_over.join() is State.COMPLETED
+        keys = [t.key for t in taken_over.state.turns]
+        assert len(keys) == len(set(keys)) == 4
+    finally:
+        await cli.close()
+        await web.close()
+
+
+async def test_append_with_a_stale_expectation_stores_nothing(tmp_path: Path) -> None:
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(speed=0))
+    try:
+        debate_id = await engine.create(DebateConfig(topic="Stale writes", format="oxford"))
+        try:
+            await engine.store.append(debate_id, EventKind.NOTE, {"x": 1}, expected_seq=5)
+        except StaleWrite as exc:
+            assert "changed by another process" in str(exc)
+        else:
+            raise AssertionError("a stale append was stored")
+        assert [e.seq for e in await engine.events(debate_id)] == [1]
+    finally:
+        await engine.close()
