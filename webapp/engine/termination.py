@@ -175,6 +175,13 @@ async def _decide_free_form(call: AuxCall, state: DebateState, round_no: int,
     return {"stop": stop, "reason": f"the judge decided to stop: {reason}" if stop else reason}, calls
 
 
+async def _ask_rating(call: AuxCall, state: DebateState, prompt: str, purpose: str, field: str, round_no: int,
+                      calls: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
+    """A 0–100 rating from the judge's JSON reply (clamped), with the whole reply."""
+    data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, purpose, round=round_no), calls)
+    return max(0.0, min(100.0, float(data[field]))), data
+
+
 async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, transcript: str,
                               threshold: int) -> tuple[dict[str, Any], list[dict]]:
     prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
@@ -183,9 +190,7 @@ async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, 
               '"irreconcilable": true or false, "reason": "one sentence"}')
     calls: list[dict[str, Any]] = []
     try:
-        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "convergence",
-                                                                  round=round_no), calls)
-        agreement = max(0.0, min(100.0, float(data["agreement"])))
+        agreement, data = await _ask_rating(call, state, prompt, "convergence", "agreement", round_no, calls)
     except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
         return {"stop": False, "reason": f"the judge gave no usable agreement rating ({exc}); continuing"}, calls
     flag = data.get("irreconcilable")
@@ -208,9 +213,7 @@ async def _decide_quality(call: AuxCall, state: DebateState, round_no: int,
               'refined proposals from 0 to 100. Reply with JSON: {"score": 0-100, "reason": "one sentence"}')
     calls: list[dict[str, Any]] = []
     try:
-        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "quality",
-                                                                  round=round_no), calls)
-        score = max(0.0, min(100.0, float(data["score"])))
+        score, _ = await _ask_rating(call, state, prompt, "quality", "score", round_no, calls)
     except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
         return {"stop": False, "reason": f"the judge gave no usable quality score ({exc}); continuing"}, calls
     stop = score >= threshold
