@@ -27,6 +27,7 @@ from typing import Any
 from nicegui import Event, background_tasks, context
 
 from webapp.engine.engine import Engine
+from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
 
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 0.08  # seconds: fast enough to read as live, slow enough to batch ~3 tokens at 40 tok/s
 DASHBOARD_INTERVAL = 0.5  # seconds between dashboard refresh signals
+# Another process (the CLI) may drive a debate in the same database; it leaves no signal but its
+# writes, so watched debates and dashboards look at the log this often.
+FOLLOW_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class DebateChannel:
         self.flushes = 0
         self._unsubscribe = session.subscribe(self._on_message)
         self.task = background_tasks.create(self._run(), name=f"live-flush-{session.id}")
+        self.follow_task = background_tasks.create(self._follow(), name=f"live-follow-{session.id}")
 
     @property
     def watchers(self) -> int:
@@ -118,6 +123,16 @@ class DebateChannel:
         self._wake.set()
 
     # --- the flush loop -------------------------------------------------------------------------
+
+    async def _follow(self) -> None:
+        """While watched, pick up what another process writes to this debate (cancelled on close)."""
+        while not self._closed:
+            await asyncio.sleep(FOLLOW_INTERVAL)
+            if not self.session.running and self.session.state.status not in TERMINAL_STATES:
+                try:
+                    await self.session.catch_up()
+                except Exception:  # a failed look at the log must not end the live view
+                    log.exception("following debate %s failed", self.session.id)
 
     async def _run(self) -> None:
         while not self._closed:
@@ -159,6 +174,7 @@ class DebateChannel:
         self._closed = True
         self._unsubscribe()
         self.task.cancel()
+        self.follow_task.cancel()
         self.hub.channels.pop(self.session.id, None)
 
 
@@ -172,6 +188,22 @@ class LiveHub:
         self._changed: set[str] = set()
         self._dashboard_task: asyncio.Task[None] | None = None
         self._unsubscribe_all = engine.subscribe_all(self._on_any_event)
+        self._marker: tuple[int, str] | None = None
+        self._follow_task = background_tasks.create(self._follow_dashboards(), name="live-follow-dashboards")
+
+    async def _follow_dashboards(self) -> None:
+        """Notice debates other processes create or change, and tell open dashboards. The marker is
+        one cheap query, read every time so that a change made before a dashboard opened is not
+        mistaken for the baseline."""
+        while True:
+            try:
+                marker = await self.engine.store.last_change()
+            except Exception:  # the store is closing, or busy: look again next time
+                marker = self._marker
+            if self._marker is not None and marker != self._marker and self.dashboard.callbacks:
+                self.dashboard.emit(set())
+            self._marker = marker
+            await asyncio.sleep(FOLLOW_INTERVAL)
 
     def channel(self, session: DebateSession) -> DebateChannel:
         channel = self.channels.get(session.id)
@@ -203,6 +235,7 @@ class LiveHub:
 
     def close(self) -> None:
         self._unsubscribe_all()
+        self._follow_task.cancel()
         for channel in list(self.channels.values()):
             channel.close()
         if self._dashboard_task is not None:

@@ -85,3 +85,25 @@ async def test_append_with_a_stale_expectation_stores_nothing(tmp_path: Path) ->
         assert [e.seq for e in await engine.events(debate_id)] == [1]
     finally:
         await engine.close()
+
+
+async def test_catch_up_folds_in_and_broadcasts_what_another_process_wrote(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    runner = await Engine.open(db, providers=Source(speed=0))
+    watcher = await Engine.open(db, providers=Source(speed=0))
+    try:
+        debate_id = await runner.create(DebateConfig(topic="Is remote work here to stay?", format="oxford"))
+        watched = await watcher.session(debate_id)  # loaded before anything ran
+        heard: list[int] = []
+        watched.subscribe(lambda m: heard.append(m.event.seq) if hasattr(m, "event") else None)
+        session = await runner.session(debate_id)
+        session.ensure_running()
+        assert await session.join() is State.COMPLETED
+        count = await watched.catch_up()
+        assert count == session.state.last_seq - 1 and heard == list(range(2, session.state.last_seq + 1))
+        assert watched.state.status is State.COMPLETED
+        assert [t.text for t in watched.state.turns] == [t.text for t in session.state.turns]
+        assert await watched.catch_up() == 0
+    finally:
+        await runner.close()
+        await watcher.close()

@@ -160,6 +160,25 @@ class DebateSession(ProviderCalls, SpendingGuard):
             await self._transition(Event.CLARIFICATION_ANSWERED)
             self.ensure_running()
 
+    async def catch_up(self) -> int:
+        """Fold in and broadcast events another process appended to this debate's log (a debate run
+        by the CLI, say, watched from the web app); returns how many. Nothing to do while this
+        process runs the debate itself."""
+        if self.running:
+            return 0
+        async with self._commit_lock:
+            newer = await self.store.events_after(self.id, self.state.last_seq)
+            try:
+                for event in newer:
+                    self.state.apply(event)
+            except TransitionNotAllowed:  # cannot happen with a sound log; rebuild rather than guess
+                await self._reload()
+        for event in newer:
+            self.broadcaster.emit(LiveEvent(self.id, event))
+            if self._on_event is not None:
+                self._on_event(self, event)
+        return len(newer)
+
     async def shutdown(self) -> None:
         """Stop working without recording anything (a process exit is like a crash)."""
         await self._halt()

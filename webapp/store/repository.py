@@ -226,6 +226,24 @@ class Store:
             for row in rows
         ]
 
+    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
+        """Events appended after `seq` (by this or another process)."""
+        async with self._db.execute(
+            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            DebateEvent(debate_id=debate_id, seq=r[0], kind=EventKind(r[1]), at=datetime.fromisoformat(r[2]),
+                        data=json.loads(r[3]))
+            for r in rows
+        ]
+
+    async def last_change(self) -> tuple[int, str]:
+        """A cheap marker that moves whenever any debate is created or appended to, in any process."""
+        async with self._db.execute("SELECT count(*), coalesce(max(updated_at), '') FROM debates") as cur:
+            row = await cur.fetchone()
+        return int(row[0]), str(row[1])
+
     async def exists(self, debate_id: str) -> bool:
         async with self._db.execute("SELECT 1 FROM debates WHERE id = ?", (debate_id,)) as cur:
             return await cur.fetchone() is not None
