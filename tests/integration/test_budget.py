@@ -98,8 +98,8 @@ def turn_scripts(n: int) -> list[Script]:
 def dummy_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-openai-0000")
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-dummy-0000")
+    monkeypatch.setenv("OPENAI_API_KEY", "fake-openai-key-0000")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "fake-openrouter-key-0000")
     monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
     monkeypatch.delenv("ROSTRUM_DEMO_FAIL", raising=False)
 
@@ -262,7 +262,7 @@ async def test_a_hosted_preset_is_priced_by_its_service(server: FakeLLMServer, e
     assert await session.join() is State.COMPLETED
     ada = session.state.turns[0]
     assert ada.cost_usd == pytest.approx(genai_cost("openai/gpt-4o-mini", "openrouter", TURN_IN, TURN_OUT))
-    assert server.model_requests[0].headers["authorization"] == "Bearer sk-or-dummy-0000"
+    assert server.model_requests[0].headers["authorization"] == "Bearer fake-openrouter-key-0000"
 
 
 async def test_local_compatible_servers_cost_nothing(server: FakeLLMServer, engine: Engine) -> None:

@@ -52,7 +52,7 @@ class Providers:
 @pytest.fixture(autouse=True)
 def openai_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "fake-key-not-real")
 
 
 @pytest.fixture

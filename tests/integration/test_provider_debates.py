@@ -123,8 +123,8 @@ def dummy_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env
     for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):  # the SDKs would obey these
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-openai-0000")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-dummy-0000")
+    monkeypatch.setenv("OPENAI_API_KEY", "fake-openai-key-0000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-anthropic-key-0000")
 
 
 class WatchedServer(FakeLLMServer):
@@ -385,7 +385,7 @@ async def test_retry_after_is_honoured_up_to_the_cap(
 
 # --- fatal errors: the debate waits in *error*, RETRY redoes only the failed turn ----------------
 
-KEY_ECHO = "sk-dummy-openai-0000"
+KEY_ECHO = "fake-openai-key-0000"
 FATAL_FAULTS = {
     "401": (Script.unauthorized(message="This key is not valid here; check your organisation."), 401),
     "404": (Script.model_not_found(message="No such model on this account: ask your admin."), 404),

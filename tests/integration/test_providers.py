@@ -39,7 +39,7 @@ from webapp.providers.openai import OpenAIProvider, parse_retry_after, provider_
 from webapp.providers.registry import ProviderCache, check_spec, key_env_for, provider_status
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-test-secret-0123456789"
+KEY = "fake-key-for-tests-0123456789"
 
 
 def make_request(**kwargs: object) -> ProviderRequest:

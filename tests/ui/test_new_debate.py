@@ -115,7 +115,7 @@ async def test_format_presets_fill_a_cast_that_validates(user: User, format_id: 
 
 
 async def test_key_never_reaches_the_page(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-test-NEVER-SHOW-THIS-1234567890"
+    secret = "fake-key-NEVER-SHOW-THIS-1234567890"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     get_settings.cache_clear()
     await user.open("/new")

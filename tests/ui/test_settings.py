@@ -15,7 +15,7 @@ def provider_rows(user: User) -> dict[str, dict]:
 
 async def test_providers_show_whether_a_key_is_set_but_never_the_key(user: User,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-ant-SECRET-VALUE-0123456789"
+    secret = "fake-anthropic-key-SECRET-0123456789"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     get_settings.cache_clear()
     await user.open("/settings")
