@@ -61,7 +61,7 @@ async def test_chunks_are_coalesced_per_attempt_with_offsets(user: User) -> None
 
 
 async def test_a_channel_joining_mid_turn_continues_the_offsets(user: User) -> None:
-    session = FakeSession(live={"k": LiveTurn("k", "pro", "opening", 1, "speak", 3, text="already here")})
+    session = FakeSession(live={"k": LiveTurn("k", "pro", "opening", 1, "speak", 3, parts=["already here"])})
     channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
     session.broadcaster.emit(LiveChunk("d1", "k", "pro", "!"))
     assert channel.flush() == [ChunkDelta("k", "pro", 3, len("already here"), "!")]

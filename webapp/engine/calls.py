@@ -45,15 +45,6 @@ class ProviderSource(Protocol):
 TaskFactory = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
 
 
-class BudgetExceeded(Exception):
-    """A call was not made because it could cross the debate's cost limit."""
-
-    def __init__(self, what: str, estimate: float) -> None:
-        super().__init__(what)
-        self.what = what
-        self.estimate = estimate
-
-
 @dataclass
 class CallResult:
     """A finished provider call."""
@@ -85,6 +76,8 @@ class ProviderCalls:
         async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
                           transition: Any = None) -> DebateEvent | None: ...
 
+        def _ensure_affordable(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> None: ...
+
 
     async def _call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
                     slot: TurnSlot | None = None) -> CallResult:
@@ -108,10 +101,8 @@ class ProviderCalls:
                     if retries >= AUTO_RETRIES:
                         raise
                     retries += 1
-                delay = self.backoff_base * (2 ** (retries + timeouts - 1))
-                if exc.retry_after is not None:
-                    delay = max(delay if exc.retry_after else 0.0, exc.retry_after)
-                delay = min(delay, self.settings.retry_after_cap)
+                delay = min(_wait_before_retry(exc, self.backoff_base, retries + timeouts),
+                            self.settings.retry_after_cap)
                 await self._commit(EventKind.NOTE, {
                     "type": "retry", "turn": slot.key if slot else request.purpose, "attempt": attempt,
                     "error": exc.to_dict(), "wait_s": round(delay, 3),
@@ -142,7 +133,7 @@ class ProviderCalls:
                                     first.reschedule(None)
                                 parts.append(item.text)
                                 if slot is not None and slot.key in self.live:
-                                    self.live[slot.key].text += item.text
+                                    self.live[slot.key].parts.append(item.text)
                                     self.broadcaster.emit(LiveChunk(self.id, slot.key, slot.speaker, item.text))
                             elif isinstance(item, Completion):
                                 completion = item
@@ -170,11 +161,7 @@ class ProviderCalls:
         """A non-turn call (judge, summary, question): returns its text and a cost record.
 
         Raises `BudgetExceeded` instead of making a call that could cross the cost limit."""
-        limit = self.state.config.budget.cost_limit
-        if limit is not None:
-            estimate = self._estimate([(spec, request)])
-            if self.state.ledger.total_usd + estimate > limit:
-                raise BudgetExceeded(f"the {request.purpose} call could cost up to ${estimate:.4f}", estimate)
+        self._ensure_affordable(spec, request)
         result = await self._call(spec, request)
         record = {
             "model": result.model_label, "usage": result.usage.model_dump(), "cost_usd": result.cost_usd,
@@ -186,3 +173,13 @@ class ProviderCalls:
     def _abort_live(self, key: str, reason: str) -> None:
         if self.live.pop(key, None) is not None:
             self.broadcaster.emit(LiveTurnAborted(self.id, key, reason))
+
+
+def _wait_before_retry(exc: ProviderError, backoff_base: float, retry_number: int) -> float:
+    """Exponential backoff, unless the server said when: "retry now" (0) is honoured as such,
+    a later time is waited for at least (the caller caps it)."""
+    backoff = backoff_base * 2 ** (retry_number - 1)
+    if exc.retry_after is None:
+        return backoff
+    return 0.0 if exc.retry_after == 0 else max(backoff, exc.retry_after)
+

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from webapp.providers.base import Message, ProviderRequest
+
 # A sentence ends with . ! or ? (optionally followed by closing quotes or brackets) before a space or the end.
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
 
@@ -38,3 +40,17 @@ def rejection_note(words: int, limit: int) -> str:
 
 def truncation_note(words: int, limit: int) -> str:
     return f"truncated at a sentence boundary to the {limit}-word limit (was {words} words)"
+
+
+def shorter_request(request: ProviderRequest, reply: str, limit: int) -> ProviderRequest:
+    """Ask once more, for the same turn in fewer words (the "reject" word-limit action)."""
+    return request.model_copy(update={
+        "messages": [
+            *request.messages,
+            Message(role="assistant", content=reply),
+            Message(role="user", content=f"That was {word_count(reply)} words; the limit is {limit}. "
+                                         "Say it again in fewer words."),
+        ],
+        "context": {**request.context, "word_limit": limit, "retry_shorter": True},
+    })
+

@@ -15,7 +15,7 @@ from typing import Any
 from webapp.engine.calls import ProviderSource, TaskFactory
 from webapp.engine.machine import ACTIVE_STATES, Event, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
-from webapp.engine.schedule import ConfigError, prepare_config
+from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent
 from webapp.models import DebateConfig, DebateEvent, utcnow
@@ -77,20 +77,10 @@ class Engine:
 
     def validate(self, config: DebateConfig) -> DebateConfig:
         """Check a config completely (format, cast, rounds, provider keys); raises `ConfigError`."""
-        from webapp.providers.registry import check_spec
-
         config = prepare_config(config)
-        for index, participant in enumerate(config.participants):
-            problem = check_spec(participant)
-            if problem:
-                raise ConfigError(f"participants[{index}].provider", problem)
-        if config.judge.enabled:
-            for index, spec in enumerate(config.judge.judges):
-                problem = check_spec(spec)
-                if problem:
-                    raise ConfigError(f"judge.judges[{index}].provider", problem)
-            if config.judge.fallback is not None and (problem := check_spec(config.judge.fallback)):
-                raise ConfigError("judge.fallback.provider", problem)
+        problem = provider_problem(config)
+        if problem is not None:
+            raise ConfigError(*problem)
         return config
 
     async def create(self, config: DebateConfig) -> str:

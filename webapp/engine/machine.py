@@ -222,6 +222,13 @@ class DebateMachine:
     def can(self, event: Event, **params: Any) -> bool:
         return self._resolve(Event(event), params) is not None
 
+    def require(self, event: Event, **params: Any) -> Transition:
+        """The transition `event` would take now; raises `TransitionNotAllowed` (saying why) if none."""
+        transition = self._resolve(event, params)
+        if transition is None:
+            raise TransitionNotAllowed(self.state, event, self._refusal_reason(event))
+        return transition
+
     def _resolve(self, event: Event, params: dict[str, Any]) -> Transition | None:
         for transition in TRANSITIONS:
             if transition.source is self.state and transition.event is event:
@@ -236,9 +243,7 @@ class DebateMachine:
             event = Event(event)
         except ValueError:
             raise TransitionNotAllowed(self.state, str(event), "unknown event") from None
-        transition = self._resolve(event, params)
-        if transition is None:
-            raise TransitionNotAllowed(self.state, event, self._refusal_reason(event))
+        transition = self.require(event, **params)
         at = at or utcnow()
         ctx = self.context
         source = ctx.state

@@ -16,9 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from webapp.engine import termination
-from webapp.engine.calls import BudgetExceeded, ProviderCalls, ProviderSource, TaskFactory
+from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
 from webapp.engine.context import build_history, turns_to_summarise
-from webapp.engine.discipline import rejection_note, truncate_to_words, truncation_note, word_count
+from webapp.engine.discipline import (
+    rejection_note,
+    shorter_request,
+    truncate_to_words,
+    truncation_note,
+    word_count,
+)
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
 from webapp.engine.machine import (
@@ -37,9 +43,10 @@ from webapp.engine.schedule import (
     phase_steps,
     post_phases,
     pre_phases,
+    provider_problem,
     round_phases,
 )
-from webapp.engine.spending import SpendingGuard
+from webapp.engine.spending import BudgetExceeded, SpendingGuard
 from webapp.engine.state import DebateState
 from webapp.engine.stream import (
     Broadcaster,
@@ -47,7 +54,7 @@ from webapp.engine.stream import (
     LiveEvent,
     LiveTurn,
 )
-from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, utcnow
+from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
 from webapp.providers.base import (
     ErrorKind,
     ProviderError,
@@ -174,9 +181,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             except TransitionNotAllowed:  # cannot happen with a sound log; rebuild rather than guess
                 await self._reload()
         for event in newer:
-            self.broadcaster.emit(LiveEvent(self.id, event))
-            if self._on_event is not None:
-                self._on_event(self, event)
+            self._publish(event)
         return len(newer)
 
     async def shutdown(self) -> None:
@@ -184,8 +189,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         await self._halt()
 
     def _require(self, event: Event) -> None:
-        if not self.state.machine.can(event):
-            raise TransitionNotAllowed(self.state.status, event, self.state.machine._refusal_reason(event))
+        self.state.machine.require(event)
 
     async def _halt(self) -> None:
         task, self._task = self._task, None
@@ -212,7 +216,6 @@ class DebateSession(ProviderCalls, SpendingGuard):
             at = utcnow()
             if kind is EventKind.TURN and idem_key in state.turn_keys:
                 return None
-            snapshot = state.machine.context.model_copy(deep=True)
             if transition is not None:
                 event, params = transition
                 source, target = state.machine.send(event, at=at, **params)  # raises, changing nothing
@@ -222,17 +225,20 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 state.apply(record, sent=transition is not None)
                 stored = await self.store.append(state.id, kind, data, idem_key=idem_key,
                                                  summary=state.summary(), at=at, expected_seq=record.seq)
-            except BaseException:
-                state.machine.context = snapshot
+            except BaseException:  # nothing half-applied survives: rebuild the view from the log
                 await self._reload()
                 raise
             if stored is None:  # already in the log (a replay): the log wins
                 await self._reload()
                 return None
-        self.broadcaster.emit(LiveEvent(state.id, record))
-        if self._on_event is not None:
-            self._on_event(self, record)
+        self._publish(record)
         return record
+
+    def _publish(self, event: DebateEvent) -> None:
+        """Tell subscribers about an event that is already in the log."""
+        self.broadcaster.emit(LiveEvent(self.id, event))
+        if self._on_event is not None:
+            self._on_event(self, event)
 
     async def _reload(self) -> None:
         self.state = DebateState.from_events(await self.store.events(self.state.id))
@@ -283,18 +289,10 @@ class DebateSession(ProviderCalls, SpendingGuard):
                                position=self.state.machine.context.position.model_dump())
 
     async def _initialize(self) -> None:
-        from webapp.providers.registry import check_spec
-
-        config = self.state.config
-        for index, participant in enumerate(config.participants):
-            problem = check_spec(participant)
-            if problem:
-                raise ProviderError(ErrorKind.FATAL, participant.provider,
-                                    f"participants[{index}] ({participant.name}): {problem}", reason="config")
-        for spec in config.judge.judges:
-            problem = check_spec(spec)
-            if problem and config.judge.enabled:
-                raise ProviderError(ErrorKind.FATAL, spec.provider, f"judge: {problem}", reason="config")
+        problem = provider_problem(self.state.config)
+        if problem is not None:
+            field, message = problem
+            raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")
         first = self.state.format.phases[0]
         await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1).model_dump())
 
@@ -341,15 +339,18 @@ class DebateSession(ProviderCalls, SpendingGuard):
     def _steps(self, phase: Phase, round_no: int) -> list[Step]:
         return phase_steps(self.state.format, phase, round_no, self.state.config)
 
-    def _group_done(self, phase: Phase, round_no: int) -> bool:
-        return all(t.key in self.state.turn_keys for s in self._steps(phase, round_no) for t in s.turns)
+    def _first_unfinished(self, phase: Phase, round_no: int) -> Step | None:
+        for step in self._steps(phase, round_no):
+            if any(t.key not in self.state.turn_keys for t in step.turns):
+                return step
+        return None
 
     async def _close_markers(self) -> None:
         """Send PHASE_COMPLETE / ROUND_COMPLETE for groups finished but not yet marked (crash-safe)."""
         state = self.state
         block = {p.id for p in round_phases(state.format)}
         for phase, round_no in self._phase_groups():
-            if not self._group_done(phase, round_no):
+            if self._first_unfinished(phase, round_no) is not None:
                 return
             if (phase.id, round_no) not in state.phase_marks:
                 if state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
@@ -366,15 +367,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _next_step(self) -> Step | None:
         state, fmt = self.state, self.state.format
         for phase in pre_phases(fmt):
-            for step in self._steps(phase, 1):
-                if any(t.key not in state.turn_keys for t in step.turns):
-                    return step
+            if step := self._first_unfinished(phase, 1):
+                return step
         kind = fmt.termination.kind
         for round_no in range(1, state.total_rounds + 1):
             for phase in round_phases(fmt):
-                for step in self._steps(phase, round_no):
-                    if any(t.key not in state.turn_keys for t in step.turns):
-                        return step
+                if step := self._first_unfinished(phase, round_no):
+                    return step
             decision: dict[str, Any] = {}
             if kind != "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
                 decision = state.round_decisions.get(round_no) or await self._decide_round(round_no)
@@ -384,9 +383,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
             if decision.get("stop"):
                 break
         for phase in post_phases(fmt):
-            for step in self._steps(phase, 1):
-                if any(t.key not in state.turn_keys for t in step.turns):
-                    return step
+            if step := self._first_unfinished(phase, 1):
+                return step
         return None
 
     async def _after_round(self, round_no: int, last: bool) -> None:
@@ -482,14 +480,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if limit and word_count(text) > limit:
             if state.config.word_limit_action == "reject":
                 notes.append(rejection_note(word_count(text), limit))
-                shorter = request.model_copy(update={"messages": [
-                    *request.messages,
-                    request.messages[0].model_copy(update={"role": "assistant", "content": text}),
-                    request.messages[0].model_copy(update={
-                        "content": f"That was {word_count(text)} words; the limit is {limit}. "
-                                   "Say it again in fewer words."}),
-                ], "context": {**request.context, "word_limit": limit, "retry_shorter": True}})
-                second = await self._call(participant, shorter, slot=slot)
+                second = await self._call(participant, shorter_request(request, text, limit), slot=slot)
                 result.usage = result.usage + second.usage
                 result.cost_usd = None if None in (result.cost_usd, second.cost_usd) else (
                     result.cost_usd + second.cost_usd)
@@ -533,17 +524,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
         # Preparation notes, even when shown to the audience, are not arguments to be judged.
         visible = [t for t in state.turns if t.visible and t.act != "prepare"]
         budget = config.budget
-        judge_estimate = self._judge_estimate() or 0.0
+        judge_estimate = self._judge_estimate()
         self.judging_now = True
         try:
             if budget.cost_limit is not None and state.ledger.total_usd + judge_estimate > budget.cost_limit:
-                from webapp.models import Verdict
-
                 verdict = Verdict(available=False, reasoning="Verdict unavailable: the judge's estimated cost "
                                   f"(${judge_estimate:.4f}) does not fit under the cost limit.")
             elif not visible:
-                from webapp.models import Verdict
-
                 verdict = Verdict(available=False, reasoning="Verdict unavailable: no turns to judge.")
             else:
                 verdict = await judge_debate(call, config, state.format, visible)

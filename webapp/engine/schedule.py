@@ -7,6 +7,8 @@ how the log knows a turn is finished and must never be requested again.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from webapp.engine.formats import Format, Phase, get_format
@@ -41,6 +43,24 @@ class Step(BaseModel):
     round: int
     parallel: bool
     turns: list[TurnSlot]
+
+
+def provider_problem(config: DebateConfig) -> tuple[str, str] | None:
+    """The first participant or judge whose provider cannot be used (no key, no URL…), as
+    (field, message); checked when a debate is created and again each time it starts running,
+    since the environment may have changed in between."""
+    from webapp.providers.registry import check_spec  # the registry imports the providers; load late
+
+    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
+    if config.judge.enabled:
+        specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
+        if config.judge.fallback is not None:
+            specs.append(("judge.fallback", config.judge.fallback))
+    for field, spec in specs:
+        problem = check_spec(spec)
+        if problem:
+            return f"{field}.provider", problem
+    return None
 
 
 def default_cast(fmt: Format) -> list[Participant]:

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from webapp.settings import Settings
 
 
+class BudgetExceeded(Exception):
+    """A call was not made because it could cross the debate's cost limit."""
+
+    def __init__(self, what: str, estimate: float) -> None:
+        super().__init__(what)
+        self.what = what
+        self.estimate = estimate
+
+
 class SpendingGuard:
     """Budget checks on behalf of a debate session."""
 
@@ -60,8 +69,7 @@ class SpendingGuard:
         budget = self.state.config.budget
         spent = self.state.ledger.total_usd
         limit = budget.cost_limit or 0.0
-        judge_estimate = self._judge_estimate()
-        judge_fits = judge_estimate is not None and spent + judge_estimate <= limit
+        judge_fits = spent + self._judge_estimate() <= limit
         await self._commit(EventKind.WARNING, {
             "type": "cost_limit",
             "message": f"{what}; with ${spent:.4f} spent that would cross the ${limit:.4f} limit, "
@@ -72,16 +80,21 @@ class SpendingGuard:
             await self._transition(Event.STOP, verdict=judge_fits and self.state.status is not State.JUDGING,
                                    reason="cost limit")
 
-    def _judge_estimate(self) -> float | None:
+    def _judge_estimate(self) -> float:
+        """What the verdict could cost: every judge reading the whole transcript (unpriced: 0)."""
         state = self.state
         transcript_tokens = sum(len(t.text) // 4 + 12 for t in state.turns) + 400
-        total = 0.0
-        for spec in state.config.judge.judges:
-            cost = money.estimate_call(spec, transcript_tokens, spec.max_tokens, self.settings)
-            if cost.usd is None:
-                continue
-            total += cost.usd
-        return total
+        return sum(money.estimate_call(spec, transcript_tokens, spec.max_tokens, self.settings).usd or 0.0
+                   for spec in state.config.judge.judges)
+
+    def _ensure_affordable(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> None:
+        """Raise `BudgetExceeded` rather than let a call that could cross the cost limit be made."""
+        limit = self.state.config.budget.cost_limit
+        if limit is None:
+            return
+        estimate = self._estimate([(spec, request)])
+        if self.state.ledger.total_usd + estimate > limit:
+            raise BudgetExceeded(f"the {request.purpose} call could cost up to ${estimate:.4f}", estimate)
 
     async def _check_warning(self) -> None:
         """After a step: the actual spending crossed warn-at (once per debate)."""

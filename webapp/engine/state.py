@@ -13,7 +13,7 @@ from webapp.engine.budget import Ledger
 from webapp.engine.formats import Format, get_format
 from webapp.engine.machine import DebateMachine, MachineContext, State
 from webapp.engine.schedule import total_rounds
-from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Verdict
+from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Usage, Verdict
 
 
 class DebateState:
@@ -69,9 +69,6 @@ class DebateState:
                 return decision.get("reason")
         return None
 
-    def rounds_done(self) -> int:
-        return max(self.round_marks, default=0)
-
     def summary(self) -> dict[str, Any]:
         """The listing projection stored beside each event."""
         position = self.machine.context.position
@@ -109,9 +106,6 @@ class DebateState:
         if handler is not None:
             handler(event)
 
-    def _on_created(self, event: DebateEvent) -> None:
-        return None
-
     def _on_transition(self, event: DebateEvent, sent: bool = False) -> None:
         data = event.data
         params = dict(data.get("params") or {})
@@ -146,9 +140,7 @@ class DebateState:
 
     def _on_verdict(self, event: DebateEvent) -> None:
         self.verdict = Verdict.model_validate(event.data["verdict"])
-        for call in event.data.get("calls", []):
-            self.ledger.add(call["model"], "judge", 0, _usage(call), call.get("cost_usd"),
-                            call.get("cost_source", ""))
+        self._charge(event)
 
     def _on_round_decision(self, event: DebateEvent) -> None:
         self.round_decisions[int(event.data["round"])] = dict(event.data)
@@ -177,10 +169,5 @@ class DebateState:
         """Auxiliary model calls (judge checks, summaries, questions) cost money too."""
         for call in event.data.get("calls", []):
             self.ledger.add(call["model"], call.get("participant", "judge"), int(event.data.get("round", 0)),
-                            _usage(call), call.get("cost_usd"), call.get("cost_source", ""))
-
-
-def _usage(call: dict[str, Any]):
-    from webapp.models import Usage
-
-    return Usage.model_validate(call.get("usage") or {})
+                            Usage.model_validate(call.get("usage") or {}), call.get("cost_usd"),
+                            call.get("cost_source", ""))

@@ -71,8 +71,12 @@ class LiveTurn:
     round: int
     act: str
     attempt: int
-    text: str = ""
+    parts: list[str] = field(default_factory=list)  # appended per chunk; joined only when read
     started_at: datetime = field(default_factory=utcnow)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 class Broadcaster:
