@@ -22,19 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from webapp.engine.engine import Engine
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
-from webapp.providers.demo import DemoProvider
-
-
-class Instant:
-    def __init__(self) -> None:
-        self.provider = DemoProvider("demo-instant", speed=0)
-
-    def get(self, spec: object) -> DemoProvider:
-        return self.provider
+from webapp.providers.demo import OneProvider
 
 
 async def bench_debate(tmp: Path) -> dict[str, float]:
-    engine = await Engine.open(tmp / "debate.sqlite3", providers=Instant())
+    engine = await Engine.open(tmp / "debate.sqlite3", providers=OneProvider())
     times = []
     for seed in range(5):
         t0 = time.perf_counter()
@@ -49,7 +41,7 @@ async def bench_debate(tmp: Path) -> dict[str, float]:
 
 
 async def bench_store(tmp: Path) -> dict[str, float]:
-    engine = await Engine.open(tmp / "store.sqlite3", providers=Instant())
+    engine = await Engine.open(tmp / "store.sqlite3", providers=OneProvider())
     debate_id = await engine.create(DebateConfig(topic="store", format="roundtable", rounds=10))
     n = 600
     t0 = time.perf_counter()

@@ -8,15 +8,7 @@ from pathlib import Path
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import Budget, DebateConfig, JudgeConfig, JudgeSpec, Participant
-from webapp.providers.demo import DemoProvider
-
-
-class Shared:
-    def __init__(self) -> None:
-        self.provider = DemoProvider("demo-instant", speed=0)
-
-    def get(self, spec: object) -> DemoProvider:
-        return self.provider
+from webapp.providers.demo import OneProvider
 
 
 def cheap_pair() -> list[Participant]:
@@ -28,7 +20,7 @@ def cheap_pair() -> list[Participant]:
 
 
 async def test_a_round_decision_that_could_cross_the_limit_is_not_made(tmp_path: Path) -> None:
-    source = Shared()
+    source = OneProvider()
     engine = await Engine.open(tmp_path / "db.sqlite3", providers=source, backoff_base=0.01)
     try:
         session = await engine.start(DebateConfig(
@@ -48,7 +40,7 @@ async def test_a_round_decision_that_could_cross_the_limit_is_not_made(tmp_path:
 
 
 async def test_the_verdict_is_not_requested_when_it_could_cross_the_limit(tmp_path: Path) -> None:
-    source = Shared()
+    source = OneProvider()
     engine = await Engine.open(tmp_path / "db.sqlite3", providers=source, backoff_base=0.01)
     try:
         session = await engine.start(DebateConfig(

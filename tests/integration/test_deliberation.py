@@ -33,7 +33,7 @@ from webapp.providers.base import (
     estimate_request_tokens,
     estimate_tokens,
 )
-from webapp.providers.demo import DemoProvider
+from webapp.providers.demo import DemoProvider, OneProvider
 
 TOPIC = "Should cities ban cars from their centres?"
 Script = Callable[[ProviderRequest], str | None]
@@ -74,16 +74,6 @@ class ScriptedDemo:
     def turn(self, key: str) -> ProviderRequest:
         """The (last) request made for a turn key."""
         return [r for r in self.received if r.purpose == "turn" and r.context.get("turn_key") == key][-1]
-
-
-class OneProvider:
-    """A provider source handing out one shared provider for every participant and judge."""
-
-    def __init__(self, provider: Any) -> None:
-        self.provider = provider
-
-    def get(self, spec: Any) -> Any:
-        return self.provider
 
 
 Opener = Callable[[Any], Awaitable[Engine]]

@@ -10,15 +10,7 @@ import pytest
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig, Timeouts
-from webapp.providers.demo import DemoProvider, parse_failures
-
-
-class Source:
-    def __init__(self, provider: DemoProvider) -> None:
-        self.provider = provider
-
-    def get(self, spec: object) -> DemoProvider:
-        return self.provider
+from webapp.providers.demo import DemoProvider, OneProvider, parse_failures
 
 
 def test_failure_spec_parsing() -> None:
@@ -29,7 +21,7 @@ def test_failure_spec_parsing() -> None:
 @pytest.mark.parametrize("kind", ["rate_limit", "cut", "timeout", "server"])
 async def test_a_one_off_failure_is_retried_and_the_debate_completes(tmp_path: Path, kind: str) -> None:
     provider = DemoProvider("demo-instant", speed=0, failures={3: kind})
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(provider), backoff_base=0.001)
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider(provider), backoff_base=0.001)
     try:
         session = await engine.start(DebateConfig(topic="Is a hot dog a sandwich?", format="oxford", rounds=1,
                                                   timeouts=Timeouts(first_token=0.2)))
@@ -45,7 +37,7 @@ async def test_a_one_off_failure_is_retried_and_the_debate_completes(tmp_path: P
 
 async def test_a_persistent_fatal_failure_errors_then_retry_needs_the_cause_fixed(tmp_path: Path) -> None:
     provider = DemoProvider("demo-instant", speed=0, failures={2: "auth!"})
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(provider), backoff_base=0.001)
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider(provider), backoff_base=0.001)
     try:
         session = await engine.start(DebateConfig(topic="Is a hot dog a sandwich?", format="oxford", rounds=1))
         assert await session.join() is State.ERROR

@@ -20,19 +20,16 @@ from webapp.engine.schedule import plan
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnAborted, LiveTurnStarted
 from webapp.models import DebateConfig, EventKind
-from webapp.providers.demo import DemoProvider
+from webapp.providers.demo import DemoProvider, OneProvider
 
 TOPIC = "Cities should ban private cars from their centres"
 
 
-class Source:
+class Source(OneProvider):
     """One shared instant demo model; `failures` injects provider errors at turn numbers."""
 
     def __init__(self, failures: dict[int, str] | None = None) -> None:
-        self.provider = DemoProvider("demo-instant", speed=0, failures=failures or {})
-
-    def get(self, spec: Any) -> DemoProvider:
-        return self.provider
+        super().__init__(DemoProvider("demo-instant", speed=0, failures=failures or {}))
 
     def asked(self, purpose: str = "turn") -> list[str]:
         return [r.context.get("turn_key", "") for r in self.provider.received if r.purpose == purpose]

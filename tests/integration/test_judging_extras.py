@@ -2,44 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
+from tests.doubles import HeldDemo
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
-from webapp.providers.base import ProviderRequest, StreamItem
-from webapp.providers.demo import DemoProvider
-
-
-class GatedJudge(DemoProvider):
-    """Demo provider whose verdict call waits at a gate, so a test can act while the judge works."""
-
-    def __init__(self) -> None:
-        super().__init__("demo-instant", speed=0)
-        self.judging = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
-        if request.purpose == "verdict":
-            self.judging.set()
-            await self.gate.wait()
-        async for item in super().stream(request):
-            yield item
-
-
-class Source:
-    def __init__(self, provider: DemoProvider) -> None:
-        self.provider = provider
-
-    def get(self, spec: object) -> DemoProvider:
-        return self.provider
+from webapp.providers.demo import DemoProvider, OneProvider
 
 
 async def test_preparation_notes_are_not_shown_to_the_judge(tmp_path: Path) -> None:
     provider = DemoProvider("demo-instant", speed=0)
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(provider))
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider(provider))
     try:
         session = await engine.start(DebateConfig(topic="Is tea better than coffee?", format="classic",
                                                   questions=1, show_preparation=True))
@@ -54,11 +28,11 @@ async def test_preparation_notes_are_not_shown_to_the_judge(tmp_path: Path) -> N
 
 
 async def test_stop_with_verdict_during_judging_lets_the_judge_finish_once(tmp_path: Path) -> None:
-    provider = GatedJudge()
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(provider))
+    provider = HeldDemo(lambda r: r.purpose == "verdict")
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider(provider))
     try:
         session = await engine.start(DebateConfig(topic="Should homework be banned?", format="structured"))
-        await provider.judging.wait()
+        await provider.reached.wait()
         await session.stop(verdict=True)
         provider.gate.set()
         assert await session.join() is State.STOPPED

@@ -3,54 +3,25 @@ stays consistent, each write checks it extends what its writer last read, and th
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
+from tests.doubles import mid_second_turn
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
-from webapp.providers.base import ProviderRequest, StreamItem
-from webapp.providers.demo import DemoProvider
+from webapp.providers.demo import OneProvider
 from webapp.store import StaleWrite
-
-
-class Source:
-    def __init__(self, speed: float) -> None:
-        self.provider = DemoProvider("demo", speed=speed)
-
-    def get(self, spec: object) -> DemoProvider:
-        return self.provider
-
-
-class HeldSecondTurn(DemoProvider):
-    """Streams the second turn's first words, then waits at a gate (a slow model mid-turn)."""
-
-    def __init__(self) -> None:
-        super().__init__("demo-instant", speed=0)
-        self.streaming = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
-        count = 0
-        async for item in super().stream(request):
-            yield item
-            count += 1
-            if request.context.get("turn_number") == 2 and count == 3 and not self.gate.is_set():
-                self.streaming.set()
-                await self.gate.wait()
 
 
 async def test_a_second_writer_takes_over_and_the_first_stops_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "shared.sqlite3"
-    held = HeldSecondTurn()
-    cli = await Engine.open(db, providers=Source(speed=0))
-    cli.providers.provider = held
-    web = await Engine.open(db, providers=Source(speed=0))
+    held = mid_second_turn()
+    cli = await Engine.open(db, providers=OneProvider(held))
+    web = await Engine.open(db, providers=OneProvider())
     try:
         session = await cli.start(DebateConfig(topic="Should exams be open-book?", format="oxford", rounds=1))
-        await held.streaming.wait()  # the CLI is in the middle of the second turn
+        await held.reached.wait()  # the CLI is in the middle of the second turn
         # The web app (re)starts and sees a "running" debate that it does not run: it marks it interrupted.
         assert await web.recover_interrupted() == [session.id]
         held.gate.set()
@@ -73,7 +44,7 @@ async def test_a_second_writer_takes_over_and_the_first_stops_cleanly(tmp_path: 
 
 
 async def test_append_with_a_stale_expectation_stores_nothing(tmp_path: Path) -> None:
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Source(speed=0))
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider())
     try:
         debate_id = await engine.create(DebateConfig(topic="Stale writes", format="oxford"))
         try:
@@ -89,8 +60,8 @@ async def test_append_with_a_stale_expectation_stores_nothing(tmp_path: Path) ->
 
 async def test_catch_up_folds_in_and_broadcasts_what_another_process_wrote(tmp_path: Path) -> None:
     db = tmp_path / "shared.sqlite3"
-    runner = await Engine.open(db, providers=Source(speed=0))
-    watcher = await Engine.open(db, providers=Source(speed=0))
+    runner = await Engine.open(db, providers=OneProvider())
+    watcher = await Engine.open(db, providers=OneProvider())
     try:
         debate_id = await runner.create(DebateConfig(topic="Is remote work here to stay?", format="oxford"))
         watched = await watcher.session(debate_id)  # loaded before anything ran

@@ -18,19 +18,13 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, plan, prepare_config
 from webapp.models import Budget, DebateConfig, Participant
 from webapp.providers.base import ProviderRequest
-from webapp.providers.demo import DemoProvider
+from webapp.providers.demo import OneProvider
 
 TOPIC = "Cities should ban private cars from their centres"
 
 
-class Source:
+class Source(OneProvider):
     """One shared instant demo model for every participant and judge."""
-
-    def __init__(self) -> None:
-        self.provider = DemoProvider("demo-instant", speed=0, failures={})
-
-    def get(self, spec: Any) -> DemoProvider:
-        return self.provider
 
     def turn_requests(self) -> dict[str, ProviderRequest]:
         """Turn key -> the request that produced it (each turn is asked exactly once here)."""

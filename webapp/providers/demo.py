@@ -330,3 +330,15 @@ class DemoProvider:
             "stage the rollout so the riskiest assumptions are tested first, and review the results "
             "against the success criteria the user gave."
         )
+
+
+class OneProvider:
+    """A provider source that hands the same provider to every participant and judge — for tests,
+    benchmarks and offline runs of the engine without the registry. Defaults to an instant demo
+    model with no injected failures."""
+
+    def __init__(self, provider: Any = None) -> None:
+        self.provider = provider if provider is not None else DemoProvider("demo-instant", speed=0, failures={})
+
+    def get(self, spec: object) -> Any:
+        return self.provider
