@@ -43,6 +43,9 @@ class Termination(BaseModel):
     """When the round block stops repeating; always under the hard cap `max_rounds`."""
 
     kind: Literal["fixed", "judge", "convergence", "quality"] = "fixed"
+    # The user may pick the evaluation instead (DebateConfig.evaluation: quality, convergence or
+    # fixed), judged against DebateConfig.quality_threshold.
+    configurable: bool = False
     default_rounds: int = 1
     min_rounds: int = 1
     max_rounds: int = 1
@@ -325,7 +328,7 @@ COLLABORATIVE = Format(
     has_rounds=True,
     clarification=True,
     judge_synthesis=True,
-    termination=Termination(kind="quality", default_rounds=3, min_rounds=1, max_rounds=6),
+    termination=Termination(kind="quality", configurable=True, default_rounds=3, min_rounds=1, max_rounds=6),
     phases=[
         Phase(id="proposal", title="Proposal",
               instruction="Propose a solution. In later rounds, start from your previous refinement.",

@@ -210,13 +210,14 @@ def parse_ruling(text: str, labels: dict[str, str], criteria: list[str], judge: 
 
 
 def repair_request(original: ProviderRequest, reply: str, error: str) -> ProviderRequest:
-    """The one repair request: the bad reply, what was wrong with it, and a request for the fix."""
+    """The one repair request (for a verdict or any judge JSON): the bad reply, what was wrong with
+    it, and a request for the fix."""
     return original.model_copy(
         update={
             "messages": [
                 *original.messages,
                 Message(role="assistant", content=reply[:4000] or "(empty reply)"),
-                Message(role="user", content=f"That reply was not a valid verdict: {error}. "
+                Message(role="user", content=f"That reply was not valid: {error}. "
                         "Reply again with the corrected JSON object only."),
             ],
             "context": {**original.context, "repair": True, "validation_error": error},

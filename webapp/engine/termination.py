@@ -10,12 +10,18 @@ Judge-side calls go to the first judge; when it fails, the configured fallback j
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from webapp.engine.judge import VerdictInvalid, anonymised_transcript, assign_labels, extract_json, judge_debate
+from webapp.engine.judge import (
+    VerdictInvalid,
+    anonymised_transcript,
+    assign_labels,
+    extract_json,
+    judge_debate,
+    repair_request,
+)
 from webapp.engine.prompts import render_history
 from webapp.engine.schedule import TurnSlot
 from webapp.models import JudgeSpec, Participant, Turn
@@ -91,13 +97,7 @@ async def _ask_json(call: AuxCall, state: DebateState, request_for: RequestFor,
         try:
             return extract_json(text)
         except VerdictInvalid as exc:
-            repair = request.model_copy(update={
-                "messages": [*request.messages, Message(role="assistant", content=text[:4000]),
-                             Message(role="user", content=f"That reply was not valid: {exc}. "
-                                     "Reply again with the JSON object only.")],
-                "context": {**request.context, "repair": True},
-            })
-            text, record = await call(spec, repair)
+            text, record = await call(spec, repair_request(request, text, str(exc)))
             calls.append(record)
             return extract_json(text)
     assert failure is not None
@@ -120,11 +120,9 @@ def _names(state: DebateState) -> dict[str, str]:
 
 
 def evaluation_kind(state: DebateState) -> str:
-    """How rounds end: the format's policy, or for collaborative the configured evaluation."""
-    kind = state.format.termination.kind
-    if state.format.id == "collaborative":
-        return state.config.evaluation
-    return kind
+    """How rounds end: the format's policy, or the user's choice where the format leaves it open."""
+    termination = state.format.termination
+    return state.config.evaluation if termination.configurable else termination.kind
 
 
 async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict[str, Any], list[dict]]:
@@ -145,12 +143,10 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
     if kind == "judge":
         return await _decide_free_form(call, state, round_no, transcript)
     if kind == "convergence":
-        threshold = (state.config.quality_threshold if state.format.id == "collaborative"
+        threshold = (state.config.quality_threshold if state.format.termination.configurable
                      else state.config.convergence_threshold)
         return await _decide_convergence(call, state, round_no, transcript, threshold)
-    if kind == "quality":
-        return await _decide_quality(call, state, round_no, transcript)
-    return {"stop": False, "reason": "fixed rounds"}, []
+    return await _decide_quality(call, state, round_no, transcript)
 
 
 async def _decide_free_form(call: AuxCall, state: DebateState, round_no: int,
@@ -449,6 +445,3 @@ async def synthesize(call: AuxCall, state: DebateState) -> tuple[str, dict[str, 
                                                                      turn_key="synthesis"))
     return text, calls[0]
 
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False)
