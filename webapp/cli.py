@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import signal
 import sys
 import tomllib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from webapp import export
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.formats import FORMATS, get_format
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
@@ -125,7 +128,17 @@ def build_config(args: argparse.Namespace) -> DebateConfig:
 
 
 # --- commands ----------------------------------------------------------------------------------
-async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace, out: TextIO) -> int:
+@contextlib.asynccontextmanager
+async def opened(db: str) -> AsyncIterator[Engine]:
+    """The engine on `db` for one command, closed however the command ends."""
+    engine = await Engine.open(db)
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -> int:
     """Run a debate to its end (or until it needs a person who is not there) and report."""
     view = TerminalView(session, out)
     unsubscribe = session.subscribe(view)
@@ -138,10 +151,8 @@ async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace
         interrupted.set()
         pausing.append(loop.create_task(_pause_quietly(session)))
 
-    try:
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform/thread
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        pass
     try:
         session.ensure_running()
         while True:
@@ -163,10 +174,8 @@ async def drive(engine: Engine, session: DebateSession, args: argparse.Namespace
             break
     finally:
         unsubscribe()
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError):
-            pass
     state = session.state
     view._end_stream()
     print_verdict(state, out)
@@ -201,27 +210,24 @@ def report_end(state: DebateState, out: TextIO) -> int:
     return EXIT_STOPPED
 
 
-def write_export(state: DebateState, path: Path) -> None:
-    from webapp import export
+EXPORTERS: dict[str, Callable[[DebateState], str]] = {
+    ".md": export.to_markdown, ".markdown": export.to_markdown,
+    ".json": export.to_json,
+    ".txt": export.to_text, ".text": export.to_text,
+}
 
-    suffix = path.suffix.lower()
-    if suffix in (".md", ".markdown"):
-        text = export.to_markdown(state)
-    elif suffix == ".json":
-        data = export.to_json(state)
-        text = data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
-    elif suffix in (".txt", ".text"):
-        text = export.to_text(state)
-    else:
-        raise UsageError(f"export: unknown file type {suffix or '(none)'}; use .md, .json or .txt")
+
+def write_export(state: DebateState, path: Path) -> None:
+    exporter = EXPORTERS.get(path.suffix.lower())
+    if exporter is None:
+        raise UsageError(f"export: unknown file type {path.suffix or '(none)'}; use .md, .json or .txt")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(exporter(state), encoding="utf-8")
 
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
     config = build_config(args)
-    engine = await Engine.open(args.db)
-    try:
+    async with opened(args.db) as engine:
         try:
             config = engine.validate(config)
         except ConfigError as exc:
@@ -231,32 +237,23 @@ async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
         fmt = get_format(config.format)
         names = ", ".join(f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants)
         out.write(f"Debate {debate_id} — {fmt.title}\nTopic: {config.topic}\nParticipants: {names}\n")
-        return await drive(engine, session, args, out)
-    finally:
-        await engine.close()
+        return await drive(session, args, out)
 
 
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
-    engine = await Engine.open(args.db)
-    try:
+    async with opened(args.db) as engine:
         session = await engine.session(args.id)
         if session.state.status in TERMINAL_STATES:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
             return EXIT_OK if session.state.status is State.COMPLETED else EXIT_STOPPED
         out.write(f"Resuming {session.id} ({session.state.status.value}, {len(session.state.turns)} turns kept)\n")
-        view_session = session
         await engine.resume(session.id)
-        return await drive(engine, view_session, args, out)
-    finally:
-        await engine.close()
+        return await drive(session, args, out)
 
 
 async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    engine = await Engine.open(args.db)
-    try:
+    async with opened(args.db) as engine:
         rows, total = await engine.list_debates(limit=args.limit)
-    finally:
-        await engine.close()
     if args.json:
         out.write(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n")
         return EXIT_OK
@@ -272,24 +269,14 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _load_state(args: argparse.Namespace) -> DebateState:
-    engine = await Engine.open(args.db)
-    try:
+    async with opened(args.db) as engine:
         return (await engine.session(args.id)).state
-    finally:
-        await engine.close()
 
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    from webapp import export
-
     state = await _load_state(args)
-    if args.json:
-        data = export.to_json(state)
-        out.write((data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)) + "\n")
-    elif args.text:
-        out.write(export.to_text(state))
-    else:
-        out.write(export.to_markdown(state))
+    text = EXPORTERS[".json" if args.json else ".txt" if args.text else ".md"](state)
+    out.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
 
