@@ -223,4 +223,4 @@ async def test_find_id_accepts_unique_prefixes_only(store: Store):
     assert await store.find_id("ab") is None
     assert await store.find_id("a_c") is None  # `_` is not a wildcard
     assert await store.find_id("zzz") is None
-    assert await store.exists("abd456") and not await store.exists("abd")
+    assert await store.get_row("abd456") is not None and await store.get_row("abd") is None

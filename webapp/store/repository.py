@@ -48,6 +48,8 @@ class DebateRow(BaseModel):
     updated_at: datetime
 
 
+ROW_COLUMNS = tuple(DebateRow.model_fields)
+ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
 )
@@ -211,23 +213,11 @@ class Store:
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
 
     async def events(self, debate_id: str) -> list[DebateEvent]:
-        async with self._db.execute(
-            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? ORDER BY seq", (debate_id,)
-        ) as cur:
-            rows = await cur.fetchall()
-        return [
-            DebateEvent(
-                debate_id=debate_id,
-                seq=row[0],
-                kind=EventKind(row[1]),
-                at=datetime.fromisoformat(row[2]),
-                data=json.loads(row[3]),
-            )
-            for row in rows
-        ]
+        """A debate's whole log, in order."""
+        return await self.events_after(debate_id, 0)
 
     async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
-        """Events appended after `seq` (by this or another process)."""
+        """Events appended after `seq` (by this or another process), in order."""
         async with self._db.execute(
             "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
         ) as cur:
@@ -243,10 +233,6 @@ class Store:
         async with self._db.execute("SELECT count(*), coalesce(max(updated_at), '') FROM debates") as cur:
             row = await cur.fetchone()
         return int(row[0]), str(row[1])
-
-    async def exists(self, debate_id: str) -> bool:
-        async with self._db.execute("SELECT 1 FROM debates WHERE id = ?", (debate_id,)) as cur:
-            return await cur.fetchone() is not None
 
     async def find_id(self, prefix: str) -> str | None:
         """A debate id from a full id or a unique prefix of one."""
@@ -276,9 +262,7 @@ class Store:
         async with self._db.execute(f"SELECT count(*) FROM debates WHERE {clause}", params) as cur:
             total = int((await cur.fetchone())[0])
         async with self._db.execute(
-            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, interrupted, turn_count,"
-            f" participants, created_at, updated_at FROM debates WHERE {clause}"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
             (*params, limit, offset),
         ) as cur:
             rows = await cur.fetchall()
@@ -292,33 +276,12 @@ class Store:
             return [r[0] for r in await cur.fetchall()]
 
     async def get_row(self, debate_id: str) -> DebateRow | None:
-        rows, _ = await self._rows_where("id = ?", (debate_id,))
-        return rows[0] if rows else None
-
-    async def _rows_where(self, clause: str, params: tuple[Any, ...]) -> tuple[list[DebateRow], int]:
-        async with self._db.execute(
-            "SELECT id, topic, format, status, phase, round, total_rounds, cost_usd, unpriced, interrupted, turn_count,"
-            f" participants, created_at, updated_at FROM debates WHERE {clause}",
-            params,
-        ) as cur:
-            rows = await cur.fetchall()
-        return [self._row(r) for r in rows], len(rows)
+        async with self._db.execute(f"SELECT {ROW_SELECT} FROM debates WHERE id = ?", (debate_id,)) as cur:
+            row = await cur.fetchone()
+        return self._row(row) if row else None
 
     @staticmethod
     def _row(r: tuple[Any, ...]) -> DebateRow:
-        return DebateRow(
-            id=r[0],
-            topic=r[1],
-            format=r[2],
-            status=r[3],
-            phase=r[4],
-            round=r[5],
-            total_rounds=r[6],
-            cost_usd=r[7],
-            unpriced=bool(r[8]),
-            interrupted=bool(r[9]),
-            turn_count=r[10],
-            participants=json.loads(r[11]),
-            created_at=datetime.fromisoformat(r[12]),
-            updated_at=datetime.fromisoformat(r[13]),
-        )
+        values = dict(zip(ROW_COLUMNS, r, strict=True))
+        values["participants"] = json.loads(values["participants"])
+        return DebateRow.model_validate(values)
