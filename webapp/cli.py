@@ -35,7 +35,7 @@ from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
 from webapp.settings import get_settings
 from webapp.store import StoreCorrupt
-from webapp.terminal import TerminalView, ask_answers, print_costs, print_verdict
+from webapp.terminal import TerminalView, ask_answers, print_costs, print_timing, print_verdict
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 SPEC_SPLIT = re.compile(r",(?=\s*[A-Za-z_]+\s*=)")
@@ -181,6 +181,7 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -
     print_verdict(state, out)
     if state.turns or state.verdict:
         print_costs(state, out)
+        print_timing(state, out)
     if getattr(args, "export", None):
         write_export(state, Path(args.export))
         out.write(f"\nExported to {args.export}\n")

@@ -156,3 +156,11 @@ def ask_answers(state: DebateState, out: TextIO, inp: TextIO) -> dict[str, list[
             line = inp.readline()
             answers[pid].append(line.strip())
     return answers
+
+
+def print_timing(state: DebateState, out: TextIO) -> None:
+    """Active time (paused and waiting time excluded), in total and per phase."""
+    context = state.machine.context
+    titles = {p.id: p.title for p in state.format.phases}
+    phases = ", ".join(f"{titles.get(pid, pid)} {seconds:.1f} s" for pid, seconds in context.phase_durations.items())
+    out.write(f"\nTime debating: {state.machine.elapsed():.1f} s" + (f" ({phases})" if phases else "") + "\n")

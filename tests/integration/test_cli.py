@@ -50,6 +50,7 @@ def test_debate_streams_phases_progress_verdict_and_costs(tmp_path: Path) -> Non
     assert "Proposition (pro, demo:demo):" in out and "Opposition (con, demo:demo):" in out
     assert "=== Verdict ===" in out and "Winner:" in out
     assert "=== Cost ===" in out and "simulated demo prices" in out
+    assert "Time debating: " in out and "Rebuttal " in out.split("Time debating: ", 1)[1]
     assert out.rstrip().endswith("completed (all rounds completed)")
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.provider_helpers import genai_cost
 from webapp.engine.budget import Cost, Ledger, check_budget, cost_of, estimate_call
 from webapp.models import JudgeSpec, Participant, Usage
 from webapp.providers.compatible import PRESETS
@@ -19,9 +18,7 @@ USAGE = Usage(input_tokens=12_000, output_tokens=3_000)
 
 
 def genai(model: str, provider: str, usage: Usage) -> float:
-    price = calc_price(PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                                  cache_read_tokens=usage.cached_tokens or None), model, provider_id=provider)
-    return float(price.total_price)
+    return genai_cost(model, provider, usage.input_tokens, usage.output_tokens, usage.cached_tokens)
 
 
 @pytest.mark.parametrize(
@@ -150,7 +147,8 @@ def test_estimate_bounds_any_call_that_stays_within_its_allowance(
         (0.5, 0.51, None, 1.0, "limit"),
         (0.5, None, None, 0.6, "ok"),  # an unpriced call adds nothing known
         (0.7, 0.1, 0.7, 1.0, "warn"),
-        (0.69, 0.1, 0.7, 1.0, "ok"),
+        (0.59, 0.1, 0.7, 1.0, "ok"),  # just below warn-at even after the call
+        (0.65, 0.1, 0.7, 1.0, "warn"),  # the call could bring spending past warn-at
         (0.9, 0.2, 0.5, 1.0, "limit"),  # the limit outranks the warning
         (5.0, 1.0, None, None, "ok"),
     ],

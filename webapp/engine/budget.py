@@ -170,10 +170,11 @@ BudgetCheck = Literal["ok", "warn", "limit"]
 
 
 def check_budget(spent: float, next_cost: float | None, warn_at: float | None, cost_limit: float | None) -> BudgetCheck:
-    """Where spending stands if a call costing at most `next_cost` is made (None = unpriced: 0)."""
+    """Where spending would stand after a call costing at most `next_cost` (None = unpriced: 0; pass 0
+    to check what was actually spent): over the hard limit, at or past warn-at, or fine."""
     projected = spent + (next_cost or 0.0)
     if cost_limit is not None and projected > cost_limit:
         return "limit"
-    if warn_at is not None and spent >= warn_at:
+    if warn_at is not None and projected >= warn_at:
         return "warn"
     return "ok"

@@ -89,11 +89,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
         self._on_event = on_event
         self.broadcaster = Broadcaster()
         self.live: dict[str, LiveTurn] = {}
-        self.judging_now = False
         self._task: asyncio.Task[None] | None = None
         self._commit_lock = asyncio.Lock()
         self._command_lock = asyncio.Lock()
-        self._pending_calls: list[dict[str, Any]] = []
 
     @property
     def id(self) -> str:
@@ -525,23 +523,19 @@ class DebateSession(ProviderCalls, SpendingGuard):
         visible = [t for t in state.turns if t.visible and t.act != "prepare"]
         budget = config.budget
         judge_estimate = self._judge_estimate()
-        self.judging_now = True
-        try:
-            if budget.cost_limit is not None and state.ledger.total_usd + judge_estimate > budget.cost_limit:
-                verdict = Verdict(available=False, reasoning="Verdict unavailable: the judge's estimated cost "
-                                  f"(${judge_estimate:.4f}) does not fit under the cost limit.")
-            elif not visible:
-                verdict = Verdict(available=False, reasoning="Verdict unavailable: no turns to judge.")
-            else:
-                verdict = await judge_debate(call, config, state.format, visible)
-                synthesis = await termination.synthesize(self._aux_call, state)
-                if synthesis is not None:
-                    verdict.synthesis, record = synthesis
-                    calls.append(record)
-        finally:
-            self.judging_now = False
-        verdict.ended_because = state.ended_because or ("all rounds completed" if not state.machine.context.stopping
-                                                        else None)
+        if budget.cost_limit is not None and state.ledger.total_usd + judge_estimate > budget.cost_limit:
+            verdict = Verdict(available=False, reasoning="Verdict unavailable: the judge's estimated cost "
+                              f"(${judge_estimate:.4f}) does not fit under the cost limit.")
+        elif not visible:
+            verdict = Verdict(available=False, reasoning="Verdict unavailable: no turns to judge.")
+        else:
+            verdict = await judge_debate(call, config, state.format, visible)
+            synthesis = await termination.synthesize(self._aux_call, state)
+            if synthesis is not None:
+                verdict.synthesis, record = synthesis
+                calls.append(record)
+        verdict.ended_because = state.ended_because or (
+            None if state.machine.context.stopping else "all rounds completed")
         await self._commit(EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": calls},
                            idem_key="verdict")
         await self._transition(Event.VERDICT_READY)

@@ -56,10 +56,11 @@ class SpendingGuard:
         budget = self.state.config.budget
         estimate = self._estimate(calls)
         spent = self.state.ledger.total_usd
-        if budget.cost_limit is not None and spent + estimate > budget.cost_limit:
+        standing = money.check_budget(spent, estimate, self._warn_at(), budget.cost_limit)
+        if standing == "limit":
             await self._stop_for_budget(f"the next call could cost up to ${estimate:.4f}", estimate)
             return False
-        if budget.warn_at is not None and not self.state.cost_warned and spent + estimate >= budget.warn_at:
+        if standing == "warn":
             await self._warn(spent, f"spending is ${spent:.4f} and the next call could bring it to "
                                     f"${spent + estimate:.4f}, past the ${budget.warn_at:.4f} warning threshold")
             return self.state.status is not State.AWAITING_ACK
@@ -100,10 +101,14 @@ class SpendingGuard:
         """After a step: the actual spending crossed warn-at (once per debate)."""
         budget = self.state.config.budget
         spent = self.state.ledger.total_usd
-        if budget.warn_at is None or self.state.cost_warned or spent < budget.warn_at:
+        if money.check_budget(spent, 0.0, self._warn_at(), None) != "warn":
             return
         await self._warn(spent, f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} "
                                 "warning threshold")
+
+    def _warn_at(self) -> float | None:
+        """The warning threshold, until the (one) warning has been given."""
+        return None if self.state.cost_warned else self.state.config.budget.warn_at
 
     async def _warn(self, spent: float, message: str) -> None:
         await self._commit(EventKind.WARNING, {

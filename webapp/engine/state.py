@@ -24,7 +24,6 @@ class DebateState:
         self.config = config
         self.format: Format = get_format(config.format)
         self.created_at = created_at
-        self.updated_at = created_at
         self.machine = DebateMachine(
             MachineContext(
                 max_retries=config.max_retries,
@@ -98,7 +97,6 @@ class DebateState:
     def apply(self, event: DebateEvent, sent: bool = False) -> None:
         """Fold one event in. `sent=True`: a live transition already applied to the machine."""
         self.last_seq = event.seq
-        self.updated_at = event.at
         if event.kind is EventKind.TRANSITION:
             self._on_transition(event, sent)
             return
