@@ -10,6 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from dotenv import dotenv_values
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -52,9 +53,14 @@ def read_env_var(name: str) -> str | None:
     if value:
         return value
     env_file = Path(".env")
-    if env_file.is_file():
-        for line in env_file.read_text(encoding="utf-8").splitlines():
-            key, sep, raw = line.partition("=")
-            if sep and key.strip().removeprefix("export ").strip() == name:
-                return raw.strip().strip('"').strip("'") or None
-    return None
+    try:
+        stamp = env_file.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _dotenv(env_file.resolve(), stamp).get(name) or None
+
+
+@lru_cache(maxsize=4)
+def _dotenv(path: Path, mtime_ns: int) -> dict[str, str | None]:
+    """The parsed `.env`, read again only when the file changes (keys are looked up on every call)."""
+    return dotenv_values(path)
