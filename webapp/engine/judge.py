@@ -307,7 +307,7 @@ def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[s
 
 
 def _judge_names(specs: list[JudgeSpec]) -> list[str]:
-    """Display names of a panel's judges; repeated models get #2, #3 so each ruling stays distinct."""
+    """Display names of a panel's judges; the same model from two servers gets #2 so each ruling stays distinct."""
     seen: dict[str, int] = {}
     names = []
     for spec in specs:
