@@ -91,8 +91,9 @@ def test_empty_topic_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_huge_topic_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _ = run("debate", "x" * 5000, "--db", str(tmp_path / "huge.sqlite3"))
+    err = capsys.readouterr().err
     assert code == EXIT_USAGE
-    assert "topic" in capsys.readouterr().err and "2000" in capsys.readouterr().err + "2000"
+    assert "topic" in err and "2000" in err
 
 
 def test_show_json_has_the_documented_shape(tmp_path: Path) -> None:
