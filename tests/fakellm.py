@@ -80,7 +80,9 @@ class Script:
     `cut_after=N` closes the socket after N text chunks; `no_terminal` ends the body cleanly without
     the finish reason, usage, `[DONE]` / `message_delta`, `message_stop`; `stream_error` sends an
     in-stream error event after `stream_error_after` text chunks; `first_token_delay` (seconds) or
-    `hold` (an event the test sets) delays the first text chunk; `usage=False` omits usage.
+    `hold` (an event the test sets) delays the first text chunk; `usage=False` omits usage. While a
+    `hold` waits the server's `holding` event is set; a client that leaves meanwhile ends the stream
+    and sets `client_left`.
     """
 
     text: str | None = None
@@ -270,6 +272,10 @@ class FakeLLMServer:
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Set from the server's thread: a held script is waiting for its gate; a client left a held
+        # stream (its request was abandoned, e.g. on a timeout or a cancel). Tests wait on them.
+        self.holding = threading.Event()
+        self.client_left = threading.Event()
 
     # --- public API -------------------------------------------------------------------------
 
@@ -316,10 +322,12 @@ class FakeLLMServer:
             self._scripts.extend(scripts)
 
     def reset(self) -> None:
-        """Forget queued scripts and recorded requests."""
+        """Forget queued scripts and recorded requests, and clear `holding` and `client_left`."""
         with self._lock:
             self._scripts.clear()
             self._requests.clear()
+        self.holding.clear()
+        self.client_left.clear()
 
     def start(self) -> FakeLLMServer:
         """Start serving in a background thread; returns once the port is bound."""
@@ -439,7 +447,7 @@ class FakeLLMServer:
                 self._requests.append(request)
         keep = headers.get("connection", "").lower() != "close"
         if protocol is not None:
-            return await self._model_response(request, writer) and keep
+            return await self._model_response(request, reader, writer) and keep
         await self._other_response(request, writer)
         return keep
 
@@ -513,7 +521,9 @@ class FakeLLMServer:
             return self.reply
         return (self.reply or default_reply)(request)
 
-    async def _model_response(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+    async def _model_response(
+        self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         script = self._next_script()
         protocol = request.protocol or "openai"
         request_id = script.request_id or f"req_fake_{next(self._ids):04d}"
@@ -552,9 +562,8 @@ class FakeLLMServer:
             "transfer-encoding: chunked",
         ] + [f"{k}: {v}" for k, v in headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-        if protocol == "openai":
-            return await self._stream_openai(writer, request, script, chunks, usage)
-        return await self._stream_anthropic(writer, request, script, chunks, usage)
+        stream = self._stream_openai if protocol == "openai" else self._stream_anthropic
+        return await stream(reader, writer, request, script, chunks, usage)
 
     def _error_body(self, protocol: WireProtocol, script: Script, request: RecordedRequest, rid: str) -> Any:
         if protocol == "openai":
@@ -628,24 +637,56 @@ class FakeLLMServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 
-    async def _before_piece(self, writer: asyncio.StreamWriter, script: Script, index: int) -> str | None:
-        """Waits and faults before text chunk `index`: returns "cut", "error" or None to go on."""
-        if index == 0:
-            if script.first_token_delay:
-                await asyncio.sleep(script.first_token_delay)
-            while script.hold is not None and not script.hold.is_set():
-                await asyncio.sleep(0.01)
-        elif script.chunk_delay or self.chunk_delay:
-            await asyncio.sleep(script.chunk_delay or self.chunk_delay)
-        if script.cut_after is not None and index >= script.cut_after:
-            writer.close()  # no terminating chunk: the client sees an incomplete body
-            return "cut"
-        if script.stream_error is not None and index >= script.stream_error_after:
-            return "error"
+    async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: threading.Event) -> bool:
+        """Wait for a held script's gate; False (and `client_left` set) if the client goes first."""
+        if gate.is_set():
+            return True
+        self.holding.set()
+        while not gate.is_set():
+            if reader.at_eof() or writer.transport.is_closing():
+                self.client_left.set()
+                return False
+            await asyncio.sleep(0.005)  # the gate is a thread's Event: nothing to await
+        return True
+
+    async def _pieces(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        script: Script,
+        chunks: Sequence[str],
+        piece: Callable[[str], str],
+        error: Callable[[str, str], str],
+    ) -> bool | None:
+        """Send the text chunks (as `piece` events) with the script's waits and faults.
+
+        Returns False when the connection was cut (keep-alive ends), True when an `error` event
+        ended the stream, None when every chunk went out and the terminal events are due.
+        """
+        for index in range(len(chunks) + 1):
+            if index == 0:
+                if script.first_token_delay:
+                    await asyncio.sleep(script.first_token_delay)
+                if script.hold is not None and not await self._hold(reader, writer, script.hold):
+                    return False
+            elif script.chunk_delay or self.chunk_delay:
+                await asyncio.sleep(script.chunk_delay or self.chunk_delay)
+            if script.cut_after is not None and index >= script.cut_after:
+                writer.close()  # no terminating chunk: the client sees an incomplete body
+                return False
+            if script.stream_error is not None and index >= script.stream_error_after:
+                etype = script.stream_error
+                message = script.error_message or _STREAM_ERROR_MESSAGES.get(etype, f"Stream error: {etype}")
+                await self._chunk(writer, error(etype, message))
+                await self._end(writer)
+                return True
+            if index < len(chunks):
+                await self._chunk(writer, piece(chunks[index]))
         return None
 
     async def _stream_openai(
         self,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         request: RecordedRequest,
         script: Script,
@@ -666,18 +707,16 @@ class FakeLLMServer:
             return data({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
         await self._chunk(writer, choice({"role": "assistant", "content": ""}))
-        for index in range(len(chunks) + 1):
-            fault = await self._before_piece(writer, script, index)
-            if fault == "cut":
-                return False
-            if fault == "error":
-                etype = script.stream_error or "server_error"
-                message = script.error_message or _STREAM_ERROR_MESSAGES.get(etype, f"Stream error: {etype}")
-                await self._chunk(writer, data({"error": {"message": message, "type": etype, "code": None}}))
-                await self._end(writer)
-                return True
-            if index < len(chunks):
-                await self._chunk(writer, choice({"content": chunks[index]}))
+        ended = await self._pieces(
+            reader,
+            writer,
+            script,
+            chunks,
+            lambda text: choice({"content": text}),
+            lambda etype, message: data({"error": {"message": message, "type": etype, "code": None}}),
+        )
+        if ended is not None:
+            return ended
         if script.no_terminal:
             await self._end(writer)
             return True
@@ -707,6 +746,7 @@ class FakeLLMServer:
 
     async def _stream_anthropic(
         self,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         request: RecordedRequest,
         script: Script,
@@ -744,24 +784,16 @@ class FakeLLMServer:
             writer, event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
         )
         await self._chunk(writer, event("ping", {}))
-        for index in range(len(chunks) + 1):
-            fault = await self._before_piece(writer, script, index)
-            if fault == "cut":
-                return False
-            if fault == "error":
-                etype = script.stream_error or "api_error"
-                message = script.error_message or _STREAM_ERROR_MESSAGES.get(etype, f"Stream error: {etype}")
-                await self._chunk(writer, event("error", {"error": {"type": etype, "message": message}}))
-                await self._end(writer)
-                return True
-            if index < len(chunks):
-                await self._chunk(
-                    writer,
-                    event(
-                        "content_block_delta",
-                        {"index": 0, "delta": {"type": "text_delta", "text": chunks[index]}},
-                    ),
-                )
+        ended = await self._pieces(
+            reader,
+            writer,
+            script,
+            chunks,
+            lambda text: event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            lambda etype, message: event("error", {"error": {"type": etype, "message": message}}),
+        )
+        if ended is not None:
+            return ended
         await self._chunk(writer, event("content_block_stop", {"index": 0}))
         if script.no_terminal:
             await self._end(writer)

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
 
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
+from tests.provider_helpers import genai_cost, open_engine, round_of, use_fake_keys, verdict_json
 from webapp.engine import budget as money
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -28,17 +27,8 @@ from webapp.settings import PriceOverride, Settings
 
 MODEL = "gpt-4o-mini"
 CRITERIA = ["clarity"]
-VERDICT_JSON = json.dumps(
-    {
-        "winner": "B",
-        "scores": {"A": 55, "B": 66},
-        "criteria": {"clarity": {"A": {"score": 50, "note": "ok"}, "B": {"score": 70, "note": "clear"}}},
-        "reasoning": "B was clearer.",
-        "confidence": 0.6,
-    }
-)
+VERDICT_JSON = verdict_json("B", {"A": 55, "B": 66}, CRITERIA, "B was clearer.", 0.6)
 SPEAKER = re.compile(r"^You are (\w+),")
-ROUND = re.compile(r"\(round (\d+) of \d+\)")
 # Every debate turn below reports this usage: 200 in, 1000 out (at most the turn's max_tokens).
 TURN_IN, TURN_OUT = 200, 1000
 
@@ -48,18 +38,12 @@ def call_of(request: RecordedRequest) -> str:
     if request.wants_json:
         return "judge"
     speaker = SPEAKER.match(str(request.body.get("messages", [{}])[0].get("content", "")))
-    match = ROUND.search(request.last_user_text)
-    assert speaker and match, request.prompt_text[:300]
-    return f"{speaker.group(1)}/r{match.group(1)}"
+    assert speaker, request.prompt_text[:300]
+    return f"{speaker.group(1)}/r{round_of(request)}"
 
 
 def counts(server: FakeLLMServer) -> Counter[str]:
     return Counter(call_of(r) for r in server.model_requests)
-
-
-def genai_cost(model: str, provider: str, input_tokens: int, output_tokens: int) -> float:
-    return float(calc_price(PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens), model,
-                            provider_id=provider).total_price)
 
 
 TURN_COST = genai_cost(MODEL, "openai", TURN_IN, TURN_OUT)
@@ -96,26 +80,15 @@ def turn_scripts(n: int) -> list[Script]:
 
 @pytest.fixture(autouse=True)
 def dummy_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "fake-openai-key-0000")
-    monkeypatch.setenv("OPENROUTER_API_KEY", "fake-openrouter-key-0000")
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
+    use_fake_keys(monkeypatch, tmp_path, OPENAI_API_KEY="fake-openai-key-0000",
+                  OPENROUTER_API_KEY="fake-openrouter-key-0000", ROSTRUM_DEMO_SPEED="0")
     monkeypatch.delenv("ROSTRUM_DEMO_FAIL", raising=False)
 
 
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer(json_reply=VERDICT_JSON).start()
-    try:
+    with FakeLLMServer(json_reply=VERDICT_JSON) as fake:
         yield fake
-    finally:
-        fake.stop()
-
-
-async def open_engine(tmp_path: Path, settings: Settings | None = None) -> Engine:
-    settings = settings or Settings(db=tmp_path / "db.sqlite3")
-    return await Engine.open(tmp_path / "db.sqlite3", settings=settings, backoff_base=0.01)
 
 
 @pytest.fixture
@@ -301,7 +274,7 @@ async def test_price_override_table_from_settings(server: FakeLLMServer, tmp_pat
         await engine.close()
 
 
-async def test_price_overrides_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_price_overrides_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROSTRUM_PRICE_OVERRIDES", json.dumps({"my-model": {"input_per_mtok": 1.5,
                                                                            "output_per_mtok": 4}}))
     settings = Settings()

@@ -6,7 +6,6 @@ temporary directory, and a working directory without `.env`. Only 127.0.0.1 is e
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import subprocess
@@ -17,20 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.fakellm import FakeLLMServer
+from tests.provider_helpers import verdict_json
 from webapp.models import DEFAULT_CRITERIA
 from webapp.providers.compatible import PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
-VERDICT_JSON = json.dumps(
-    {
-        "winner": "A",
-        "scores": {"A": 74, "B": 61},
-        "criteria": {c: {"A": {"score": 74, "note": "solid"}, "B": {"score": 61, "note": "thin"}}
-                     for c in DEFAULT_CRITERIA},
-        "reasoning": "Debater A engaged with every objection.",
-        "confidence": 0.7,
-    }
-)
+VERDICT_JSON = verdict_json("A", {"A": 74, "B": 61}, DEFAULT_CRITERIA, "Debater A engaged with every objection.")
 KEY_VARS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
             *(p.key_env for p in PRESETS.values() if p.key_env)]
 
@@ -64,11 +55,8 @@ def stored(tmp_path: Path) -> list[tuple[str, float, int]]:
 
 @pytest.fixture(params=[True, False], ids=["usage-in-stream", "no-usage-like-lm-studio"])
 def server(request: pytest.FixtureRequest) -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer(json_reply=VERDICT_JSON, usage_in_stream=request.param).start()
-    try:
+    with FakeLLMServer(json_reply=VERDICT_JSON, usage_in_stream=request.param) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def test_cli_debates_against_any_compatible_server(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ unavailable* with the raw text kept, and the fallback judge when the only judge 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeLLMServer, Script
+from tests.provider_helpers import open_engine, use_fake_keys
 from webapp.engine.engine import Engine
 from webapp.engine.judge import assign_labels
 from webapp.engine.machine import State
@@ -51,15 +51,15 @@ class Providers:
 
 @pytest.fixture(autouse=True)
 def openai_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    monkeypatch.setenv("OPENAI_API_KEY", "fake-key-not-real")
+    use_fake_keys(monkeypatch, tmp_path, OPENAI_API_KEY="fake-key-not-real")
 
 
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
-    engine = await Engine.open(tmp_path / "db.sqlite3", providers=Providers(), backoff_base=0.01)
-    yield engine
-    with contextlib.suppress(Exception):
+    engine = await open_engine(tmp_path, providers=Providers())
+    try:
+        yield engine
+    finally:
         await engine.close()
 
 

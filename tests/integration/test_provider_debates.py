@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 from collections import Counter
@@ -20,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
 
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
+from tests.provider_helpers import genai_cost, open_engine, round_of, use_fake_keys, verdict_json
 from webapp.engine.calls import AUTO_RETRIES
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -42,17 +40,9 @@ PRO_MODEL = "gpt-4o-mini"  # OpenAI protocol
 CON_MODEL = "claude-haiku-4-5"  # Anthropic protocol
 JUDGE_MODEL = "gpt-4o"  # OpenAI protocol
 CRITERIA = ["clarity"]
-VERDICT_JSON = json.dumps(
-    {
-        "winner": "A",
-        "scores": {"A": 71, "B": 64},
-        "criteria": {"clarity": {"A": {"score": 72, "note": "crisp"}, "B": {"score": 60, "note": "vague"}}},
-        "reasoning": "A answered every point; B repeated itself.",
-        "confidence": 0.8,
-    }
-)
+VERDICT_JSON = verdict_json("A", {"A": 71, "B": 64}, CRITERIA, "A answered every point; B repeated itself.", 0.8)
 PARTIAL = "PARTIALMARKER"  # text that a cut stream delivered before it broke
-ROUND = re.compile(r"\(round (\d+) of \d+\)")
+OPENAI_KEY = "fake-openai-key-0000"
 TURN_ORDER = [f"{PRO_MODEL}/r1", f"{CON_MODEL}/r1", f"{PRO_MODEL}/r2", f"{CON_MODEL}/r2"]
 
 
@@ -61,11 +51,7 @@ TURN_ORDER = [f"{PRO_MODEL}/r1", f"{CON_MODEL}/r1", f"{PRO_MODEL}/r2", f"{CON_MO
 
 def turn_of(request: RecordedRequest) -> str:
     """Which debate call a request was: `<model>/r<round>` for a turn, `judge` for the verdict."""
-    if request.model == JUDGE_MODEL:
-        return "judge"
-    match = ROUND.search(request.last_user_text)
-    assert match, request.last_user_text[:300]
-    return f"{request.model}/r{match.group(1)}"
+    return "judge" if request.model == JUDGE_MODEL else f"{request.model}/r{round_of(request)}"
 
 
 def reply_for(request: RecordedRequest) -> str:
@@ -75,6 +61,14 @@ def reply_for(request: RecordedRequest) -> str:
 
 def request_counts(server: FakeLLMServer) -> Counter[str]:
     return Counter(turn_of(r) for r in server.model_requests)
+
+
+def every_call_once(*, twice: str | None = None) -> Counter[str]:
+    """The request counts of a whole debate: each turn and the judge once (`twice`: one retried turn)."""
+    counts = Counter({**{key: 1 for key in TURN_ORDER}, "judge": 1})
+    if twice is not None:
+        counts[twice] = 2
+    return counts
 
 
 def make_config(**overrides: Any) -> DebateConfig:
@@ -100,15 +94,6 @@ def make_config(**overrides: Any) -> DebateConfig:
     return DebateConfig(**data)
 
 
-def genai_cost(model: str, provider: str, input_tokens: int, output_tokens: int, cached: int = 0) -> float:
-    price = calc_price(
-        PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cached or None),
-        model,
-        provider_id=provider,
-    )
-    return float(price.total_price)
-
-
 async def wait_for(event: threading.Event, what: str, timeout: float = 5.0) -> None:
     """Await a flag the fake server's thread sets (no polling sleeps in the test)."""
     if not await asyncio.to_thread(event.wait, timeout):
@@ -120,45 +105,13 @@ async def wait_for(event: threading.Event, what: str, timeout: float = 5.0) -> N
 
 @pytest.fixture(autouse=True)
 def dummy_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):  # the SDKs would obey these
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "fake-openai-key-0000")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-anthropic-key-0000")
-
-
-class WatchedServer(FakeLLMServer):
-    """The fake server, also telling the test when a held stream waits and when its client left."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.holding = threading.Event()
-        self.client_left = threading.Event()
-        self._readers: dict[int, asyncio.StreamReader] = {}
-
-    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        self._readers[id(writer)] = reader
-        return await super()._serve_one(reader, writer)
-
-    async def _before_piece(self, writer: asyncio.StreamWriter, script: Script, index: int) -> str | None:
-        if index == 0 and script.hold is not None and not script.hold.is_set():
-            self.holding.set()
-            reader = self._readers[id(writer)]
-            while not script.hold.is_set():
-                if reader.at_eof() or writer.transport.is_closing():
-                    self.client_left.set()
-                    return "cut"
-                await asyncio.sleep(0.005)
-        return await super()._before_piece(writer, script, index)
+    use_fake_keys(monkeypatch, tmp_path, OPENAI_API_KEY=OPENAI_KEY, ANTHROPIC_API_KEY="fake-anthropic-key-0000")
 
 
 @pytest.fixture
-def server() -> Iterator[WatchedServer]:
-    fake = WatchedServer(reply=reply_for, json_reply=VERDICT_JSON).start()
-    try:
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(reply=reply_for, json_reply=VERDICT_JSON) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 @pytest.fixture
@@ -168,7 +121,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def engine(tmp_path: Path, settings: Settings) -> AsyncIterator[Engine]:
-    eng = await Engine.open(tmp_path / "db.sqlite3", settings=settings, backoff_base=0.01)
+    eng = await open_engine(tmp_path, settings)
     try:
         yield eng
     finally:
@@ -194,7 +147,7 @@ def assert_completed_intact(session: Any, server: FakeLLMServer) -> None:
 
 
 async def test_openai_and_anthropic_debate_records_usage_and_cost_per_turn(
-    server: WatchedServer, engine: Engine
+    server: FakeLLMServer, engine: Engine
 ) -> None:
     usages = {  # per turn: (input, output, cached) reported by the server
         TURN_ORDER[0]: (812, 57, 0),
@@ -214,7 +167,7 @@ async def test_openai_and_anthropic_debate_records_usage_and_cost_per_turn(
     assert protocols[TURN_ORDER[0]] == ("openai", "/v1/chat/completions")
     assert protocols[TURN_ORDER[1]] == ("anthropic", "/v1/messages")
     assert protocols["judge"] == ("openai", "/v1/chat/completions")
-    assert list(request_counts(server).values()) == [1, 1, 1, 1, 1]
+    assert request_counts(server) == every_call_once()
 
     expected_total = 0.0
     for turn in state.turns:
@@ -254,6 +207,14 @@ async def test_openai_and_anthropic_debate_records_usage_and_cost_per_turn(
 # Where a fault is injected: the first turn spoken over each protocol that has a finished turn before it.
 FAULT_AT = {"openai": 2, "anthropic": 1}  # index into TURN_ORDER (pro/r2 and con/r1)
 
+
+def enqueue_fault(server: FakeLLMServer, protocol: str, script: Script) -> int:
+    """Queue `script` for the turn `FAULT_AT[protocol]` (plain replies before it); returns that index."""
+    at = FAULT_AT[protocol]
+    server.enqueue(*[Script() for _ in range(at)], script)
+    return at
+
+
 RETRYABLE_FAULTS: dict[str, tuple[Script, set[str]]] = {
     "429 with Retry-After": (Script.rate_limited(retry_after=0.05), {"rate_limit"}),
     "500": (Script.server_error(), {"server"}),
@@ -280,11 +241,10 @@ async def stored_text(engine: Engine, debate_id: str) -> str:
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 @pytest.mark.parametrize("fault", list(RETRYABLE_FAULTS))
 async def test_retryable_fault_is_retried_and_the_debate_completes(
-    server: WatchedServer, engine: Engine, protocol: str, fault: str
+    server: FakeLLMServer, engine: Engine, protocol: str, fault: str
 ) -> None:
     script, reasons = RETRYABLE_FAULTS[fault]
-    at = FAULT_AT[protocol]
-    server.enqueue(*[Script() for _ in range(at)], script)
+    at = enqueue_fault(server, protocol, script)
     session = await engine.start(make_config(url=server.url))
     live = collect_live(session)
     await session.join()
@@ -292,7 +252,7 @@ async def test_retryable_fault_is_retried_and_the_debate_completes(
     assert_completed_intact(session, server)
     failed = TURN_ORDER[at]
     counts = request_counts(server)
-    assert counts == Counter({**{key: 1 for key in TURN_ORDER}, "judge": 1, failed: 2})
+    assert counts == every_call_once(twice=failed)
     # One retry note, naming the turn and the retryable error.
     [note] = [n for n in state.notes if n.get("type") == "retry"]
     failed_turn = state.turns[at]
@@ -314,11 +274,10 @@ async def test_retryable_fault_is_retried_and_the_debate_completes(
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 async def test_slow_first_token_times_out_and_is_retried_once(
-    server: WatchedServer, engine: Engine, protocol: str
+    server: FakeLLMServer, engine: Engine, protocol: str
 ) -> None:
     never = threading.Event()  # the first attempt's first token never comes
-    at = FAULT_AT[protocol]
-    server.enqueue(*[Script() for _ in range(at)], Script.held(never))
+    at = enqueue_fault(server, protocol, Script.held(never))
     started = time.monotonic()
     session = await run_debate(engine, make_config(url=server.url))
     assert_completed_intact(session, server)
@@ -331,7 +290,7 @@ async def test_slow_first_token_times_out_and_is_retried_once(
 
 
 async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
-    server: WatchedServer, engine: Engine
+    server: FakeLLMServer, engine: Engine
 ) -> None:
     never = threading.Event()
     server.enqueue(Script(), Script.held(never), Script.held(never), Script.held(never))
@@ -350,7 +309,7 @@ async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
 
 
 async def test_persistent_server_errors_exhaust_the_automatic_retries(
-    server: WatchedServer, engine: Engine
+    server: FakeLLMServer, engine: Engine
 ) -> None:
     server.enqueue(Script(), *[Script.server_error(message="upstream exploded") for _ in range(AUTO_RETRIES + 2)])
     session = await run_debate(engine, make_config(url=server.url))
@@ -369,11 +328,11 @@ async def test_persistent_server_errors_exhaust_the_automatic_retries(
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 @pytest.mark.parametrize(("retry_after", "expected_wait"), [(0.2, 0.2), (30, 0.3)])
 async def test_retry_after_is_honoured_up_to_the_cap(
-    server: WatchedServer, engine: Engine, settings: Settings, retry_after: float, expected_wait: float,
+    server: FakeLLMServer, engine: Engine, settings: Settings, retry_after: float, expected_wait: float,
     protocol: str,
 ) -> None:
     assert settings.retry_after_cap == 0.3
-    server.enqueue(*[Script() for _ in range(FAULT_AT[protocol])], Script.rate_limited(retry_after=retry_after))
+    enqueue_fault(server, protocol, Script.rate_limited(retry_after=retry_after))
     started = time.monotonic()
     session = await run_debate(engine, make_config(url=server.url))
     assert_completed_intact(session, server)
@@ -385,7 +344,7 @@ async def test_retry_after_is_honoured_up_to_the_cap(
 
 # --- fatal errors: the debate waits in *error*, RETRY redoes only the failed turn ----------------
 
-KEY_ECHO = "fake-openai-key-0000"
+KEY_ECHO = OPENAI_KEY  # the configured key, echoed back by the server
 FATAL_FAULTS = {
     "401": (Script.unauthorized(message="This key is not valid here; check your organisation."), 401),
     "404": (Script.model_not_found(message="No such model on this account: ask your admin."), 404),
@@ -396,11 +355,10 @@ FATAL_FAULTS = {
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 @pytest.mark.parametrize("fault", list(FATAL_FAULTS))
 async def test_fatal_error_keeps_the_transcript_and_retry_redoes_only_the_failed_turn(
-    server: WatchedServer, engine: Engine, protocol: str, fault: str
+    server: FakeLLMServer, engine: Engine, protocol: str, fault: str
 ) -> None:
     script, status = FATAL_FAULTS[fault]
-    at = FAULT_AT[protocol]
-    server.enqueue(*[Script() for _ in range(at)], script)
+    at = enqueue_fault(server, protocol, script)
     session = await run_debate(engine, make_config(url=server.url))
     state = session.state
     assert state.status is State.ERROR
@@ -421,11 +379,11 @@ async def test_fatal_error_keeps_the_transcript_and_retry_redoes_only_the_failed
     await session.join()
     assert_completed_intact(session, server)
     assert [(t.key, t.text) for t in session.state.turns[:at]] == kept
-    assert request_counts(server) == Counter({**{key: 1 for key in TURN_ORDER}, "judge": 1, TURN_ORDER[at]: 2})
+    assert request_counts(server) == every_call_once(twice=TURN_ORDER[at])
     assert session.state.machine.context.retries_used == 1
 
 
-async def test_a_key_echoed_in_an_error_is_redacted(server: WatchedServer, engine: Engine) -> None:
+async def test_a_key_echoed_in_an_error_is_redacted(server: FakeLLMServer, engine: Engine) -> None:
     server.enqueue(Script.unauthorized(message=f"Incorrect API key provided: {KEY_ECHO}."))
     session = await run_debate(engine, make_config(url=server.url))
     assert session.state.status is State.ERROR
@@ -438,11 +396,10 @@ async def test_a_key_echoed_in_an_error_is_redacted(server: WatchedServer, engin
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 async def test_pause_cancels_the_stream_at_once_and_resume_redoes_the_turn(
-    server: WatchedServer, engine: Engine, protocol: str
+    server: FakeLLMServer, engine: Engine, protocol: str
 ) -> None:
     gate = threading.Event()
-    at = FAULT_AT[protocol]
-    server.enqueue(*[Script() for _ in range(at)], Script.held(gate))
+    at = enqueue_fault(server, protocol, Script.held(gate))
     session = await engine.start(make_config(url=server.url))
     live = collect_live(session)
     await wait_for(server.holding, "the held turn to reach the server")
@@ -459,11 +416,11 @@ async def test_pause_cancels_the_stream_at_once_and_resume_redoes_the_turn(
     await session.resume()
     await session.join()
     assert_completed_intact(session, server)
-    assert request_counts(server) == Counter({**{key: 1 for key in TURN_ORDER}, "judge": 1, TURN_ORDER[at]: 2})
+    assert request_counts(server) == every_call_once(twice=TURN_ORDER[at])
 
 
 async def test_stop_cancels_the_stream_and_the_judge_rules_on_finished_turns(
-    server: WatchedServer, engine: Engine
+    server: FakeLLMServer, engine: Engine
 ) -> None:
     gate = threading.Event()
     server.enqueue(Script(), Script.held(gate))
@@ -482,7 +439,7 @@ async def test_stop_cancels_the_stream_and_the_judge_rules_on_finished_turns(
 
 
 async def test_the_network_guard_stops_a_debate_that_would_reach_a_real_provider(
-    server: WatchedServer, engine: Engine
+    server: FakeLLMServer, engine: Engine
 ) -> None:
     config = make_config(url=server.url)
     config.participants[0].base_url = None  # the SDK's default: api.openai.com

@@ -35,8 +35,9 @@ from webapp.providers.base import (
     estimate_tokens,
 )
 from webapp.providers.compatible import PRESETS, CompatibleProvider
-from webapp.providers.openai import OpenAIProvider, parse_retry_after, provider_message
+from webapp.providers.openai import OpenAIProvider
 from webapp.providers.registry import ProviderCache, check_spec, key_env_for, provider_status
+from webapp.providers.sdk import parse_retry_after, provider_message
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "fake-key-for-tests-0123456789"
@@ -91,15 +92,10 @@ async def ant(fake_llm: FakeLLMServer) -> AsyncIterator[AnthropicProvider]:
     await provider.aclose()
 
 
-@pytest.fixture(params=["openai", "anthropic"])
-async def any_provider(request: pytest.FixtureRequest, fake_llm: FakeLLMServer) -> AsyncIterator[Provider]:
-    provider: Provider
-    if request.param == "openai":
-        provider = OpenAIProvider(api_key=KEY, base_url=fake_llm.openai_url)
-    else:
-        provider = AnthropicProvider(api_key=KEY, base_url=fake_llm.url)
-    yield provider
-    await provider.aclose()
+@pytest.fixture(params=["oai", "ant"], ids=["openai", "anthropic"])
+def any_provider(request: pytest.FixtureRequest) -> Provider:
+    """Each adapter in turn (the `oai` and `ant` fixtures)."""
+    return request.getfixturevalue(request.param)
 
 
 @pytest.fixture

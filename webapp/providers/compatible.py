@@ -7,8 +7,6 @@ JSON in the prompt only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pydantic import BaseModel, ConfigDict
 
 from webapp.providers.openai import OpenAIProvider
@@ -78,6 +76,7 @@ class CompatibleProvider(OpenAIProvider):
     """An OpenAI-compatible server: the OpenAI adapter with `max_tokens` and per-server switches."""
 
     name: str = "compatible"
+    max_tokens_field: str = "max_tokens"
 
     def __init__(
         self,
@@ -88,24 +87,18 @@ class CompatibleProvider(OpenAIProvider):
         preset: Preset | None = None,
         json_mode: bool | None = None,
         usage_in_stream: bool | None = None,
-        default_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.preset = preset
+        if json_mode is None:
+            json_mode = preset.supports_json_mode if preset else False
+        if usage_in_stream is None:
+            usage_in_stream = preset.usage_in_stream if preset else True
         super().__init__(
-            api_key=api_key or DUMMY_KEY,
-            base_url=base_url,
-            connect_timeout=connect_timeout,
-            name="compatible",
-            json_mode=json_mode
-            if json_mode is not None
-            else (preset.supports_json_mode if preset else False),
-            usage_in_stream=(
-                usage_in_stream
-                if usage_in_stream is not None
-                else (preset.usage_in_stream if preset else True)
-            ),
-            max_tokens_field="max_tokens",
-            default_headers=default_headers,
+            api_key or DUMMY_KEY,
+            base_url,
+            connect_timeout,
+            json_mode=json_mode,
+            usage_in_stream=usage_in_stream,
         )
 
     @classmethod

@@ -75,54 +75,38 @@ def check_spec(spec: Spec) -> str | None:
     return None
 
 
+def _status_row(
+    provider: str, preset: str | None, title: str, key_env: str | None, local: bool, default_url: str | None
+) -> dict[str, Any]:
+    return {
+        "provider": provider,
+        "preset": preset,
+        "title": title,
+        "key_env": key_env,
+        "needs_key": key_env is not None,
+        "configured": key_env is None or read_env_var(key_env) is not None,
+        "local": local,
+        "default_url": default_url,
+    }
+
+
 def provider_status() -> list[dict[str, Any]]:
     """Every provider and preset, whether it is ready (key configured), and its key variable's name."""
-    rows: list[dict[str, Any]] = [
-        {
-            "provider": "demo",
-            "preset": None,
-            "title": TITLES["demo"],
-            "key_env": None,
-            "needs_key": False,
-            "configured": True,
-            "local": True,
-            "default_url": None,
-        }
+    return [
+        _status_row("demo", None, TITLES["demo"], None, True, None),
+        *(
+            _status_row(provider, None, TITLES[provider], env, False, DEFAULT_URLS[provider])
+            for provider, env in DEFAULT_KEY_ENVS.items()
+        ),
+        *(
+            _status_row("compatible", p.name, p.title, p.key_env, p.local, p.default_url)
+            for p in PRESETS.values()
+        ),
     ]
-    for provider, env in DEFAULT_KEY_ENVS.items():
-        rows.append(
-            {
-                "provider": provider,
-                "preset": None,
-                "title": TITLES[provider],
-                "key_env": env,
-                "needs_key": True,
-                "configured": read_env_var(env) is not None,
-                "local": False,
-                "default_url": DEFAULT_URLS[provider],
-            }
-        )
-    for preset in PRESETS.values():
-        rows.append(
-            {
-                "provider": "compatible",
-                "preset": preset.name,
-                "title": preset.title,
-                "key_env": preset.key_env,
-                "needs_key": preset.key_env is not None,
-                "configured": preset.key_env is None or read_env_var(preset.key_env) is not None,
-                "local": preset.local,
-                "default_url": preset.default_url,
-            }
-        )
-    return rows
 
 
-def create_provider(spec: Spec, connect_timeout: float = 10.0) -> Provider:
-    """A new provider for `spec` (prefer `ProviderCache.get`); raises a fatal `ProviderError` if not ready."""
-    problem = check_spec(spec)
-    if problem:
-        raise ProviderError(ErrorKind.FATAL, spec.provider, problem, reason="config")
+def _create(spec: Spec, connect_timeout: float) -> Provider:
+    """A new provider for a spec that `check_spec` passed."""
     if spec.provider == "demo":
         from webapp.providers.demo import DemoProvider
 
@@ -162,7 +146,7 @@ class ProviderCache:
         key = self._key(spec)
         provider = self._providers.get(key)
         if provider is None:
-            provider = self._providers[key] = create_provider(spec, self.connect_timeout)
+            provider = self._providers[key] = _create(spec, self.connect_timeout)
         return provider
 
     def __len__(self) -> int:
