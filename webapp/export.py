@@ -11,6 +11,10 @@ import json
 from typing import Any
 
 from webapp.engine.state import DebateState
+from webapp.models import Participant, Turn
+
+# The ledger's totals an export shows (tokens are listed on their own).
+COST_KEYS = ("total_usd", "by_model", "by_participant", "by_round", "unpriced_models", "simulated")
 
 
 def _name(state: DebateState, participant_id: str | None) -> str:
@@ -22,17 +26,14 @@ def _name(state: DebateState, participant_id: str | None) -> str:
         return participant_id
 
 
-def _phase_title(state: DebateState, phase_id: str) -> str:
-    try:
-        return state.format.phase(phase_id).title
-    except KeyError:
-        return phase_id
+def _who(p: Participant) -> str:
+    return f"{p.name} ({p.position}, {p.provider}:{p.model})"
 
 
 def to_dict(state: DebateState) -> dict[str, Any]:
     """The `show --json` shape (plus a few extra keys)."""
     verdict = state.verdict
-    ledger = state.ledger
+    ledger = state.ledger.to_dict()
     return {
         "id": state.id,
         "topic": state.config.topic,
@@ -82,15 +83,8 @@ def to_dict(state: DebateState) -> dict[str, Any]:
             {"round": r.get("round"), "scores": dict(r.get("scores") or {})} for r in state.round_scores
         ],
         "ended_because": state.ended_because,
-        "cost": {
-            "total_usd": round(ledger.total_usd, 6),
-            "by_model": {k: round(v, 6) for k, v in ledger.by_model.items()},
-            "by_participant": {k: round(v, 6) for k, v in ledger.by_participant.items()},
-            "by_round": {str(k): round(v, 6) for k, v in sorted(ledger.by_round.items())},
-            "unpriced_models": sorted(ledger.unpriced_models),
-            "simulated": ledger.simulated,
-        },
-        "tokens": ledger.tokens_by_model,
+        "cost": {key: ledger[key] for key in COST_KEYS},
+        "tokens": ledger["tokens_by_model"],
     }
 
 
@@ -98,24 +92,26 @@ def to_json(state: DebateState) -> str:
     return json.dumps(to_dict(state), indent=2, ensure_ascii=False)
 
 
-def _grouped(state: DebateState) -> list[tuple[str, list[Any]]]:
+def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:
     """Visible turns grouped by (phase, round) in the order they happened."""
-    groups: list[tuple[str, list[Any]]] = []
-    index: dict[tuple[str, int], int] = {}
+    groups: dict[tuple[str, int], tuple[str, list[Turn]]] = {}
     multi_round = state.total_rounds > 1
     for turn in state.turns:
         if not turn.visible:
             continue
         key = (turn.phase, turn.round)
-        if key not in index:
-            title = _phase_title(state, turn.phase)
-            phase = state.format.phase(turn.phase) if turn.phase in {p.id for p in state.format.phases} else None
-            if multi_round and phase is not None and phase.scope == "round":
-                title += f" — round {turn.round}"
-            index[key] = len(groups)
-            groups.append((title, []))
-        groups[index[key]][1].append(turn)
-    return groups
+        if key not in groups:
+            try:
+                phase = state.format.phase(turn.phase)
+            except KeyError:
+                title = turn.phase
+            else:
+                title = phase.title
+                if multi_round and phase.scope == "round":
+                    title += f" — round {turn.round}"
+            groups[key] = (title, [])
+        groups[key][1].append(turn)
+    return list(groups.values())
 
 
 def _cost_line(state: DebateState) -> str:
@@ -131,8 +127,7 @@ def _cost_line(state: DebateState) -> str:
 def to_markdown(state: DebateState) -> str:
     config = state.config
     lines = [f"# {config.topic}", "", f"- **Format:** {state.format.title}", f"- **Status:** {state.status.value}"]
-    lines.append("- **Participants:** " + ", ".join(
-        f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants))
+    lines.append("- **Participants:** " + ", ".join(_who(p) for p in config.participants))
     lines.append(f"- **Cost:** {_cost_line(state)}")
     if state.ended_because:
         lines.append(f"- **Ended because:** {state.ended_because}")
@@ -175,7 +170,7 @@ def to_text(state: DebateState) -> str:
     config = state.config
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
-    lines += [f"Participant: {p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants]
+    lines += [f"Participant: {_who(p)}" for p in config.participants]
     if state.ended_because:
         lines.append(f"Ended because: {state.ended_because}")
     lines.append("")

@@ -18,7 +18,6 @@ refresh at most a few times a second however busy the debates are.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +59,20 @@ class Aborted:
     reason: str
 
 
+@dataclass(slots=True)
+class _Growing:
+    """A `ChunkDelta` still collecting chunks until the next flush."""
+
+    key: str
+    speaker: str
+    attempt: int | None
+    offset: int
+    parts: list[str]
+
+    def delta(self) -> ChunkDelta:
+        return ChunkDelta(self.key, self.speaker, self.attempt, self.offset, "".join(self.parts))
+
+
 FlushItem = ChunkDelta | LiveTurnStarted | Aborted | LiveEvent
 Batch = list[FlushItem]
 Watcher = Callable[[Batch], Any]
@@ -72,8 +85,8 @@ class DebateChannel:
         self.hub = hub
         self.session = session
         self.event: Event[Batch] = Event()
-        self._buffer: list[Any] = []  # items; ChunkDelta kept as mutable [key, speaker, attempt, offset, parts]
-        self._open_chunk: dict[str, int] = {}  # key -> buffer index of the chunk entry still growing
+        self._buffer: list[FlushItem | _Growing] = []
+        self._open_chunk: dict[str, _Growing] = {}  # key -> its buffered chunk entry still growing
         self._lengths: dict[str, int] = {}  # key -> characters streamed so far in the current attempt
         self._attempts: dict[str, int] = {}
         for key, live in session.live.items():  # joining mid-turn: offsets continue from what exists
@@ -96,13 +109,14 @@ class DebateChannel:
         if isinstance(message, LiveChunk):
             offset = self._lengths.get(message.key, 0)
             self._lengths[message.key] = offset + len(message.text)
-            index = self._open_chunk.get(message.key)
-            if index is not None:
-                self._buffer[index][4].append(message.text)
+            growing = self._open_chunk.get(message.key)
+            if growing is not None:
+                growing.parts.append(message.text)
             else:
-                self._open_chunk[message.key] = len(self._buffer)
-                self._buffer.append([message.key, message.speaker, self._attempts.get(message.key), offset,
-                                     [message.text]])
+                growing = _Growing(message.key, message.speaker, self._attempts.get(message.key), offset,
+                                   [message.text])
+                self._open_chunk[message.key] = growing
+                self._buffer.append(growing)
         elif isinstance(message, LiveTurnStarted):
             self._lengths[message.key] = 0
             self._attempts[message.key] = message.attempt
@@ -145,28 +159,23 @@ class DebateChannel:
         """Emit everything buffered as one batch (also called directly by tests)."""
         raw, self._buffer = self._buffer, []
         self._open_chunk.clear()
-        batch: Batch = [
-            ChunkDelta(item[0], item[1], item[2], item[3], "".join(item[4])) if isinstance(item, list) else item
-            for item in raw
-        ]
+        batch: Batch = [item.delta() if isinstance(item, _Growing) else item for item in raw]
         if batch:
             self.flushes += 1
             self.event.emit(batch)
         return batch
 
     def watch(self, callback: Watcher) -> None:
-        """Subscribe the current page; it is unsubscribed automatically when its client is deleted."""
-        self.event.subscribe(callback)
+        """Subscribe the current page; it is unsubscribed when its client is deleted, and the channel
+        closes with its last page."""
+        self.event.subscribe(callback, unsubscribe_on_delete=False)  # `release` does it, then maybe closes
 
-        def release() -> None:  # deterministic: unsubscribe now, then close if this was the last page
+        def release() -> None:
             self.event.unsubscribe(callback)
-            self.close_if_idle()
+            if self.watchers == 0:
+                self.close()
 
         context.client.on_delete(release)
-
-    def close_if_idle(self) -> None:
-        if self.watchers == 0:
-            self.close()
 
     def close(self) -> None:
         if self._closed:
@@ -239,5 +248,4 @@ class LiveHub:
         for channel in list(self.channels.values()):
             channel.close()
         if self._dashboard_task is not None:
-            with contextlib.suppress(Exception):
-                self._dashboard_task.cancel()
+            self._dashboard_task.cancel()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from webapp.engine.engine import Engine
 from webapp.engine.runner import DebateSession
@@ -28,6 +30,36 @@ def texts(user: User, marker: str) -> list[str]:
     """The content (Markdown) or text of every element with this marker, in page order."""
     elements = sorted(user.find(marker=marker).elements, key=lambda e: e.id)
     return [getattr(e, "content", None) or e.text for e in elements]
+
+
+async def start_by_clicking(user: User, marker: str = "start") -> DebateSession:
+    """Click the button that starts a debate; once its page shows, the one debate the engine runs."""
+    user.find(marker=marker).click()
+    await user.should_see(marker="transcript")
+    (session,) = (await engine()).sessions.values()
+    return session
+
+
+def assert_nowhere_on_page(user: User, secret: str) -> None:
+    """Neither an element's props nor its text holds `secret`."""
+    for element in user.client.elements.values():
+        assert secret not in str(element.props) and secret not in str(getattr(element, "text", "") or "")
+
+
+def notified(needle: str, *users: User) -> asyncio.Event:
+    """An event set as soon as any of these users gets a notification containing `needle` (which user's
+    `ui.notify` a background task reaches depends on which simulated user acted last)."""
+    arrived = asyncio.Event()
+
+    class Signalling(UserNotify):
+        def __call__(self, message: str, **kwargs: Any) -> None:
+            super().__call__(message, **kwargs)
+            if needle in str(message):
+                arrived.set()
+
+    for user in users:
+        user.notify = Signalling()
+    return arrived
 
 
 async def start_demo(topic: str | None = None, **changes: Any) -> DebateSession:

@@ -6,7 +6,7 @@ import time
 
 from nicegui.testing import User
 
-from tests.ui.helpers import engine, one, start_demo
+from tests.ui.helpers import engine, one, start_by_clicking, start_demo
 from webapp.engine.machine import State
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.pages.dashboard import PAGE_SIZE
@@ -16,9 +16,7 @@ async def test_empty_state_starts_a_demo_debate_that_reaches_its_verdict(user: U
     await user.open("/")
     await user.should_see("No debates yet")
     await user.should_see(marker="start-demo")
-    user.find(marker="start-demo").click()
-    await user.should_see(marker="transcript")
-    (session,) = (await engine()).sessions.values()
+    session = await start_by_clicking(user, "start-demo")
     assert await session.join() is State.COMPLETED
     await user.should_see(marker="winner", retries=20)
     await user.should_see(marker="score-chart")

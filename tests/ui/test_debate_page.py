@@ -8,10 +8,11 @@ import json
 import pytest
 from nicegui.testing import User
 
-from tests.ui.helpers import another_user, engine, one, start_demo, stream_text, texts
+from tests.ui.helpers import another_user, engine, notified, one, start_demo, stream_text, texts
 from webapp.engine.machine import Event, State
-from webapp.models import Verdict
+from webapp.models import DebateConfig, Verdict
 from webapp.ui import runtime
+from webapp.ui.components.presets import apply_preset, blank_form, form_to_config
 
 CONTROLS = ("pause", "resume", "retry", "stop")
 
@@ -119,14 +120,12 @@ async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
     await user.open(f"/debate/{session.id}")
     await other.open(f"/debate/{session.id}")
     await first_live_text(session, 5)
+    refused = notified("not allowed", user, other)
     user.find(marker="pause").click()
     other.find(marker="pause").click()  # both clicked before either command finished
     await user.should_see(marker="status-paused", retries=20)
     await other.should_see(marker="status-paused", retries=20)
-    for _ in range(20):  # the refused click reports back
-        if user.notify.contains("not allowed") or other.notify.contains("not allowed"):
-            break
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(refused.wait(), 5)  # the refused click reports back
     assert user.notify.contains("PAUSE is not allowed while the debate is paused") or \
         other.notify.contains("PAUSE is not allowed while the debate is paused")
     pauses = [t for t in session.state.transitions if t["event"] == Event.PAUSE.value]
@@ -169,14 +168,10 @@ async def test_cost_warning_opens_a_dialog_to_acknowledge(user: User) -> None:
 
 async def test_clarification_questions_are_answered_from_the_page(user: User) -> None:
     eng = await engine()
-    from webapp.ui.components.presets import apply_preset, blank_form, form_to_config
-
     form = blank_form()
     form["topic"] = "Plan a team offsite for 40 people"
     apply_preset(form, "collaborative")
     form["rounds"] = 1
-    from webapp.models import DebateConfig
-
     session = await eng.start(DebateConfig.model_validate(form_to_config(form)))
     assert await session.join() is State.AWAITING_CLARIFICATION
     await user.open(f"/debate/{session.id}")

@@ -95,9 +95,14 @@ async def test_one_throttled_flush_reaches_every_watcher(user: User) -> None:
 
 
 async def test_hub_signals_dashboards_once_for_a_burst(user: User) -> None:
+    class FakeStore:
+        async def last_change(self) -> tuple[int, str]:
+            return 0, ""  # nothing changes in the database: only the engine's burst signals
+
     class FakeEngine:
         def __init__(self) -> None:
             self.all = Broadcaster()
+            self.store = FakeStore()
 
         def subscribe_all(self, listener):
             return self.all.subscribe(listener)

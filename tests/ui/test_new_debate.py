@@ -6,7 +6,7 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from tests.ui.helpers import engine, one
+from tests.ui.helpers import assert_nowhere_on_page, engine, one, start_by_clicking
 from webapp.engine.machine import State
 from webapp.models import TOPIC_MAX_CHARS, DebateConfig
 from webapp.settings import get_settings
@@ -94,9 +94,7 @@ async def test_quick_demo_preset_starts_a_debate_and_opens_its_page(user: User) 
     user.find(marker="preset-quick-demo").click()
     assert one(user, "field-topic").value == "Should homework be abolished?"  # a typed topic is kept
     assert one(user, "field-format").value == "oxford"
-    user.find(marker="start").click()
-    await user.should_see(marker="transcript")
-    (session,) = (await engine()).sessions.values()
+    session = await start_by_clicking(user)
     assert session.state.config.topic == "Should homework be abolished?"
     assert all(p.provider == "demo" for p in session.state.config.participants)
     assert await session.join() is State.COMPLETED
@@ -108,10 +106,7 @@ async def test_format_presets_fill_a_cast_that_validates(user: User, format_id: 
     await user.open("/new")
     user.find(marker=f"preset-{format_id}").click()
     assert one(user, "field-format").value == format_id
-    user.find(marker="start").click()
-    await user.should_see(marker="transcript")
-    (session,) = (await engine()).sessions.values()
-    assert session.state.config.format == format_id
+    assert (await start_by_clicking(user)).state.config.format == format_id
 
 
 async def test_key_never_reaches_the_page(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,16 +115,12 @@ async def test_key_never_reaches_the_page(user: User, monkeypatch: pytest.Monkey
     get_settings.cache_clear()
     await user.open("/new")
     assert one(user, "field-participants[0].provider").options["openai"] == "OpenAI"  # available now
-    for element in user.client.elements.values():
-        assert secret not in str(element.props) and secret not in str(getattr(element, "text", "") or "")
+    assert_nowhere_on_page(user, secret)
 
 
 async def _started_config(user: User) -> DebateConfig:
     """Start from the form; the debate page opens; the config the engine stored for that debate."""
-    user.find(marker="start").click()
-    await user.should_see(marker="transcript")
-    (session,) = (await engine()).sessions.values()
-    return session.state.config
+    return (await start_by_clicking(user)).state.config
 
 
 def _set(user: User, marker: str, value: object) -> None:
@@ -152,10 +143,7 @@ async def test_a_panel_of_two_judges_and_a_fallback_reaches_the_debate_and_its_r
     _set(user, "field-judge.use_fallback", True)
     await user.should_see(marker="field-judge.fallback.model")
     assert one(user, "field-judge.fallback.model").value == "demo-instant"  # prefilled
-    user.find(marker="start").click()
-    await user.should_see(marker="transcript")
-
-    (session,) = (await engine()).sessions.values()
+    session = await start_by_clicking(user)
     judge = session.state.config.judge
     assert [j.label for j in judge.judges] == ["demo:demo", "demo:demo-instant"]
     assert judge.fallback is not None and judge.fallback.label == "demo:demo-instant"

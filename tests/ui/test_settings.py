@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from nicegui.testing import User
 
-from tests.ui.helpers import one
+from tests.ui.helpers import assert_nowhere_on_page, one
 from webapp.settings import get_settings
 
 
@@ -25,8 +25,7 @@ async def test_providers_show_whether_a_key_is_set_but_never_the_key(user: User,
     assert rows["OpenAI"]["status"] == "not configured"
     assert rows["Demo (offline)"]["status"] == "ready (no key needed)"
     assert rows["Ollama"]["url"] == "http://localhost:11434/v1"  # compatible presets are listed
-    for element in user.client.elements.values():
-        assert secret not in str(element.props) and secret not in str(getattr(element, "text", "") or "")
+    assert_nowhere_on_page(user, secret)
 
 
 async def test_saved_defaults_prefill_the_new_debate_form(user: User) -> None:

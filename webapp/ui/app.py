@@ -11,10 +11,10 @@ from pathlib import Path
 from nicegui import app, ui
 
 from webapp.ui import runtime
+from webapp.ui.layout import PRODUCT
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
-PRODUCT = "Rostrum"
 
 
 def setup() -> None:

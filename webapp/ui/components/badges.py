@@ -34,7 +34,7 @@ STATUS_FILTERS: dict[str, list[str]] = {
 
 
 def ui_status(status: str, interrupted: bool = False) -> str:
-    if status in {s.value for s in ACTIVE_STATES}:
+    if status in STATUS_FILTERS["running"]:
         return "running"
     if status == State.PAUSED.value and interrupted:
         return "interrupted"
@@ -42,21 +42,21 @@ def ui_status(status: str, interrupted: bool = False) -> str:
 
 
 def status_badge(status: str, interrupted: bool = False) -> ui.badge:
-    label, color, icon = STATUS_STYLE[ui_status(status, interrupted)]
+    shown = ui_status(status, interrupted)
+    label, color, icon = STATUS_STYLE[shown]
     badge = ui.badge(color=color).classes("px-2 py-1 text-xs").props("rounded")
     with badge:
         ui.icon(icon).classes("mr-1 text-sm")
         ui.label(label)
-    badge.mark(f"status-{ui_status(status, interrupted)}")
+    badge.mark(f"status-{shown}")
     return badge
 
 
-def participant_chip(participant: dict[str, Any] | Any) -> None:
+def participant_chip(participant: dict[str, Any]) -> None:
     """A coloured dot and the participant's name (text only: names are user input)."""
-    get = participant.get if isinstance(participant, dict) else lambda k, d=None: getattr(participant, k, d)
     with ui.row().classes("items-center gap-1 no-wrap"):
-        ui.element("span").classes("rostrum-dot").style(f"background:{safe_color(get('color'))}")
-        ui.label(str(get("name") or get("id") or "?")).classes("text-sm")
+        ui.element("span").classes("rostrum-dot").style(f"background:{safe_color(participant.get('color'))}")
+        ui.label(str(participant.get("name") or participant.get("id") or "?")).classes("text-sm")
 
 
 def safe_color(value: Any) -> str:

@@ -65,8 +65,13 @@ def _error_panel(state: DebateState, run: Command) -> None:
                 ui.label("No retries left: stop the debate to get a verdict on what was said.").classes("text-sm")
 
 
+def last_cost_warning(state: DebateState) -> dict[str, Any]:
+    """The latest cost warning ({} when there is none): the panel and the page's dialog quote it."""
+    return next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+
+
 def _warning_panel(state: DebateState, run: Command) -> None:
-    warning = next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+    warning = last_cost_warning(state)
     with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered").mark("ack-panel"):
         with ui.row().classes("items-center gap-2"):
             ui.icon("savings").classes("text-2xl text-orange-8")

@@ -13,7 +13,13 @@ from nicegui import ui
 from webapp.engine.machine import Event, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 
-COLORS = {"pause": "amber-8", "resume": "primary", "retry": "orange-8", "stop": "negative"}
+# command -> (label, icon, machine event that must be allowed, colour when enabled)
+BUTTONS = {
+    "pause": ("Pause", "pause", Event.PAUSE, "amber-8"),
+    "resume": ("Resume", "play_arrow", Event.RESUME, "primary"),
+    "retry": ("Retry", "replay", Event.RETRY, "orange-8"),
+    "stop": ("Stop", "stop", Event.STOP, "negative"),
+}
 
 
 class Controls:
@@ -23,15 +29,14 @@ class Controls:
         self.session = session
         self.after = after
         self.busy = False
+        self._shown: dict[str, bool] | None = None  # what the buttons show (`update` skips a no-op)
+        self.buttons: dict[str, ui.button] = {}
         with ui.row().classes("items-center gap-2").mark("controls"):
-            self.pause = ui.button("Pause", icon="pause", on_click=lambda: self.run("pause")) \
-                .props("no-caps").mark("pause")
-            self.resume = ui.button("Resume", icon="play_arrow", on_click=lambda: self.run("resume")) \
-                .props("no-caps").mark("resume")
-            self.retry = ui.button("Retry", icon="replay", on_click=lambda: self.run("retry")) \
-                .props("no-caps").mark("retry")
-            self.stop = ui.button("Stop", icon="stop").props("no-caps").mark("stop")
-            with self.stop, ui.menu():
+            for name, (label, icon, _, _) in BUTTONS.items():
+                # Stop opens a menu (with or without a verdict) instead of running at once.
+                on_click = None if name == "stop" else (lambda n=name: self.run(n))
+                self.buttons[name] = ui.button(label, icon=icon, on_click=on_click).props("no-caps").mark(name)
+            with self.buttons["stop"], ui.menu():
                 ui.menu_item("Stop and judge what was said", on_click=lambda: self.run("stop", verdict=True)) \
                     .mark("stop-judge")
                 ui.menu_item("Stop without a verdict", on_click=lambda: self.run("stop", verdict=False)) \
@@ -40,22 +45,20 @@ class Controls:
 
     def allowed(self) -> dict[str, bool]:
         machine = self.session.state.machine
-        return {
-            "pause": machine.can(Event.PAUSE),
-            "resume": machine.can(Event.RESUME),
-            "retry": machine.can(Event.RETRY),
-            "stop": machine.can(Event.STOP),
-        }
+        return {name: machine.can(event) for name, (_, _, event, _) in BUTTONS.items()}
 
     def update(self) -> None:
-        allowed = self.allowed()
-        for name, button in (("pause", self.pause), ("resume", self.resume), ("retry", self.retry),
-                             ("stop", self.stop)):
-            enabled = allowed[name] and not self.busy
+        """Called on every committed event: re-style the buttons only when what they show changed."""
+        shown = {name: allowed and not self.busy for name, allowed in self.allowed().items()}
+        if shown == self._shown:
+            return
+        self._shown = shown
+        for name, enabled in shown.items():
+            button = self.buttons[name]
             button.set_enabled(enabled)
             # Enabled buttons are filled in their colour, disabled ones flat grey: state at a glance.
             button.props(remove="unelevated outline flat color")
-            button.props(f"unelevated color={COLORS[name]}" if enabled else "flat color=grey-6")
+            button.props(f"unelevated color={BUTTONS[name][3]}" if enabled else "flat color=grey-6")
 
     async def run(self, command: str, **kwargs: object) -> None:
         if self.busy:

@@ -19,9 +19,9 @@ from webapp.providers.registry import provider_status
 from webapp.ui.components.presets import DEFAULT_MODELS
 
 
-def provider_options() -> tuple[dict[str, str], dict[str, str]]:
+def provider_options(status_rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
     """Labels for the provider select, and provider -> key variable still to set (unavailable ones)."""
-    status = {row["provider"]: row for row in provider_status() if row["preset"] is None}
+    status = {row["provider"]: row for row in status_rows if row["preset"] is None}
     options: dict[str, str] = {"demo": "Demo (offline)"}
     missing: dict[str, str] = {}
     for name in ("openai", "anthropic"):
@@ -35,8 +35,8 @@ def provider_options() -> tuple[dict[str, str], dict[str, str]]:
     return options, missing
 
 
-def preset_options() -> dict[str, str]:
-    rows = {row["preset"]: row for row in provider_status() if row["preset"]}
+def preset_options(status_rows: list[dict[str, Any]]) -> dict[str, str]:
+    rows = {row["preset"]: row for row in status_rows if row["preset"]}
     options = {"": "Custom base URL"}
     for name, preset in PRESETS.items():
         row = rows.get(name, {})
@@ -54,8 +54,9 @@ class FormFields:
         self.fields: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
         self.opened: dict[str, bool] = {}  # expansion marker -> open
-        self.providers, self.missing_keys = provider_options()
-        self.presets = preset_options()
+        status = provider_status()  # reads the environment and .env: once per form, not per select
+        self.providers, self.missing_keys = provider_options(status)
+        self.presets = preset_options(status)
 
     def render(self) -> None:
         raise NotImplementedError

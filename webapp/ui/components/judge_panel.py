@@ -12,6 +12,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.models import JudgeConfig
+from webapp.providers.demo import DEMO_MODELS
 from webapp.ui.components.form_fields import FormFields
 from webapp.ui.components.presets import judge_row
 
@@ -86,7 +87,7 @@ class JudgePanel:
             self.form.render()
 
 
-DEMO_JUDGE_MODELS = ("demo", "demo-instant", *(f"demo-{n}" for n in range(2, 8)))
+DEMO_JUDGE_MODELS = (*DEMO_MODELS, *(f"demo-{n}" for n in range(2, 8)))
 
 
 def _another_opinion(last: dict, judges: list[dict]) -> dict:

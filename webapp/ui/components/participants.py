@@ -18,7 +18,8 @@ def activity(state: DebateState, live: dict[str, LiveTurn]) -> dict[str, str]:
         if not phase_visible(state, turn.phase):
             doing[turn.speaker] = "preparing…"
         else:
-            doing[turn.speaker] = "speaking…" if turn.text else "thinking…"
+            # `parts`, not `text`: this runs on every flush, and `text` joins the whole stream so far.
+            doing[turn.speaker] = "speaking…" if any(turn.parts) else "thinking…"
     if state.status is State.JUDGING:
         doing["judge"] = "judging…"
     elif state.status is State.CLARIFYING:

@@ -8,7 +8,6 @@ left in a hidden field can never block a start.
 
 from __future__ import annotations
 
-from copy import deepcopy
 from typing import Any
 
 from webapp.engine.formats import FORMATS, Format
@@ -44,8 +43,8 @@ def participant_row(name: str, position: str, index: int, provider: str = "demo"
     }
 
 
-def cast_rows(fmt: Format, model: str = "demo") -> list[dict[str, Any]]:
-    return [participant_row(seat.name, seat.position, i, model=model) for i, seat in enumerate(fmt.cast)]
+def cast_rows(fmt: Format, model: str | None = "demo", provider: str = "demo") -> list[dict[str, Any]]:
+    return [participant_row(seat.name, seat.position, i, provider, model) for i, seat in enumerate(fmt.cast)]
 
 
 def format_options(fmt: Format | None) -> list[str]:
@@ -211,7 +210,3 @@ def quick_demo_config(topic: str | None = None) -> DebateConfig:
         form["topic"] = topic
     apply_preset(form, "quick-demo")
     return DebateConfig.model_validate(form_to_config(form))
-
-
-def copy_form(form: dict[str, Any]) -> dict[str, Any]:
-    return deepcopy(form)

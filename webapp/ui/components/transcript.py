@@ -162,8 +162,7 @@ class Transcript:
                                        live_turn.act, live_turn.attempt)
             if card.attempt not in (None, live_turn.attempt):
                 card.reset_stream(live_turn.attempt)
-            if len(live_turn.text) > card.length:
-                card.append(live_turn.text[card.length:])
+            card.append(live_turn.text[card.length:])  # what the card lacks, if anything (one join)
         retries: dict[str, list[dict[str, Any]]] = {}
         for note in state.notes:
             if note.get("type") == "retry":
@@ -173,9 +172,7 @@ class Transcript:
             if card is None:
                 continue
             for note in notes[card.retry_notes_shown:]:
-                error = note.get("error") or {}
-                card.note(f"attempt {note.get('attempt')} failed ({error.get('message', 'error')}); "
-                          f"retried after {note.get('wait_s', 0):g} s", "replay")
+                card.note(_retry_text(note), "replay")
             card.retry_notes_shown = len(notes)
 
     def _live_card(self, state: DebateState, key: str, speaker: str, phase: str, round_no: int, act: str,
@@ -203,7 +200,7 @@ class Transcript:
             return  # text of an abandoned attempt
         if item.offset > card.length:  # a gap: take what the engine holds (it is authoritative)
             current = live.get(item.key)
-            if current is not None and len(current.text) > card.length:
+            if current is not None:
                 card.append(current.text[card.length:])
             return
         end = item.offset + len(item.text)
@@ -223,13 +220,17 @@ class Transcript:
             card.note(f"attempt cut off: {item.reason}", "warning")
 
 
+def _retry_text(note: dict[str, Any]) -> str:
+    error = note.get("error") or {}
+    return (f"attempt {note.get('attempt')} failed ({error.get('message', 'error')}); "
+            f"retried after {note.get('wait_s', 0):g} s")
+
+
 def render_aux_notes(state: DebateState) -> None:
     """Retries of calls that are not turns (judge, summaries, questions): shown small and grey."""
     for note in state.notes:
         if note.get("type") != "retry" or TURN_KEY.match(str(note.get("turn"))):
             continue  # a turn's retries are shown on its card
-        error = note.get("error") or {}
         with ui.row().classes("items-center gap-1 text-xs text-grey-6 italic").mark("aux-note"):
             ui.icon("replay").classes("text-sm")
-            ui.label(f"{note.get('turn')}: attempt {note.get('attempt')} failed "
-                     f"({error.get('message', 'error')}); retried after {note.get('wait_s', 0):g} s")
+            ui.label(f"{note.get('turn')}: {_retry_text(note)}")

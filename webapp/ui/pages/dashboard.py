@@ -40,7 +40,6 @@ class Dashboard:
         self.query = ""
         self.statuses: list[str] = []
         self.page = 1
-        self.total = 0
         self.container = ui.column().classes("w-full gap-2")
         self._lock = asyncio.Lock()
 
@@ -56,7 +55,6 @@ class Dashboard:
                                                         (self.page - 1) * PAGE_SIZE, PAGE_SIZE)
             if self.container.is_deleted:
                 return
-            self.total = total
             self.container.clear()
             with self.container:
                 self._render(rows, total)
@@ -152,8 +150,5 @@ async def page() -> None:
         search.on_value_change(on_filters)
         status.on_value_change(on_filters)
 
-        async def on_change(changed: set[str]) -> None:
-            await dashboard.load()
-
-        hub.dashboard.subscribe(on_change)
+        hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
         await dashboard.load()

@@ -10,19 +10,26 @@ re-rendered from the session's current state, which is idempotent).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from nicegui import ui
 
 from webapp.engine.engine import DebateNotFound
-from webapp.engine.machine import State, to_mermaid
+from webapp.engine.formats import get_format
+from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveEvent, LiveTurnStarted
 from webapp.export import to_json, to_markdown, to_text
 from webapp.live import Aborted, Batch, ChunkDelta
 from webapp.ui import runtime
 from webapp.ui.components.badges import status_badge
-from webapp.ui.components.banners import banner_signature, render_banners, render_past_clarifications
+from webapp.ui.components.banners import (
+    banner_signature,
+    last_cost_warning,
+    render_banners,
+    render_past_clarifications,
+)
 from webapp.ui.components.controls import Controls
 from webapp.ui.components.cost import cost_signature, render_cost
 from webapp.ui.components.participants import ParticipantsPanel
@@ -32,10 +39,16 @@ from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
 
 
+@lru_cache(maxsize=256)
+def _diagram(format_id: str, status: State) -> str:
+    phases = [(p.id, p.title) for p in get_format(format_id).phases]
+    return to_mermaid(phases, highlight=status, compact=True)
+
+
 def diagram_source(session: DebateSession) -> str:
-    state = session.state
-    phases = [(p.id, p.title) for p in state.format.phases]
-    return to_mermaid(phases, highlight=state.status, compact=True)
+    """The state diagram with the current state highlighted: built once per (format, state) for every
+    tab, not on each committed event of each page."""
+    return _diagram(session.state.format.id, session.state.status)
 
 
 class DebateView:
@@ -47,7 +60,6 @@ class DebateView:
         self.sections: dict[str, ui.element] = {}
         self.answers: dict[int, dict[str, list[str]]] = {}
         self.seen_seq = 0
-        self.batches = 0
         self.acknowledged_warning = -1
 
     @property
@@ -123,8 +135,8 @@ class DebateView:
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
         self._section("aux-notes", len(state.notes), lambda: render_aux_notes(state))
         self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
-        self._section("verdict", (state.verdict is not None and state.verdict.model_dump_json(), state.ended_because),
-                      lambda: render_verdict(state))
+        # A verdict is replaced, never changed in place: compare it, do not serialise it on every event.
+        self._section("verdict", (state.verdict, state.ended_because), lambda: render_verdict(state))
         self._section("cost", cost_signature(state), lambda: render_cost(state))
         self.controls.update()
         self.participants.update(state, live)
@@ -137,12 +149,12 @@ class DebateView:
 
     def _render_status(self, state) -> None:
         status_badge(state.status.value, state.machine.context.interrupted)
-        if state.status in (State.COMPLETED, State.STOPPED) and state.ended_because:
+        if state.status in TERMINAL_STATES and state.ended_because:
             ui.label(state.ended_because).classes("text-xs text-grey-7")
 
     def _sync_dialog(self, state) -> None:
         if state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings):
-            warning = next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+            warning = last_cost_warning(state)
             self.dialog_text.text = str(warning.get("message") or "The warning threshold was reached.") + \
                 " Continue spending, or stop and get a verdict on what was said?"
             self.dialog.open()
@@ -154,7 +166,6 @@ class DebateView:
     def on_batch(self, batch: Batch) -> None:
         if self.transcript.container.is_deleted:
             return
-        self.batches += 1
         state, live = self.state, self.session.live
         committed = False
         for item in batch:
@@ -175,8 +186,7 @@ class DebateView:
 
     async def command(self, name: str, **kwargs: Any) -> None:
         if name in ("acknowledge_warning", "stop"):
-            self.acknowledged_warning = len(self.state.warnings)
-            self.dialog.close()
+            self.dismiss_dialog()
         await self.controls.run(name, **kwargs)
 
     def dismiss_dialog(self) -> None:

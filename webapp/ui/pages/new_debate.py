@@ -10,7 +10,6 @@ groups (`components.debate_options`) are built from here and share `components.f
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 from nicegui import app, ui
@@ -23,19 +22,21 @@ from webapp.ui import runtime
 from webapp.ui.components.debate_options import format_settings, limits_card
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.judge_panel import JudgePanel
-from webapp.ui.components.presets import apply_preset, blank_form, form_to_config, participant_row
+from webapp.ui.components.presets import apply_preset, blank_form, cast_rows, form_to_config, participant_row
 from webapp.ui.layout import frame
 
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
+# Errors of a whole model land on the input that can fix them.
+FIELD_FOR = {"budget": "budget.cost_limit"}
 
 
 def error_path(loc: tuple[Any, ...]) -> str:
-    """('judge', 'judges', 1, 'provider') -> 'judge.judges[1].provider': the form's fields use config paths."""
+    """('judge', 'judges', 1, 'provider') -> 'judge.judges[1].provider': the form's fields use config paths
+    (the same paths `ConfigError.field` names)."""
     path = ""
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    # Errors of a whole model land on the input that can fix them.
-    return {"budget": "budget.cost_limit"}.get(path, path)
+    return FIELD_FOR.get(path, path)
 
 
 def _clean(message: str) -> str:
@@ -230,12 +231,9 @@ class DebateForm(FormFields):
         untouched = old is not None and [(r["name"], r["position"]) for r in self.form["participants"]] == [
             (s.name, s.position) for s in old.cast]
         self.form["format"] = format_id
-        if untouched:
-            template = self.form["participants"][0] if self.form["participants"] else None
-            provider = template["provider"] if template else "demo"
-            model = template["model"] if template else "demo"
-            self.form["participants"] = [participant_row(s.name, s.position, i, provider, model)
-                                         for i, s in enumerate(new.cast)]
+        if untouched:  # the old format's cast as it came: the new format's cast, same provider and model
+            template = self.form["participants"][0]
+            self.form["participants"] = cast_rows(new, template["model"], template["provider"])
         term = new.termination
         rounds = self.form.get("rounds")
         if not new.has_rounds or (rounds is not None and not term.min_rounds <= rounds <= term.max_rounds):
@@ -247,7 +245,7 @@ class DebateForm(FormFields):
         rows = self.form["participants"]
         if len(rows) >= MAX_PARTICIPANTS:
             return
-        template = rows[-1] if rows else participant_row("", "pro", 0)
+        template = rows[-1]  # never empty: a debate has at least two participants
         used = {r.get("color") for r in rows}
         color = next((c for c in PALETTE if c not in used), PALETTE[len(rows) % len(PALETTE)])
         new = participant_row(f"Participant {len(rows) + 1}", "free", len(rows), template["provider"],
@@ -305,9 +303,8 @@ class DebateForm(FormFields):
                 try:
                     session = await engine.start(config)
                 except ConfigError as exc:
-                    errors = {error_path(tuple(_split_field(exc.field))): exc.message}
-                else:
-                    (await runtime.current().hub()).debates_changed(session.id)
+                    errors = {FIELD_FOR.get(exc.field, exc.field): exc.message}
+                else:  # dashboards hear of it from the debate's first transition
                     ui.navigate.to(f"/debate/{session.id}")
                     return
             self._set_errors(errors)
@@ -316,14 +313,6 @@ class DebateForm(FormFields):
         finally:
             self.submitting = False
             self.start_button.props(remove="loading")
-
-
-def _split_field(field: str) -> list[Any]:
-    """'participants[0].provider' -> ['participants', 0, 'provider']."""
-    parts: list[Any] = []
-    for token in re.findall(r"[^.\[\]]+|\[\d+\]", field):
-        parts.append(int(token[1:-1]) if token.startswith("[") else token)
-    return parts
 
 
 async def page() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from nicegui import app, ui
 
 from webapp.engine.formats import FORMATS
+from webapp.providers.demo import DEMO_MODELS
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
 from webapp.ui.layout import frame
@@ -66,8 +67,10 @@ def _defaults_card() -> None:
                 .classes("w-56").bind_value(values, "format")
             ui.number("Rounds", min=1, max=50, precision=0).props('outlined dense hint="empty = format default"') \
                 .classes("w-40").bind_value(values, "rounds")
-            ui.select({"demo": "demo (≈40 tokens/s)", "demo-instant": "demo-instant (no delay)"},
-                      label="Demo model").props("outlined dense").classes("w-56").bind_value(values, "demo_model")
+            demo_models = {m: f"{m} (≈{speed:g} tokens/s)" if speed else f"{m} (no delay)"
+                           for m, speed in DEMO_MODELS.items()}
+            ui.select(demo_models, label="Demo model").props("outlined dense").classes("w-56") \
+                .bind_value(values, "demo_model")
         with ui.row().classes("w-full gap-2 items-start"):
             ui.number("Warn at (USD)", min=0, step=0.01).props('outlined dense prefix="$"').classes("w-44") \
                 .bind_value(values, "warn_at")
