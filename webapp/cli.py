@@ -19,7 +19,7 @@ import re
 import signal
 import sys
 import tomllib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -211,15 +211,8 @@ def report_end(state: DebateState, out: TextIO) -> int:
     return EXIT_STOPPED
 
 
-EXPORTERS: dict[str, Callable[[DebateState], str]] = {
-    ".md": export.to_markdown, ".markdown": export.to_markdown,
-    ".json": export.to_json,
-    ".txt": export.to_text, ".text": export.to_text,
-}
-
-
 def write_export(state: DebateState, path: Path) -> None:
-    exporter = EXPORTERS.get(path.suffix.lower())
+    exporter = export.writer_for(path.suffix)
     if exporter is None:
         raise UsageError(f"export: unknown file type {path.suffix or '(none)'}; use .md, .json or .txt")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -276,7 +269,7 @@ async def _load_state(args: argparse.Namespace) -> DebateState:
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     state = await _load_state(args)
-    text = EXPORTERS[".json" if args.json else ".txt" if args.text else ".md"](state)
+    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state)
     out.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 

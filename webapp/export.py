@@ -8,6 +8,7 @@ untrusted text safely.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from webapp.engine.state import DebateState
@@ -191,3 +192,19 @@ def to_text(state: DebateState) -> str:
             if verdict.synthesis:
                 lines += ["", "Final solution:", verdict.synthesis]
     return "\n".join(lines).rstrip() + "\n"
+
+
+# file extension -> (writer, media type): the one table behind the page's downloads and the CLI.
+FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
+    "md": (to_markdown, "text/markdown"),
+    "json": (to_json, "application/json"),
+    "txt": (to_text, "text/plain"),
+}
+ALIASES = {"markdown": "md", "text": "txt"}
+
+
+def writer_for(extension: str) -> Callable[[DebateState], str] | None:
+    """The export function for a file extension (`.md`, `md`, `markdown`, …), or None."""
+    ext = extension.lower().lstrip(".")
+    entry = FORMATS.get(ALIASES.get(ext, ext))
+    return entry[0] if entry else None

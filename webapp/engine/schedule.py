@@ -145,10 +145,15 @@ def speakers_for(side: str, config: DebateConfig) -> list[Participant]:
     return [p for p in config.participants if p.position == side]
 
 
+def phase_visible(phase: Phase, config: DebateConfig) -> bool:
+    """Private phases (preparation notes) are shown to others only when the debate asks for it."""
+    return not phase.private or (phase.optional == "show_preparation" and config.show_preparation)
+
+
 def phase_steps(fmt: Format, phase: Phase, round_no: int, config: DebateConfig) -> list[Step]:
     """The steps of one phase in one round, in speaking order."""
     repeat = config.questions if phase.repeat == "questions" else phase.repeat
-    visible = not phase.private or (phase.optional == "show_preparation" and config.show_preparation)
+    visible = phase_visible(phase, config)
     slots: list[TurnSlot] = []
     index = 0
     for _ in range(repeat):

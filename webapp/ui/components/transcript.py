@@ -13,6 +13,7 @@ from typing import Any
 from nicegui import ui
 from nicegui.elements.mixins.text_element import TextElement
 
+from webapp.engine import schedule
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveTurn, LiveTurnStarted
 from webapp.live import Aborted, ChunkDelta
@@ -28,10 +29,9 @@ ACT_LABELS = {"ask": "question", "answer": "answer", "prepare": "preparation", "
 def phase_visible(state: DebateState, phase_id: str) -> bool:
     """Private phases (preparation notes) are shown only when the debate asks for it."""
     try:
-        phase = state.format.phase(phase_id)
+        return schedule.phase_visible(state.format.phase(phase_id), state.config)
     except KeyError:
         return True
-    return not phase.private or (phase.optional == "show_preparation" and state.config.show_preparation)
 
 
 def group_title(state: DebateState, phase_id: str, round_no: int) -> str:

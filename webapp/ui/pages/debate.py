@@ -20,7 +20,7 @@ from webapp.engine.formats import get_format
 from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveEvent, LiveTurnStarted
-from webapp.export import to_json, to_markdown, to_text
+from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.live import Aborted, Batch, ChunkDelta
 from webapp.ui import runtime
 from webapp.ui.components.badges import status_badge
@@ -195,11 +195,7 @@ class DebateView:
 
     def export(self, kind: str) -> None:
         state = self.state
-        content, media = {
-            "md": (to_markdown, "text/markdown"),
-            "json": (to_json, "application/json"),
-            "txt": (to_text, "text/plain"),
-        }[kind]
+        content, media = EXPORT_FORMATS[kind]
         ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
 
 
