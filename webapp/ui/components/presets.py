@@ -51,14 +51,14 @@ def format_options(fmt: Format | None) -> list[str]:
     """The `DebateConfig` fields this format actually reads; the form shows (and sends) only these.
 
     Mirrors the engine: `termination.decide` uses `convergence_threshold` for convergence formats and,
-    for collaborative, `evaluation` with `quality_threshold`; clarification needs `Format.clarification`.
+    where the format leaves it open (collaborative), `evaluation` with `quality_threshold`; clarification needs `Format.clarification`.
     """
     if fmt is None:
         return []
     names: list[str] = []
     if fmt.has_rounds and fmt.termination.kind == "convergence":
         names.append("convergence_threshold")
-    if fmt.id == "collaborative":
+    if fmt.termination.configurable:
         names += ["evaluation", "quality_threshold"]
     if fmt.clarification:
         names += ["clarification", "clarification_questions", "clarification_iterations"]
