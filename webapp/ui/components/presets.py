@@ -51,7 +51,8 @@ def format_options(fmt: Format | None) -> list[str]:
     """The `DebateConfig` fields this format actually reads; the form shows (and sends) only these.
 
     Mirrors the engine: `termination.decide` uses `convergence_threshold` for convergence formats and,
-    where the format leaves it open (collaborative), `evaluation` with `quality_threshold`; clarification needs `Format.clarification`.
+    where the format leaves the evaluation open (collaborative), `evaluation` with `quality_threshold`;
+    clarification needs `Format.clarification`.
     """
     if fmt is None:
         return []
