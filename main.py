@@ -1,6 +1,8 @@
 """Serve Rostrum: `python main.py` (host, port and database from ROSTRUM_* settings or .env).
 
-The demo provider works without any key, so a fresh checkout can run a debate at once.
+The demo provider works without any key, so a fresh checkout can run a debate at once. Bound to
+127.0.0.1 by default, with sign-in off; on any other address sign-in is on (see README, "Hosting
+for a team").
 """
 
 from __future__ import annotations
@@ -11,28 +13,43 @@ import sys
 
 from nicegui import ui
 
-from webapp.settings import get_settings
+from webapp.settings import get_settings, storage_secret
 from webapp.ui.app import FAVICON, PRODUCT, setup
 
+CREATE_ADMIN = "python -m webapp users add NAME --role admin"
 
-async def _check_store() -> None:
-    """Open the database once before serving: a corrupt file stops the start with a clear message."""
+
+async def _check_store() -> int:
+    """Open the database once before serving: a corrupt file stops the start with a clear message.
+    Returns how many active admins exist."""
     from webapp.store import Store
+    from webapp.store.accounts import Accounts
 
     store = await Store.open(get_settings().db)
-    await store.close()
+    try:
+        return await Accounts(store).count_admins()
+    finally:
+        await store.close()
 
 
 def _preflight() -> None:
     from webapp.store.repository import StoreCorrupt
 
+    settings = get_settings()
+    problem = settings.auth_problem()
+    if problem is not None:
+        print(f"rostrum: refusing to start: {problem}", file=sys.stderr)
+        sys.exit(2)
     try:
-        asyncio.run(_check_store())
+        admins = asyncio.run(_check_store())
     except StoreCorrupt as exc:
         print(f"rostrum: {exc}", file=sys.stderr)
         print("rostrum: move the file aside or set ROSTRUM_DB to another path, then start again.",
               file=sys.stderr)
         sys.exit(2)
+    if settings.auth_enabled and admins == 0:
+        print("rostrum: sign-in is on and there is no admin account yet. Create one with:", file=sys.stderr)
+        print(f"    {CREATE_ADMIN}", file=sys.stderr)
 
 
 setup()
@@ -47,7 +64,7 @@ if __name__ in {"__main__", "__mp_main__"}:
         port=settings.port,
         favicon=FAVICON,
         dark=None,  # follow the system
-        storage_secret=settings.storage_secret,
+        storage_secret=storage_secret(settings),
         reload=settings.reload,
         show=False,
         show_welcome_message=True,

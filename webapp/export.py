@@ -41,6 +41,7 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "format": state.config.format,
         "status": state.status.value,
         "created_at": state.created_at.isoformat(),
+        "created_by": state.created_by or None,
         "participants": [
             {"id": p.id, "name": p.name, "role": p.position, "provider": p.provider, "model": p.model,
              "color": p.color}
@@ -63,8 +64,10 @@ def to_dict(state: DebateState) -> dict[str, Any]:
             for seq, turn in enumerate(state.turns, start=1)
         ],
         "transitions": [
-            {"from": t["from"], "to": t["to"], "event": t["event"], "at": t["at"]} for t in state.transitions
+            {"from": t["from"], "to": t["to"], "event": t["event"], "at": t["at"], "actor": t["actor"]}
+            for t in state.transitions
         ],
+        "actions": [dict(a) for a in state.actions],
         "verdict": None if verdict is None else {
             "available": verdict.available,
             "winner": verdict.winner,

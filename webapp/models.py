@@ -307,6 +307,7 @@ class EventKind(StrEnum):
     CLARIFICATION_ANSWER = "clarification_answer"
     SUMMARY = "summary"
     NOTE = "note"
+    ACTION = "action"  # a person's action that is not a transition (share link created, revoked)
 
 
 class DebateEvent(BaseModel):

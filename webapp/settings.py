@@ -6,13 +6,20 @@ and stay in this process: they are never written to the database, logged, or sen
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+AuthMode = Literal["auto", "on", "off"]
+HeaderRole = Literal["admin", "operator", "viewer"]
+SECRET_FILE_NAME = ".rostrum-storage-secret"
 
 
 class PriceOverride(BaseSettings):
@@ -28,17 +35,118 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ROSTRUM_", env_file=".env", extra="ignore")
 
     db: Path = Field(default=Path("data/rostrum.sqlite3"), description="SQLite database file")
-    host: str = Field(default="0.0.0.0", description="address the web app listens on")
+    host: str = Field(default="127.0.0.1", description="address the web app listens on")
     port: int = Field(default=8080, ge=1, le=65535, description="port the web app listens on")
     demo_speed: float | None = Field(
         default=None, ge=0, description="tokens per second for demo models (0 = instant)"
     )
-    storage_secret: str = Field(default="rostrum-local", description="secret for NiceGUI's user storage")
+    storage_secret: str | None = Field(
+        default=None, description="secret signing browser sessions (default: generated beside the database)"
+    )
+    auth: AuthMode = Field(default="auto", description="sign-in: auto (on unless bound to loopback), on, off")
+    session_hours: float = Field(default=12.0, gt=0, le=24 * 365, description="hours a sign-in lasts")
+    auth_header: str | None = Field(
+        default=None, description="identity header set by a trusted reverse proxy (e.g. X-Forwarded-Email)"
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="addresses or networks allowed to set the identity header"
+    )
+    auth_header_role: HeaderRole = Field(default="viewer", description="role of a new user seen in the header")
+    user_daily_usd: float | None = Field(
+        default=None, ge=0, description="most a non-admin may commit to debates started per day (USD)"
+    )
     max_retries: int = Field(default=3, ge=0, le=20, description="retries per debate after errors")
     retry_after_cap: float = Field(default=30.0, ge=0, description="longest Retry-After honoured, seconds")
     # JSON object: {"model-name": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}
     price_overrides: dict[str, PriceOverride] = Field(default_factory=dict)
     reload: bool = Field(default=False, description="auto-reload the web app on code changes (dev)")
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            for item in value:
+                try:
+                    ipaddress.ip_network(str(item), strict=False)
+                except ValueError:
+                    raise ValueError(f"{item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("auth_header", mode="before")
+    @classmethod
+    def _blank_header(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def loopback(self) -> bool:
+        """Whether the web app listens only on this machine."""
+        return is_loopback(self.host)
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether pages and commands need a signed-in user (or a trusted identity header)."""
+        if self.auth == "auto":  # a proxy on this machine forwarding to loopback still means hosted
+            return not self.loopback or self.auth_header is not None
+        return self.auth == "on"
+
+    def auth_problem(self) -> str | None:
+        """Why this combination must not start, or None."""
+        if self.auth == "off" and not self.loopback:
+            return (
+                f"ROSTRUM_AUTH=off with ROSTRUM_HOST={self.host} would let anyone who can reach this port "
+                "watch, stop and start debates and spend the API keys. Set ROSTRUM_AUTH=on (or auto) to "
+                "require sign-in, or ROSTRUM_HOST=127.0.0.1 to serve only this machine."
+            )
+        if self.auth_header and not self.trusted_proxies:
+            return (
+                f"ROSTRUM_AUTH_HEADER={self.auth_header} needs ROSTRUM_TRUSTED_PROXIES: the addresses of the "
+                "reverse proxy allowed to set it (anyone else could claim any identity)."
+            )
+        return None
+
+    def trusts(self, address: str | None) -> bool:
+        """Whether a request from `address` may assert an identity through `auth_header`."""
+        if not address or not self.trusted_proxies:
+            return False
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in ipaddress.ip_network(net, strict=False) for net in self.trusted_proxies)
+
+
+def is_loopback(host: str) -> bool:
+    """`127.0.0.1`, `::1`, `localhost`: only this machine can connect."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def storage_secret(settings: Settings) -> str:
+    """The secret that signs browser sessions: `ROSTRUM_STORAGE_SECRET`, else one generated on first
+    start and kept beside the database (mode 0600), so it survives restarts but is never a constant."""
+    if settings.storage_secret:
+        return settings.storage_secret
+    path = Path(settings.db).parent / SECRET_FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # O_EXCL: of two processes starting together, the second keeps the first one's secret.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        secret = path.read_text(encoding="utf-8").strip()
+        if secret:
+            return secret
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC, 0o600)  # an empty file (a crash while writing)
+        os.chmod(path, 0o600)
+    secret = secrets.token_urlsafe(48)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(secret + "\n")
+    return secret
 
 
 @lru_cache(maxsize=1)

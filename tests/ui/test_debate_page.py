@@ -275,10 +275,11 @@ async def test_exports_download_markdown_json_and_text(user: User) -> None:
     assert "Winner:" in text and "Should the voting age be 16?" in text
 
 
-async def test_unknown_debate_shows_not_found(user: User) -> None:
-    await user.open("/debate/does-not-exist")
-    await user.should_see(marker="not-found")
-    await user.should_see("No debate with id 'does-not-exist'.")
+async def test_unknown_debate_shows_not_found_with_http_404(user: User) -> None:
+    response = await user.http_client.get("/debate/does-not-exist")
+    assert response.status_code == 404
+    assert "No debate with id &#x27;does-not-exist&#x27;." in response.text or \
+        "No debate with id 'does-not-exist'." in response.text
 
 
 async def test_a_restart_shows_a_running_debate_as_interrupted_with_resume(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from nicegui.testing import User
 
-from tests.ui.helpers import assert_nowhere_on_page, one
+from tests.ui.helpers import assert_nowhere_on_page, notified, one
 from webapp.settings import get_settings
 
 
@@ -39,8 +41,9 @@ async def test_saved_defaults_prefill_the_new_debate_form(user: User) -> None:
     await user.should_see("The hard limit must be at least the warning threshold.")
     with user:
         fields["Warn at (USD)"].value = 1
+    saved = notified("Defaults saved", user)
     user.find(marker="save-defaults").click()
-    assert user.notify.contains("Defaults saved")
+    await asyncio.wait_for(saved.wait(), 5)
     await user.open("/new")
     assert one(user, "field-format").value == "roundtable"
     assert one(user, "field-budget.cost_limit").value == 2.5

@@ -11,6 +11,7 @@ import pytest
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
 from webapp.store import Store
+from webapp.store.accounts import Accounts
 from webapp.store.migrations import LATEST, MIGRATIONS
 from webapp.store.repository import migrate, schema_version
 
@@ -42,6 +43,8 @@ async def _insert_rows(db: aiosqlite.Connection, version: int) -> None:
         columns["topic_search"] = "should cities ban cars?"
     if version >= 4:
         columns["interrupted"] = 0
+    if version >= 5:
+        columns["created_by"] = "ada"
     names = ", ".join(columns)
     await db.execute(f"INSERT INTO debates ({names}) VALUES ({', '.join('?' * len(columns))})",
                      tuple(columns.values()))
@@ -84,7 +87,7 @@ async def test_old_schema_migrates_with_data_intact(tmp_path: Path, version: int
         # The migrated schema is exactly the schema of a brand-new database.
         fresh = await Store.open(tmp_path / "fresh.sqlite3")
         try:
-            for table in ("debates", "events", "schema_version"):
+            for table in ("debates", "events", "schema_version", "users", "share_links", "audit"):
                 assert await _columns(db, table) == await _columns(fresh._db, table)
             assert await _indexes(db) == await _indexes(fresh._db)
         finally:
@@ -95,6 +98,7 @@ async def test_old_schema_migrates_with_data_intact(tmp_path: Path, version: int
         assert (row.topic, row.status, row.phase, row.round, row.cost_usd) == (
             "Should Cities BAN cars?", "paused", "rebuttal", 1, 0.5)
         assert row.participants == PARTICIPANTS
+        assert row.created_by == ("ada" if version >= 5 else "")  # v5 added it; older rows have no creator
         assert row.unpriced is (version >= 2)  # the column did not exist before v2: default 0
         # v4 backfills "interrupted" from the last transition (a PAUSE without interrupted here)
         assert row.interrupted is False
@@ -112,6 +116,14 @@ async def test_old_schema_migrates_with_data_intact(tmp_path: Path, version: int
         # The migrated log keeps working: sequence and idempotency keys carry on.
         assert (await store.append("old1", EventKind.NOTE, {"after": "migration"})).seq == 5
         assert await store.append("old1", EventKind.TURN, {}, idem_key="created") is None
+
+        # The v5 account tables work on a migrated database; deleting the debate removes its links.
+        accounts = Accounts(store)
+        await accounts.add_user("ada", "admin", None)
+        await accounts.add_link("old1", "digest", "ada", None)
+        assert [u.username for u in await accounts.users()] == ["ada"]
+        assert await store.delete_debate("old1")
+        assert await accounts.links("old1") == [] and await store.get_row("old1") is None
     finally:
         await store.close()
 

@@ -18,7 +18,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent
-from webapp.models import DebateConfig, DebateEvent, utcnow
+from webapp.models import DebateConfig, DebateEvent, EventKind, utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite, Store
 
@@ -83,8 +83,8 @@ class Engine:
             raise ConfigError(*problem)
         return config
 
-    async def create(self, config: DebateConfig) -> str:
-        """Validate and store a new debate (not started); returns its id."""
+    async def create(self, config: DebateConfig, actor: str | None = None) -> str:
+        """Validate and store a new debate (not started); returns its id. `actor`: who created it."""
         config = self.validate(config)
         debate_id = uuid.uuid4().hex[:12]
         state = DebateState(debate_id, config, created_at=utcnow())
@@ -98,12 +98,12 @@ class Engine:
             ],
         }
         await self.store.create_debate(debate_id, config.topic, config.format, config.model_dump(mode="json"),
-                                       summary)
+                                       summary, actor=actor)
         return debate_id
 
-    async def start(self, config: DebateConfig) -> DebateSession:
+    async def start(self, config: DebateConfig, actor: str | None = None) -> DebateSession:
         """Create a debate and start running it."""
-        debate_id = await self.create(config)
+        debate_id = await self.create(config, actor=actor)
         session = await self.session(debate_id)
         session.ensure_running()
         return session
@@ -133,16 +133,16 @@ class Engine:
     def subscribe_all(self, listener: Listener) -> Callable[[], None]:
         return self.all_events.subscribe(listener)
 
-    async def resume(self, debate_id: str) -> DebateSession:
+    async def resume(self, debate_id: str, actor: str | None = None) -> DebateSession:
         """Continue a debate from wherever its log says it is (CLI `resume`)."""
         session = await self.session(debate_id)
         machine = session.state.machine
         if machine.can(Event.RESUME):
-            await session.resume()
+            await session.resume(actor=actor)
         elif machine.can(Event.RETRY) and session.state.status is State.ERROR:
-            await session.retry()
+            await session.retry(actor=actor)
         elif machine.can(Event.ACKNOWLEDGE_WARNING):
-            await session.acknowledge_warning()
+            await session.acknowledge_warning(actor=actor)
         else:
             session.ensure_running()
         return session
@@ -164,6 +164,24 @@ class Engine:
             except StaleWrite:  # its log is moving: another process is running it right now
                 self.sessions.pop(debate_id, None)
         return recovered
+
+    async def delete(self, debate_id: str) -> bool:
+        """Stop a debate's runner here (recording nothing) and remove it with its whole log."""
+        full_id = await self.store.find_id(debate_id)
+        if full_id is None:
+            raise DebateNotFound(debate_id)
+        session = self.sessions.pop(full_id, None)
+        if session is not None:
+            await session.shutdown()
+        deleted = await self.store.delete_debate(full_id)
+        if deleted and session is not None:
+            session.deleted = True
+            session.broadcaster.emit(LiveEvent(full_id, DebateEvent(
+                debate_id=full_id, seq=session.state.last_seq + 1, kind=EventKind.ACTION, at=utcnow(),
+                data={"action": "deleted"})))
+        self.all_events.emit(LiveEvent(full_id, DebateEvent(
+            debate_id=full_id, seq=0, kind=EventKind.ACTION, at=utcnow(), data={"action": "deleted"})))
+        return deleted
 
     async def events(self, debate_id: str) -> list[DebateEvent]:
         return await self.store.events(debate_id)

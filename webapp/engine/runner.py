@@ -89,6 +89,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         self._on_event = on_event
         self.broadcaster = Broadcaster()
         self.live: dict[str, LiveTurn] = {}
+        self.deleted = False  # set when an admin deleted the debate: pages watching it say so
         self._task: asyncio.Task[None] | None = None
         self._commit_lock = asyncio.Lock()
         self._command_lock = asyncio.Lock()
@@ -121,48 +122,61 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 await asyncio.shield(self._task)
         return self.state.status
 
-    async def pause(self, interrupted: bool = False) -> None:
+    # Every command takes the `actor` who asked for it (a username, `cli`, `system`, `share-link`):
+    # it is recorded with the transition, so the log says who paused, stopped or answered.
+
+    async def pause(self, interrupted: bool = False, actor: str | None = None) -> None:
         async with self._command_lock:
             self._require(Event.PAUSE)
             await self._halt()
-            await self._transition(Event.PAUSE, interrupted=interrupted,
+            await self._transition(Event.PAUSE, actor=actor, interrupted=interrupted,
                                    position=self.state.machine.context.position.model_dump())
 
-    async def resume(self) -> None:
+    async def resume(self, actor: str | None = None) -> None:
         async with self._command_lock:
-            await self._transition(Event.RESUME)
+            await self._transition(Event.RESUME, actor=actor)
             self.ensure_running()
 
-    async def stop(self, verdict: bool = True, reason: str = "stopped by user") -> None:
+    async def stop(self, verdict: bool = True, reason: str = "stopped by user", actor: str | None = None) -> None:
         async with self._command_lock:
             self._require(Event.STOP)
             # Stopping with a verdict while the judge is already at work: let it finish rather than
             # cancel and pay for the same judging twice.
             if not (verdict and self.state.status is State.JUDGING):
                 await self._halt()
-            await self._transition(Event.STOP, verdict=verdict, reason=reason,
+            await self._transition(Event.STOP, actor=actor, verdict=verdict, reason=reason,
                                    position=self.state.machine.context.position.model_dump())
             self.ensure_running()
 
-    async def retry(self) -> None:
+    async def retry(self, actor: str | None = None) -> None:
         async with self._command_lock:
-            await self._transition(Event.RETRY)
+            await self._transition(Event.RETRY, actor=actor)
             self.ensure_running()
 
-    async def acknowledge_warning(self) -> None:
+    async def acknowledge_warning(self, actor: str | None = None) -> None:
         async with self._command_lock:
-            await self._transition(Event.ACKNOWLEDGE_WARNING)
+            await self._transition(Event.ACKNOWLEDGE_WARNING, actor=actor)
             self.ensure_running()
 
-    async def answer_clarification(self, answers: dict[str, list[str]]) -> None:
+    async def record_action(self, action: str, actor: str, detail: dict[str, Any] | None = None) -> None:
+        """Note in the log something a person did that is not a transition (a share link created or
+        revoked), so the debate's own history says who did it."""
+        data: dict[str, Any] = {"action": action, "actor": actor}
+        if detail:
+            data["detail"] = detail
+        await self._commit(EventKind.ACTION, data)
+
+    async def answer_clarification(self, answers: dict[str, list[str]], actor: str | None = None) -> None:
         """Record the user's answers (per participant, in question order; '' = unanswered)."""
         async with self._command_lock:
             self._require(Event.CLARIFICATION_ANSWERED)
             iteration = len(self.state.clarifications)
             clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
-            await self._commit(EventKind.CLARIFICATION_ANSWER, {"iteration": iteration, "answers": clean},
-                               idem_key=f"answer/{iteration}")
-            await self._transition(Event.CLARIFICATION_ANSWERED)
+            answer: dict[str, Any] = {"iteration": iteration, "answers": clean}
+            if actor:
+                answer["actor"] = actor
+            await self._commit(EventKind.CLARIFICATION_ANSWER, answer, idem_key=f"answer/{iteration}")
+            await self._transition(Event.CLARIFICATION_ANSWERED, actor=actor)
             self.ensure_running()
 
     async def catch_up(self) -> int:
@@ -201,14 +215,16 @@ class DebateSession(ProviderCalls, SpendingGuard):
     # --- committing ------------------------------------------------------------------------
 
     async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
-                      transition: tuple[Event, dict[str, Any]] | None = None) -> DebateEvent | None:
+                      transition: tuple[Event, dict[str, Any]] | None = None,
+                      actor: str | None = None) -> DebateEvent | None:
         """Persist, then apply and broadcast, one event. Shielded: a cancelled caller cannot leave
         the in-memory state and the log disagreeing."""
-        inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition))
+        inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition, actor))
         return await asyncio.shield(inner)
 
     async def _commit_inner(self, kind: EventKind, data: dict[str, Any], idem_key: str | None,
-                            transition: tuple[Event, dict[str, Any]] | None) -> DebateEvent | None:
+                            transition: tuple[Event, dict[str, Any]] | None,
+                            actor: str | None = None) -> DebateEvent | None:
         async with self._commit_lock:
             state = self.state
             at = utcnow()
@@ -218,6 +234,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 event, params = transition
                 source, target = state.machine.send(event, at=at, **params)  # raises, changing nothing
                 data = {"event": event.value, "from": source.value, "to": target.value, "params": params}
+                if actor:  # transitions the runner makes by itself are the system's (the default)
+                    data["actor"] = actor
             record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=data)
             try:
                 state.apply(record, sent=transition is not None)
@@ -241,8 +259,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _reload(self) -> None:
         self.state = DebateState.from_events(await self.store.events(self.state.id))
 
-    async def _transition(self, event: Event, **params: Any) -> DebateEvent | None:
-        return await self._commit(EventKind.TRANSITION, {}, transition=(event, params))
+    async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
+        return await self._commit(EventKind.TRANSITION, {}, transition=(event, params), actor=actor)
 
     # --- the loop --------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from webapp.engine.machine import DebateMachine, MachineContext, State
 from webapp.engine.schedule import total_rounds
 from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Usage, Verdict
 
+SYSTEM_ACTOR = "system"  # transitions the runner makes by itself
+
 
 class DebateState:
     """Everything known about one debate, derived from its events."""
@@ -24,6 +26,7 @@ class DebateState:
         self.config = config
         self.format: Format = get_format(config.format)
         self.created_at = created_at
+        self.created_by = ""
         self.machine = DebateMachine(
             MachineContext(
                 max_retries=config.max_retries,
@@ -35,6 +38,7 @@ class DebateState:
         self.turns: list[Turn] = []
         self.turn_keys: set[str] = set()
         self.transitions: list[dict[str, Any]] = []
+        self.actions: list[dict[str, Any]] = []  # what people did: commands and other actions, by whom
         self.warnings: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.notes: list[dict[str, Any]] = []
@@ -90,6 +94,7 @@ class DebateState:
             raise ValueError("a debate's log must start with its CREATED event")
         first = events[0]
         state = cls(first.debate_id, DebateConfig.model_validate(first.data["config"]), first.at)
+        state.created_by = str(first.data.get("actor") or "")
         for event in events:
             state.apply(event)
         return state
@@ -113,10 +118,18 @@ class DebateState:
             self.phase_marks.add((params["phase"], int(params.get("round", 1))))
         if data["event"] == "ROUND_COMPLETE" and params.get("round"):
             self.round_marks.add(int(params["round"]))
+        actor = str(data.get("actor") or SYSTEM_ACTOR)
         self.transitions.append(
             {"from": data["from"], "to": data["to"], "event": data["event"], "at": event.at.isoformat(),
-             "params": params}
+             "params": params, "actor": actor}
         )
+        if actor != SYSTEM_ACTOR:
+            self.actions.append({"action": data["event"].lower(), "actor": actor, "at": event.at.isoformat(),
+                                 "params": params})
+
+    def _on_action(self, event: DebateEvent) -> None:
+        self.actions.append({"action": event.data.get("action", ""), "actor": event.data.get("actor", ""),
+                             "at": event.at.isoformat(), "params": dict(event.data.get("detail") or {})})
 
     def _on_turn(self, event: DebateEvent) -> None:
         turn = Turn.model_validate(event.data["turn"])

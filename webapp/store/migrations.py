@@ -54,6 +54,43 @@ MIGRATIONS: list[str] = [
         SELECT json_extract(e.data, '$.params.interrupted') FROM events e
         WHERE e.debate_id = debates.id AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1), 0) = 1;
     """,
+    # 5: team access. Accounts (argon2 hashes; NULL for users known only through a proxy's identity
+    # header), read-only share links (only a hash of each token is kept), the audit trail of control
+    # actions (no foreign key: the record of a deletion outlives the debate), and who created each debate
+    # (per-person daily spending).
+    """
+    CREATE TABLE users (
+        username TEXT PRIMARY KEY COLLATE NOCASE,
+        password_hash TEXT,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'operator', 'viewer')),
+        created_at TEXT NOT NULL,
+        last_login_at TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE share_links (
+        id TEXT PRIMARY KEY,
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT,
+        revoked_by TEXT
+    );
+    CREATE INDEX share_links_debate ON share_links (debate_id, created_at);
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        debate_id TEXT,
+        outcome TEXT NOT NULL DEFAULT 'ok',
+        detail TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX audit_at ON audit (at DESC, id DESC);
+    ALTER TABLE debates ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
+    CREATE INDEX debates_creator ON debates (created_by, created_at);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ class DebateRow(BaseModel):
     interrupted: bool = False
     turn_count: int = 0
     participants: list[dict[str, Any]] = []
+    created_by: str = ""
     created_at: datetime
     updated_at: datetime
 
@@ -118,16 +121,44 @@ class Store:
     async def close(self) -> None:
         await self._db.close()
 
+    # --- generic access (used by the accounts repository) ------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (write lock taken at once), committed on exit, rolled back on error."""
+        async with self._lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                await self._db.commit()
+            except BaseException:
+                if self._db.in_transaction:
+                    await self._db.rollback()
+                raise
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row | tuple[Any, ...]]:
+        async with self._db.execute(sql, tuple(params)) as cur:
+            return list(await cur.fetchall())
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
+        async with self._db.execute(sql, tuple(params)) as cur:
+            row = await cur.fetchone()
+        return tuple(row) if row is not None else None
+
+    # --- debates -----------------------------------------------------------------------------
+
     async def create_debate(
-        self, debate_id: str, topic: str, format_id: str, config: dict[str, Any], summary: dict[str, Any]
+        self, debate_id: str, topic: str, format_id: str, config: dict[str, Any], summary: dict[str, Any],
+        actor: str | None = None,
     ) -> DebateEvent:
-        """Insert the debate and its CREATED event in one transaction."""
+        """Insert the debate and its CREATED event in one transaction. `actor` (who created it) is
+        kept in the event and in the listing (per-person spending)."""
         now = utcnow()
         async with self._lock:
             try:
                 await self._db.execute(
                     "INSERT INTO debates (id, topic, topic_search, format, config, status, total_rounds,"
-                    " participants, created_at, updated_at, last_seq) VALUES (?,?,?,?,?,?,?,?,?,?,1)",
+                    " participants, created_at, updated_at, last_seq, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?)",
                     (
                         debate_id,
                         topic,
@@ -139,9 +170,12 @@ class Store:
                         json.dumps(summary.get("participants", [])),
                         now.isoformat(),
                         now.isoformat(),
+                        actor or "",
                     ),
                 )
-                data = {"config": config}
+                data: dict[str, Any] = {"config": config}
+                if actor:
+                    data["actor"] = actor
                 await self._db.execute(
                     "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
                     (debate_id, 1, EventKind.CREATED.value, now.isoformat(), json.dumps(data), "created"),
@@ -279,6 +313,25 @@ class Store:
         async with self._db.execute(f"SELECT {ROW_SELECT} FROM debates WHERE id = ?", (debate_id,)) as cur:
             row = await cur.fetchone()
         return self._row(row) if row else None
+
+    async def delete_debate(self, debate_id: str) -> bool:
+        """Remove a debate, its whole log and its share links (really removed, not hidden)."""
+        async with self.transaction() as db:
+            cur = await db.execute("DELETE FROM debates WHERE id = ?", (debate_id,))
+            return cur.rowcount > 0
+
+    async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float:
+        """What debates `created_by` created since `since` have spent, or may still spend: a debate that
+        has ended counts what it spent; one that has not, its hard limit (or its spend, if higher)."""
+        statuses = list(terminal)
+        marks = ",".join("?" * len(statuses))
+        row = await self.fetchone(
+            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
+            "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
+            "WHERE created_by = ? AND created_at >= ?",
+            (*statuses, created_by, since.isoformat()),
+        )
+        return float(row[0]) if row else 0.0
 
     @staticmethod
     def _row(r: tuple[Any, ...]) -> DebateRow:

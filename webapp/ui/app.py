@@ -19,7 +19,7 @@ FAVICON = STATIC_DIR / "favicon.svg"
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
-    from webapp.ui.pages import dashboard, debate, new_debate, settings
+    from webapp.ui.pages import admin, dashboard, debate, login, new_debate, settings, share
 
     rt = runtime.reset()
     app.add_static_files("/static", STATIC_DIR)
@@ -29,3 +29,6 @@ def setup() -> None:
     ui.page("/new", title=f"{PRODUCT} · New debate")(new_debate.page)
     ui.page("/debate/{debate_id}", title=f"{PRODUCT} · Debate")(debate.page)
     ui.page("/settings", title=f"{PRODUCT} · Settings")(settings.page)
+    ui.page("/login", title=f"{PRODUCT} · Sign in")(login.page)
+    ui.page("/admin", title=f"{PRODUCT} · Admin")(admin.page)
+    ui.page("/s/{token}", title=f"{PRODUCT} · Shared debate")(share.page)

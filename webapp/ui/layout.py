@@ -1,4 +1,5 @@
-"""The shared page frame: header with the product name and navigation, dark mode, styles."""
+"""The shared page frame: header with the product name, the navigation a principal may use, who is
+signed in (with Sign out), dark mode, styles."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from contextlib import contextmanager
 
 from nicegui import app, ui
 
+from webapp.access.roles import Action, Principal
+
 PRODUCT = "Rostrum"
-NAV = [("Debates", "/", "forum"), ("New debate", "/new", "add_circle"), ("Settings", "/settings", "tune")]
+# label, target, icon, what the principal must be allowed to do to see it
+NAV = [
+    ("Debates", "/", "forum", Action.LIST),
+    ("New debate", "/new", "add_circle", Action.CREATE),
+    ("Settings", "/settings", "tune", Action.LIST),
+    ("Admin", "/admin", "admin_panel_settings", Action.VIEW_AUDIT),
+]
 DARK_CYCLE = {None: True, True: False, False: None}  # auto -> dark -> light -> auto
 DARK_ICONS = {None: "brightness_auto", True: "dark_mode", False: "light_mode"}
 DARK_LABELS = {None: "Theme: follows the system", True: "Theme: dark", False: "Theme: light"}
@@ -32,20 +41,49 @@ def _theme_toggle() -> None:
         tooltip = ui.tooltip(DARK_LABELS[preference])
 
 
+def _account_menu(principal: Principal) -> None:
+    """Who is signed in, their role, and Sign out (a browser sign-in only: a proxy or a link cannot)."""
+    from webapp.ui.auth import sign_out
+
+    def leave() -> None:
+        sign_out()
+        ui.navigate.to("/login")
+
+    account = ui.button(principal.name, icon="account_circle").props("flat no-caps color=white").mark("account")
+    with account, ui.menu().mark("account-menu"):
+        with ui.column().classes("px-4 py-2 gap-0"):
+            ui.label(principal.name).classes("font-medium").mark("account-name")
+            ui.label(f"Role: {principal.role.value}").classes("text-sm text-grey-8").mark("account-role")
+        ui.separator()
+        if principal.kind == "user":
+            ui.menu_item("Sign out", on_click=leave).mark("sign-out")
+        else:
+            ui.menu_item("Signed in by your organisation's proxy").props("disable")
+
+
 @contextmanager
-def frame(active: str = "/") -> Iterator[ui.column]:
-    """Enter the page body (a centred column) below the shared header."""
+def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.column]:
+    """Enter the page body (a centred column) below the shared header. The navigation shows what
+    `principal` may use (a share link gets none: it may see its one debate only)."""
     ui.add_head_html('<link rel="stylesheet" href="/static/styles.css">')
     ui.colors(primary="#4f46e5", secondary="#0891b2", accent="#f59e0b", positive="#16a34a",
               negative="#dc2626", warning="#d97706")
     with ui.header(elevated=False).classes("items-center justify-between px-4 py-2 bg-primary text-white"):
-        with ui.link(target="/").classes("flex items-center gap-2 no-underline text-white"):
+        shared = principal is not None and principal.kind == "share-link"
+        with ui.link(target="/" if not shared else "").classes("flex items-center gap-2 no-underline text-white"):
             ui.image("/static/favicon.svg").classes("w-8 h-8")
             ui.label(PRODUCT).classes("text-xl font-semibold tracking-tight")
         with ui.row().classes("items-center gap-1"):
-            for label, target, icon in NAV:
-                button = ui.button(label, icon=icon, on_click=lambda t=target: ui.navigate.to(t))
-                button.props("flat no-caps color=white" + (" outline" if target == active else ""))
+            if principal is not None and principal.kind == "share-link":
+                ui.label("Shared read-only view").classes("text-sm opacity-90").mark("shared-view")
+            elif principal is not None:  # nobody signed in yet (the sign-in page): no navigation
+                for label, target, icon, needs in NAV:
+                    if not principal.can(needs):
+                        continue
+                    button = ui.button(label, icon=icon, on_click=lambda t=target: ui.navigate.to(t))
+                    button.props("flat no-caps color=white" + (" outline" if target == active else ""))
+                if principal.kind in ("user", "proxy"):
+                    _account_menu(principal)
             _theme_toggle()
     with ui.column().classes("w-full max-w-7xl mx-auto p-4 gap-4") as body:
         yield body

@@ -11,6 +11,7 @@ import logging
 
 from nicegui import app, background_tasks
 
+from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
 from webapp.live import LiveHub
 from webapp.settings import get_settings
@@ -26,6 +27,7 @@ class Runtime:
         self.hub_: LiveHub | None = None
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
+        self.login_throttle = LoginThrottle()
 
     async def start(self) -> None:
         settings = get_settings()

@@ -1,7 +1,11 @@
-"""Pause, Resume, Stop, Retry (and Acknowledge): enabled exactly when the machine allows them.
+"""Pause, Resume, Stop, Retry (and Acknowledge): enabled exactly when the machine allows them and
+the person's role does.
 
 A click disables its button at once (no double commands from one tab); the engine serialises
-commands, and one the machine refuses (another tab was faster) is shown with its reason.
+commands, and one the machine refuses (another tab was faster) is shown with its reason. Every
+command goes through the `Gate`, which checks the role on the server: the buttons still deliver
+their events when disabled, so a forged click reaches the gate and is refused and logged there
+rather than silently dropped.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from collections.abc import Callable
 
 from nicegui import ui
 
+from webapp.access.gate import COMMANDS, Gate
 from webapp.engine.machine import Event, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 
@@ -25,8 +30,9 @@ BUTTONS = {
 class Controls:
     """The command buttons of one debate page."""
 
-    def __init__(self, session: DebateSession, after: Callable[[], None]) -> None:
+    def __init__(self, session: DebateSession, gate: Gate, after: Callable[[], None]) -> None:
         self.session = session
+        self.gate = gate
         self.after = after
         self.busy = False
         self._shown: dict[str, bool] | None = None  # what the buttons show (`update` skips a no-op)
@@ -35,17 +41,24 @@ class Controls:
             for name, (label, icon, _, _) in BUTTONS.items():
                 # Stop opens a menu (with or without a verdict) instead of running at once.
                 on_click = None if name == "stop" else (lambda n=name: self.run(n))
-                self.buttons[name] = ui.button(label, icon=icon, on_click=on_click).props("no-caps").mark(name)
+                button = ui.button(label, icon=icon, on_click=on_click).props("no-caps").mark(name)
+                button.ignores_events_when_disabled = False  # the gate decides, and logs refusals
+                self.buttons[name] = button
             with self.buttons["stop"], ui.menu():
                 ui.menu_item("Stop and judge what was said", on_click=lambda: self.run("stop", verdict=True)) \
                     .mark("stop-judge")
                 ui.menu_item("Stop without a verdict", on_click=lambda: self.run("stop", verdict=False)) \
                     .mark("stop-now")
+        if not any(self.gate.principal.can(COMMANDS[name], session.id) for name in BUTTONS):
+            with ui.row().classes("items-center"):
+                ui.label(f"{self.gate.principal.role.value.capitalize()}s can watch and export; "
+                         "controls need an operator.").classes("text-xs text-grey-7").mark("read-only")
         self.update()
 
     def allowed(self) -> dict[str, bool]:
-        machine = self.session.state.machine
-        return {name: machine.can(event) for name, (_, _, event, _) in BUTTONS.items()}
+        machine, principal = self.session.state.machine, self.gate.principal
+        return {name: machine.can(event) and principal.can(COMMANDS[name], self.session.id)
+                for name, (_, _, event, _) in BUTTONS.items()}
 
     def update(self) -> None:
         """Called on every committed event: re-style the buttons only when what they show changed."""
@@ -66,8 +79,8 @@ class Controls:
         self.busy = True
         self.update()
         try:
-            await getattr(self.session, command)(**kwargs)
-        except TransitionNotAllowed as exc:
+            await self.gate.command(self.session, command, **kwargs)
+        except (TransitionNotAllowed, PermissionError) as exc:
             ui.notify(f"Not done: {exc}", type="warning", multi_line=True)
         finally:
             self.busy = False

@@ -9,11 +9,18 @@ from __future__ import annotations
 import asyncio
 import math
 
+from fastapi import Request
+from fastapi.responses import Response
 from nicegui import ui
 
+from webapp.access.gate import Gate
+from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
+from webapp.engine.schedule import ConfigError
 from webapp.store import DebateRow
 from webapp.ui import runtime
+from webapp.ui.auth import admit
+from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, participant_chip, status_badge
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.layout import frame
@@ -36,7 +43,8 @@ def _progress(row: DebateRow) -> str:
 class Dashboard:
     """The state of one dashboard tab: filters, current page, the rendered list."""
 
-    def __init__(self) -> None:
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
         self.query = ""
         self.statuses: list[str] = []
         self.page = 1
@@ -67,7 +75,7 @@ class Dashboard:
                     ui.icon("search_off").classes("text-5xl text-grey-6")
                     ui.label("No debates match these filters.").classes("text-lg")
             else:
-                _empty_state()
+                _empty_state(self.gate)
             return
         ui.label(f"{total} debate{'s' if total != 1 else ''}").classes("text-sm text-grey-7").mark("debate-count")
         for row in rows:
@@ -105,32 +113,42 @@ def _row_card(row: DebateRow) -> None:
             ui.label(cost).classes("text-sm font-mono text-grey-8").mark("cost")
 
 
-def _empty_state() -> None:
+def _empty_state(gate: Gate) -> None:
     with ui.card().classes("w-full items-center py-12 gap-3").mark("empty-state"):
         ui.icon("forum").classes("text-6xl text-primary")
         ui.label("No debates yet").classes("text-2xl font-semibold")
+        if not gate.principal.can(Action.CREATE):
+            ui.label("Debates your team starts will show here, live.").classes("text-grey-7")
+            return
         ui.label("Start a demo debate — it runs offline, no API key needed — or set one up yourself.") \
             .classes("text-grey-7")
         with ui.row().classes("gap-2"):
-            ui.button("Start a demo debate", icon="play_arrow", on_click=start_demo).mark("start-demo")
+            ui.button("Start a demo debate", icon="play_arrow", on_click=lambda: start_demo(gate)).mark("start-demo")
             ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")).props("outline")
 
 
-async def start_demo() -> None:
-    rt = runtime.current()
-    engine = await rt.engine()
-    session = await engine.start(quick_demo_config())
+async def start_demo(gate: Gate) -> None:
+    try:
+        session = await gate.start(quick_demo_config())
+    except (PermissionError, ConfigError) as exc:
+        ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
+        return
     ui.navigate.to(f"/debate/{session.id}")
 
 
-async def page() -> None:
+async def page(request: Request) -> Response | None:
     rt = runtime.current()
     hub = await rt.hub()
-    with frame("/"):
+    admitted = await admit(request, Action.LIST, "list debates")
+    if not isinstance(admitted, Principal):
+        return admitted
+    gate = auth_gate(admitted)
+    with frame("/", admitted):
         with ui.row().classes("w-full items-center justify-between"):
             ui.label("Debates").classes("text-2xl font-semibold")
-            ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")).props("no-caps") \
-                .mark("new-debate")
+            if admitted.can(Action.CREATE):
+                ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")).props("no-caps") \
+                    .mark("new-debate")
         with ui.row().classes("w-full items-center gap-3"):
             search = ui.input(placeholder="Search topics…").props("clearable outlined dense debounce=300") \
                 .classes("grow min-w-[200px]").mark("search")
@@ -139,7 +157,7 @@ async def page() -> None:
             status = ui.select({k: STATUS_STYLE[k][0] for k in STATUS_FILTERS}, multiple=True, label="Status",
                                value=[]).props("outlined dense use-chips clearable").classes("min-w-[240px]") \
                 .mark("status-filter")
-        dashboard = Dashboard()
+        dashboard = Dashboard(gate)
 
         async def on_filters() -> None:
             dashboard.query = search.value or ""
@@ -152,3 +170,4 @@ async def page() -> None:
 
         hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
         await dashboard.load()
+    return None

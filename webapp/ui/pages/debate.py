@@ -13,16 +13,23 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from nicegui import ui
+from fastapi import Request
+from fastapi.responses import Response
+from nicegui import context, ui
 
+from webapp.access.gate import COMMANDS, Gate
+from webapp.access.roles import Action, Principal
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.formats import get_format
 from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
 from webapp.engine.runner import DebateSession
+from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnStarted
 from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.live import Aborted, Batch, ChunkDelta
 from webapp.ui import runtime
+from webapp.ui.auth import admit
+from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import status_badge
 from webapp.ui.components.banners import (
     banner_signature,
@@ -33,6 +40,7 @@ from webapp.ui.components.banners import (
 from webapp.ui.components.controls import Controls
 from webapp.ui.components.cost import cost_signature, render_cost
 from webapp.ui.components.participants import ParticipantsPanel
+from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import render_stepper, stepper_signature
 from webapp.ui.components.transcript import Transcript, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
@@ -51,11 +59,39 @@ def diagram_source(session: DebateSession) -> str:
     return _diagram(session.state.format.id, session.state.status)
 
 
+ACTION_WORDS = {
+    "pause": "paused", "resume": "resumed", "stop": "stopped", "retry": "retried",
+    "acknowledge_warning": "accepted the spending warning", "clarification_answered": "answered the questions",
+    "start": "started", "share_link_created": "created a share link", "share_link_revoked": "revoked a share link",
+}
+
+
+def describe_action(action: dict[str, Any]) -> str:
+    """'paused by ada' — one line of the debate's activity timeline."""
+    verb = ACTION_WORDS.get(action.get("action", ""), str(action.get("action", "")).replace("_", " "))
+    if verb.startswith(("created", "revoked", "accepted", "answered")):
+        return f"{action.get('actor')} {verb}"
+    return f"{verb} by {action.get('actor')}"
+
+
+def render_activity(state: DebateState) -> None:
+    if not state.actions and not state.created_by:
+        return
+    with ui.expansion("Activity", icon="history", value=False).classes("w-full").mark("activity"):
+        if state.created_by:
+            ui.label(f"{state.created_at:%H:%M:%S} · created by {state.created_by}").classes("text-sm")
+        for action in state.actions:
+            at = action.get("at", "")[11:19]
+            ui.label(f"{at} · {describe_action(action)}").classes("text-sm").mark("activity-item")
+
+
 class DebateView:
     """Everything one tab shows of one debate, and how it follows the live stream."""
 
-    def __init__(self, session: DebateSession) -> None:
+    def __init__(self, session: DebateSession, gate: Gate, base_url: str = "") -> None:
         self.session = session
+        self.gate = gate
+        self.base_url = base_url
         self.signatures: dict[str, Any] = {}
         self.sections: dict[str, ui.element] = {}
         self.answers: dict[int, dict[str, list[str]]] = {}
@@ -78,7 +114,10 @@ class DebateView:
                 ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
                     .classes("text-xs text-grey-6")
             with ui.row().classes("w-full items-center justify-between gap-2"):
-                self.controls = Controls(self.session, after=self.sync)
+                controls_row = ui.row().classes("items-center")
+                with controls_row:
+                    self.controls = Controls(self.session, self.gate, after=self.sync)
+                controls_row.set_visibility(self.gate.principal.kind != "share-link")
                 with ui.row().classes("items-center gap-1").mark("exports"):
                     ui.label("Export:").classes("text-sm text-grey-7")
                     for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
@@ -96,6 +135,12 @@ class DebateView:
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-20"):
                 self.participants = ParticipantsPanel(state)
                 self.sections["cost"] = ui.column().classes("w-full")
+                self.sections["activity"] = ui.column().classes("w-full")
+                principal = self.gate.principal
+                if principal.can(Action.SHARE, state.id):
+                    ShareLinks(self.session, self.gate, self.base_url)
+                if principal.can(Action.DELETE, state.id):
+                    self._delete_control()
         with ui.card().classes("w-full"), ui.expansion(
                 "State machine (generated from the engine; current state highlighted)",
                 icon="account_tree", value=True).classes("w-full"):
@@ -131,13 +176,14 @@ class DebateView:
                       lambda: self._render_status(state))
         self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
         self._section("banners", banner_signature(state),
-                      lambda: render_banners(state, self.command, self.answers))
+                      lambda: self._render_banners(state))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
         self._section("aux-notes", len(state.notes), lambda: render_aux_notes(state))
         self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
         # A verdict is replaced, never changed in place: compare it, do not serialise it on every event.
         self._section("verdict", (state.verdict, state.ended_because), lambda: render_verdict(state))
         self._section("cost", cost_signature(state), lambda: render_cost(state))
+        self._section("activity", (len(state.actions), state.created_by), lambda: render_activity(state))
         self.controls.update()
         self.participants.update(state, live)
         source = diagram_source(self.session)
@@ -147,13 +193,48 @@ class DebateView:
         self._sync_dialog(state)
         self.seen_seq = state.last_seq
 
+    @property
+    def operates(self) -> bool:
+        """Whether this principal may send any command to this debate (else the page is read-only)."""
+        return any(self.gate.principal.can(action, self.session.id) for action in COMMANDS.values())
+
+    def _render_banners(self, state: DebateState) -> None:
+        render_banners(state, self.command, self.answers)
+        if not self.operates:  # the gate refuses them anyway; do not offer them
+            for element in self.sections["banners"].descendants():
+                if isinstance(element, ui.button | ui.input | ui.textarea):
+                    element.disable()
+
+    def _delete_control(self) -> None:
+        with ui.dialog() as dialog, ui.card().mark("delete-dialog"):
+            ui.label("Delete this debate?").classes("text-lg font-semibold")
+            ui.label("Its transcript, verdict, costs and share links are removed for good. "
+                     "This cannot be undone.").classes("text-sm")
+            with ui.row().classes("w-full justify-end gap-2"):
+                ui.button("Cancel", on_click=dialog.close).props("flat no-caps")
+                ui.button("Delete for good", on_click=lambda: self.delete(dialog)) \
+                    .props("unelevated color=negative no-caps").mark("delete-confirm")
+        ui.button("Delete debate", icon="delete", on_click=dialog.open).props("flat no-caps color=negative") \
+            .mark("delete")
+
+    async def delete(self, dialog: ui.dialog) -> None:
+        dialog.close()
+        try:
+            await self.gate.delete(self.session.id)
+        except (PermissionError, KeyError) as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
+        ui.notify("Debate deleted", type="positive")
+        ui.navigate.to("/")
+
     def _render_status(self, state) -> None:
         status_badge(state.status.value, state.machine.context.interrupted)
         if state.status in TERMINAL_STATES and state.ended_because:
             ui.label(state.ended_because).classes("text-xs text-grey-7")
 
     def _sync_dialog(self, state) -> None:
-        if state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings):
+        if (state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings)
+                and self.operates):
             warning = last_cost_warning(state)
             self.dialog_text.text = str(warning.get("message") or "The warning threshold was reached.") + \
                 " Continue spending, or stop and get a verdict on what was said?"
@@ -165,6 +246,9 @@ class DebateView:
 
     def on_batch(self, batch: Batch) -> None:
         if self.transcript.container.is_deleted:
+            return
+        if self.session.deleted:
+            self._show_deleted()
             return
         state, live = self.state, self.session.live
         committed = False
@@ -193,26 +277,56 @@ class DebateView:
         self.acknowledged_warning = len(self.state.warnings)
         self.dialog.close()
 
-    def export(self, kind: str) -> None:
+    def _show_deleted(self) -> None:
+        if "deleted" in self.sections:
+            return
+        self.controls.busy = True
+        self.controls.update()
+        with self.sections["banners"]:
+            self.sections["deleted"] = ui.label("An admin deleted this debate; what is shown here is no longer "
+                                                "stored.").classes("text-negative font-medium").mark("deleted")
+
+    async def export(self, kind: str) -> None:
+        try:
+            await self.gate.authorize(Action.EXPORT, self.session.id)
+        except PermissionError as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
         ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
 
 
-async def page(debate_id: str) -> None:
+def not_found(principal: Principal | None, message: str, status: int = 404) -> None:
+    """A clear page for a debate (or link) that is not there, with the right HTTP status."""
+    context.client.status_code = status
+    with frame("", principal), ui.card().classes("w-full items-center py-10").mark("not-found"):
+        ui.icon("search_off" if status == 404 else "link_off").classes("text-5xl text-grey-6")
+        ui.label(message).classes("text-lg")
+        if principal is not None and principal.kind != "share-link":
+            ui.button("All debates", on_click=lambda: ui.navigate.to("/")).props("outline")
+
+
+async def show_debate(session: DebateSession, principal: Principal, base_url: str) -> None:
+    """Render the debate for `principal` and follow it live (also used by share links)."""
+    hub = await runtime.current().hub()
+    # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
+    with frame("", principal):
+        view = DebateView(session, auth_gate(principal), base_url)
+        view.build()
+        hub.watch(session, view.on_batch)
+
+
+async def page(request: Request, debate_id: str) -> Response | None:
     rt = runtime.current()
     engine = await rt.engine()
-    hub = await rt.hub()
+    admitted = await admit(request, Action.WATCH, "watch debates")
+    if not isinstance(admitted, Principal):
+        return admitted
     try:
         session = await engine.session(debate_id)
     except DebateNotFound:
-        with frame(""), ui.card().classes("w-full items-center py-10").mark("not-found"):
-            ui.icon("search_off").classes("text-5xl text-grey-6")
-            ui.label(f"No debate with id {debate_id!r}.").classes("text-lg")
-            ui.button("All debates", on_click=lambda: ui.navigate.to("/")).props("outline")
-        return
-    # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
-    with frame(""):
-        view = DebateView(session)
-        view.build()
-        hub.watch(session, view.on_batch)
+        not_found(admitted, f"No debate with id {debate_id!r}.")
+        return None
+    await show_debate(session, admitted, str(request.base_url))
+    return None

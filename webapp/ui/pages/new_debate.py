@@ -12,13 +12,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from fastapi import Request
+from fastapi.responses import Response
 from nicegui import app, ui
 from pydantic import ValidationError
 
+from webapp.access.gate import Gate
+from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
 from webapp.models import MAX_PARTICIPANTS, PALETTE, TOPIC_MAX_CHARS, DebateConfig
 from webapp.ui import runtime
+from webapp.ui.auth import admit
+from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.debate_options import format_settings, limits_card
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.judge_panel import JudgePanel
@@ -46,9 +52,10 @@ def _clean(message: str) -> str:
 class DebateForm(FormFields):
     """One tab's form: the dictionary, the elements bound to it and the errors shown on them."""
 
-    def __init__(self, form: dict[str, Any]) -> None:
+    def __init__(self, form: dict[str, Any], gate: Gate) -> None:
         super().__init__()
         self.form = form
+        self.gate = gate
         self.submitting = False
 
     # --- building ---------------------------------------------------------------------------
@@ -299,11 +306,13 @@ class DebateForm(FormFields):
         try:
             config, errors = self.collect_errors()
             if config is not None:
-                engine = await runtime.current().engine()
                 try:
-                    session = await engine.start(config)
+                    session = await self.gate.start(config)
                 except ConfigError as exc:
                     errors = {FIELD_FOR.get(exc.field, exc.field): exc.message}
+                except PermissionError as exc:
+                    ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
+                    return
                 else:  # dashboards hear of it from the debate's first transition
                     ui.navigate.to(f"/debate/{session.id}")
                     return
@@ -315,8 +324,26 @@ class DebateForm(FormFields):
             self.start_button.props(remove="loading")
 
 
-async def page() -> None:
+async def _daily_limit_note(gate: Gate) -> None:
+    """The person's daily spending limit, what today's debates have used of it, and what is left."""
+    if not gate.daily_limit_applies() or gate.daily_usd is None:
+        return
+    spent = await gate.daily_spend()
+    left = max(0.0, gate.daily_usd - spent)
+    with ui.row().classes("w-full items-center gap-2 text-sm").mark("daily-limit"):
+        ui.icon("account_balance_wallet").classes("text-grey-7")
+        ui.label(f"Your daily limit: ${gate.daily_usd:.2f} · spent or reserved today: ${spent:.2f} · "
+                 f"left: ${left:.2f}. Every debate needs a hard limit that fits in what is left.")
+
+
+async def page(request: Request) -> Response | None:
     await runtime.current().engine()
+    admitted = await admit(request, Action.CREATE, "start debates")
+    if not isinstance(admitted, Principal):
+        return admitted
+    gate = auth_gate(admitted)
     form = blank_form(app.storage.general.get("defaults"))
-    with frame("/new"):
-        DebateForm(form).build()
+    with frame("/new", admitted):
+        await _daily_limit_note(gate)
+        DebateForm(form, gate).build()
+    return None

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import Request
+from fastapi.responses import Response
 from nicegui import app, ui
 
+from webapp.access.gate import Gate
+from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.providers.demo import DEMO_MODELS
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
+from webapp.ui.auth import admit
+from webapp.ui.auth import gate as auth_gate
 from webapp.ui.layout import frame
 
 DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn_timeout", "word_limit")
@@ -55,7 +61,7 @@ def _providers_card() -> None:
         ''')
 
 
-def _defaults_card() -> None:
+def _defaults_card(gate: Gate) -> None:
     stored: dict[str, Any] = dict(app.storage.general.get("defaults") or {})
     values = {key: stored.get(key) for key in DEFAULT_KEYS}
     values["format"] = values["format"] or "classic"
@@ -81,8 +87,14 @@ def _defaults_card() -> None:
             ui.number("Word limit", min=20, max=5000, precision=0).props("outlined dense").classes("w-40") \
                 .bind_value(values, "word_limit")
         problem = ui.label().classes("text-negative text-sm")
+        editable = gate.principal.can(Action.SERVER_SETTINGS)
 
-        def save() -> None:
+        async def save() -> None:
+            try:  # checked on the server: a hidden button is no protection
+                await gate.authorize(Action.SERVER_SETTINGS, detail="save defaults")
+            except PermissionError as exc:
+                ui.notify(f"Not done: {exc}", type="negative")
+                return
             warn, limit = values.get("warn_at"), values.get("cost_limit")
             if warn is not None and limit is not None and limit < warn:
                 problem.text = "The hard limit must be at least the warning threshold."
@@ -91,9 +103,15 @@ def _defaults_card() -> None:
             clean = {k: (int(v) if k in ("rounds", "turn_timeout", "word_limit") and v is not None else v)
                      for k, v in values.items()}
             app.storage.general["defaults"] = clean
+            await gate.accounts.audit(gate.principal.actor, Action.SERVER_SETTINGS.value, detail=clean)
             ui.notify("Defaults saved", type="positive")
 
-        ui.button("Save defaults", icon="save", on_click=save).props("unelevated no-caps").mark("save-defaults")
+        button = ui.button("Save defaults", icon="save", on_click=save).props("unelevated no-caps") \
+            .mark("save-defaults")
+        if not editable:
+            button.disable()
+            ui.label("Only an admin can change the server's defaults.").classes("text-sm text-grey-7") \
+                .mark("defaults-readonly")
 
 
 def _server_card() -> None:
@@ -104,6 +122,8 @@ def _server_card() -> None:
             for label, value in (
                 ("Database", str(settings.db)),
                 ("Listening on", f"{settings.host}:{settings.port}"),
+                ("Sign-in", "required" if settings.auth_enabled else "off (this machine only)"),
+                ("Identity header", settings.auth_header or "none"),
                 ("Demo speed", "model default" if settings.demo_speed is None else f"{settings.demo_speed:g} tokens/s"),
                 ("Retries per debate", str(settings.max_retries)),
                 ("Longest Retry-After honoured", f"{settings.retry_after_cap:g} s"),
@@ -113,9 +133,17 @@ def _server_card() -> None:
                 ui.label(value).classes("font-mono")
 
 
-async def page() -> None:
-    with frame("/settings"):
+async def page(request: Request) -> Response | None:
+    admitted = await admit(request, Action.LIST, "see settings")
+    if not isinstance(admitted, Principal):
+        return admitted
+    gate = auth_gate(admitted)
+    admin = admitted.can(Action.SERVER_SETTINGS)
+    with frame("/settings", admitted):
         ui.label("Settings").classes("text-2xl font-semibold")
-        _providers_card()
-        _defaults_card()
-        _server_card()
+        if admin:  # which keys are set and where the database lives are for admins only
+            _providers_card()
+        _defaults_card(gate)
+        if admin:
+            _server_card()
+    return None

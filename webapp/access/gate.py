@@ -1,0 +1,239 @@
+"""The command gate: every state-changing request from a page (and any future API) passes here.
+
+It checks the principal's role on the server for each command, records the action in the audit
+trail (allowed, refused or failed) and hands the engine the actor to record in the debate's log.
+A refusal raises `PermissionDenied` and is logged; nothing reaches the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from webapp.access.passwords import hash_password, new_token, token_digest
+from webapp.access.roles import Action, PermissionDenied, Principal, Role
+from webapp.engine.engine import Engine
+from webapp.engine.machine import TERMINAL_STATES
+from webapp.engine.runner import DebateSession
+from webapp.engine.schedule import ConfigError
+from webapp.models import DebateConfig, utcnow
+from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
+
+log = logging.getLogger("rostrum.access")
+
+# Debate commands a page can send, with the role permission each needs.
+COMMANDS: dict[str, Action] = {
+    "pause": Action.PAUSE,
+    "resume": Action.RESUME,
+    "stop": Action.STOP,
+    "retry": Action.RETRY,
+    "acknowledge_warning": Action.ACKNOWLEDGE_WARNING,
+    "answer_clarification": Action.ANSWER_CLARIFICATION,
+}
+MAX_SHARE_HOURS = 24 * 365
+USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+RESERVED_NAMES = {"cli", "system", "share-link", "local"}  # actors that are not people
+
+
+def check_username(name: str) -> str:
+    name = name.strip()
+    if not USERNAME.match(name):
+        raise ValueError("username: use 1-64 letters, digits and . _ @ + - (starting with a letter or digit)")
+    if name.lower() in RESERVED_NAMES:
+        raise ValueError(f"username: {name!r} is reserved for actions that are not a person's")
+    return name
+
+
+class SessionExpired(PermissionError):
+    """The principal's sign-in ran out while a page was open."""
+
+
+def start_of_day(now: datetime | None = None) -> datetime:
+    now = now or utcnow()
+    return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+class Gate:
+    """The commands one principal may send, checked and recorded. Made per page (or per CLI run)."""
+
+    def __init__(self, engine: Engine, principal: Principal, daily_usd: float | None = None) -> None:
+        self.engine = engine
+        self.principal = principal
+        self.accounts = Accounts(engine.store)
+        self.daily_usd = daily_usd
+
+    # --- checking ----------------------------------------------------------------------------
+
+    async def current(self) -> Principal:
+        """The principal as it stands now: a user disabled, demoted or signed out since the page was
+        opened acts with what the database says today, not with what it said then."""
+        principal = self.principal
+        if principal.expires_at is not None and utcnow() >= principal.expires_at:
+            raise SessionExpired("your sign-in has expired: sign in again")
+        if principal.kind in ("user", "proxy"):
+            row = await self.accounts.user(principal.name)
+            if row is None or row.disabled:
+                return principal.model_copy(update={"role": Role.VIEWER, "disabled": True})
+            if row.role != principal.role.value:
+                principal = principal.model_copy(update={"role": Role(row.role)})
+                self.principal = principal
+        return principal
+
+    async def allowed(self, action: Action, debate_id: str | None = None) -> bool:
+        try:
+            principal = await self.current()
+        except SessionExpired:
+            return False
+        return principal.can(action, debate_id)
+
+    async def authorize(self, action: Action, debate_id: str | None = None, detail: str = "") -> Principal:
+        """The principal if it may do `action`; otherwise log, audit and raise `PermissionDenied`."""
+        try:
+            principal = await self.current()
+        except SessionExpired:
+            await self._refused(self.principal, action, debate_id, "sign-in expired")
+            raise
+        if not principal.can(action, debate_id):
+            await self._refused(principal, action, debate_id, detail)
+            raise PermissionDenied(principal, action, debate_id)
+        return principal
+
+    async def _refused(self, principal: Principal, action: Action, debate_id: str | None, detail: str) -> None:
+        log.warning("refused: %s (%s, %s) tried to %s%s%s", principal.actor, principal.kind, principal.role.value,
+                    action.value, f" debate {debate_id}" if debate_id else "", f" ({detail})" if detail else "")
+        await self.accounts.audit(principal.actor, action.value, debate_id, outcome="refused",
+                                  detail=detail or f"role {principal.role.value}")
+
+    # --- debate commands ---------------------------------------------------------------------
+
+    async def command(self, session: DebateSession, name: str, **kwargs: Any) -> None:
+        """Run one of `COMMANDS` on a debate, as this principal."""
+        action = COMMANDS.get(name)
+        if action is None:
+            raise ValueError(f"unknown command {name!r}")
+        principal = await self.authorize(action, session.id)
+        detail = {k: v for k, v in kwargs.items() if k != "answers"}
+        try:
+            await getattr(session, name)(actor=principal.actor, **kwargs)
+        except Exception as exc:
+            await self.accounts.audit(principal.actor, action.value, session.id, outcome="failed",
+                                      detail=str(exc)[:500])
+            raise
+        await self.accounts.audit(principal.actor, action.value, session.id, detail=detail or "")
+
+    async def start(self, config: DebateConfig) -> DebateSession:
+        """Create and start a debate: needs the create permission and fits the person's daily limit."""
+        principal = await self.authorize(Action.CREATE)
+        config = self.engine.validate(config)
+        await self.check_daily_limit(principal, config)
+        session = await self.engine.start(config, actor=principal.actor)
+        await self.accounts.audit(principal.actor, "start", session.id, detail={"topic": config.topic[:200]})
+        return session
+
+    async def daily_spend(self, principal: Principal | None = None) -> float:
+        principal = principal or self.principal
+        return await self.engine.store.committed_spend(principal.actor, start_of_day(),
+                                                       [s.value for s in TERMINAL_STATES])
+
+    def daily_limit_applies(self, principal: Principal | None = None) -> bool:
+        principal = principal or self.principal
+        return self.daily_usd is not None and principal.role is not Role.ADMIN
+
+    async def check_daily_limit(self, principal: Principal, config: DebateConfig) -> None:
+        """Refuse (naming the field) a debate that could push the person's spending today past the limit."""
+        if not self.daily_limit_applies(principal):
+            return
+        assert self.daily_usd is not None
+        limit = config.budget.cost_limit
+        if limit is None:
+            raise ConfigError("budget.cost_limit", f"a hard limit is required: each person may commit at most "
+                              f"${self.daily_usd:.2f} a day to debates")
+        spent = await self.daily_spend(principal)
+        remaining = max(0.0, self.daily_usd - spent)
+        if limit > remaining + 1e-9:
+            raise ConfigError("budget.cost_limit", f"${limit:.2f} is more than you have left today: "
+                              f"${remaining:.2f} of your ${self.daily_usd:.2f} daily limit "
+                              f"(${spent:.2f} spent or reserved by today's debates)")
+
+    async def delete(self, debate_id: str) -> None:
+        principal = await self.authorize(Action.DELETE, debate_id)
+        row = await self.engine.store.get_row(debate_id)
+        await self.engine.delete(debate_id)
+        await self.accounts.audit(principal.actor, Action.DELETE.value, debate_id,
+                                  detail={"topic": row.topic[:200]} if row else "")
+
+    # --- share links -------------------------------------------------------------------------
+
+    async def share(self, session: DebateSession, expires_in_hours: float | None = None) -> tuple[ShareLinkRow, str]:
+        """A new read-only link to one debate; returns the row and the token (shown once, stored hashed)."""
+        principal = await self.authorize(Action.SHARE, session.id)
+        if expires_in_hours is not None and not 0 < expires_in_hours <= MAX_SHARE_HOURS:
+            raise ValueError(f"expiry: give a number of hours between 1 and {MAX_SHARE_HOURS}, or none")
+        expires_at = utcnow() + timedelta(hours=expires_in_hours) if expires_in_hours else None
+        token = new_token()
+        row = await self.accounts.add_link(session.id, token_digest(token), principal.actor, expires_at)
+        detail: dict[str, Any] = {"link": row.id}
+        if expires_at is not None:
+            detail["expires_at"] = expires_at.isoformat()
+        await session.record_action("share_link_created", principal.actor, detail)
+        await self.accounts.audit(principal.actor, Action.SHARE.value, session.id, detail=detail)
+        return row, token
+
+    async def revoke(self, session: DebateSession, link_id: str) -> bool:
+        principal = await self.authorize(Action.REVOKE_SHARE, session.id)
+        links = {link.id for link in await self.accounts.links(session.id)}
+        if link_id not in links:
+            raise ValueError(f"no share link {link_id!r} on this debate")
+        revoked = await self.accounts.revoke_link(link_id, principal.actor)
+        if revoked:
+            await session.record_action("share_link_revoked", principal.actor, {"link": link_id})
+            await self.accounts.audit(principal.actor, Action.REVOKE_SHARE.value, session.id,
+                                      detail={"link": link_id})
+        return revoked
+
+    # --- accounts ----------------------------------------------------------------------------
+
+    async def add_user(self, username: str, role: Role, password: str | None) -> UserRow:
+        principal = await self.authorize(Action.MANAGE_USERS)
+        username = check_username(username)
+        hashed = await asyncio.to_thread(hash_password, password) if password is not None else None
+        row = await self.accounts.add_user(username, role.value, hashed)
+        await self.accounts.audit(principal.actor, "user_add", detail={"user": username, "role": role.value})
+        return row
+
+    async def _existing(self, username: str) -> UserRow:
+        row = await self.accounts.user(username)
+        if row is None:
+            raise UnknownUser(username)
+        return row
+
+    async def _keep_an_admin(self, row: UserRow, what: str) -> None:
+        if row.role == Role.ADMIN.value and not row.disabled and await self.accounts.count_admins() <= 1:
+            raise ValueError(f"{row.username} is the only active admin: {what} would leave nobody to manage "
+                             "users. Make another admin first.")
+
+    async def set_role(self, username: str, role: Role) -> None:
+        principal = await self.authorize(Action.MANAGE_USERS)
+        row = await self._existing(username)
+        if role is not Role.ADMIN:
+            await self._keep_an_admin(row, "demoting them")
+        await self.accounts.set_role(row.username, role.value)
+        await self.accounts.audit(principal.actor, "user_set_role", detail={"user": row.username, "role": role.value})
+
+    async def set_disabled(self, username: str, disabled: bool) -> None:
+        principal = await self.authorize(Action.MANAGE_USERS)
+        row = await self._existing(username)
+        if disabled:
+            await self._keep_an_admin(row, "disabling them")
+        await self.accounts.set_disabled(row.username, disabled)
+        await self.accounts.audit(principal.actor, "user_disable" if disabled else "user_enable",
+                                  detail={"user": row.username})
+
+    async def set_password(self, username: str, password: str) -> None:
+        principal = await self.authorize(Action.MANAGE_USERS)
+        row = await self._existing(username)
+        await self.accounts.set_password_hash(row.username, await asyncio.to_thread(hash_password, password))
+        await self.accounts.audit(principal.actor, "user_passwd", detail={"user": row.username})

@@ -1,0 +1,102 @@
+"""Roles and what each may do, declared as data, and the principal a request acts as.
+
+Enforced where commands enter (`webapp.access.gate`), never only by hiding buttons.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class Role(StrEnum):
+    """A team member's role (the convention of self-hosted dashboards: admin, member, viewer)."""
+
+    ADMIN = "admin"
+    OPERATOR = "operator"
+    VIEWER = "viewer"
+
+
+class Action(StrEnum):
+    """Everything a person can ask of Rostrum that is checked against their role."""
+
+    WATCH = "watch"
+    EXPORT = "export"
+    LIST = "list"
+    CREATE = "create"
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+    RETRY = "retry"
+    ACKNOWLEDGE_WARNING = "acknowledge_warning"
+    ANSWER_CLARIFICATION = "answer_clarification"
+    CLONE = "clone"
+    SHARE = "share"
+    REVOKE_SHARE = "revoke_share"
+    DELETE = "delete"
+    MANAGE_USERS = "manage_users"
+    SERVER_SETTINGS = "server_settings"
+    VIEW_AUDIT = "view_audit"
+
+
+_READ = {Action.WATCH, Action.EXPORT, Action.LIST}
+_OPERATE = _READ | {
+    Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY, Action.ACKNOWLEDGE_WARNING,
+    Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE, Action.REVOKE_SHARE,
+}
+PERMISSIONS: dict[Role, frozenset[Action]] = {
+    Role.VIEWER: frozenset(_READ),
+    Role.OPERATOR: frozenset(_OPERATE),
+    Role.ADMIN: frozenset(Action),
+}
+# A share link watches and exports its one debate, nothing else (no list, no other debates).
+SHARE_LINK_ACTIONS = frozenset({Action.WATCH, Action.EXPORT})
+
+ROLE_HELP = {
+    Role.ADMIN: "everything: users, server defaults, deleting debates",
+    Role.OPERATOR: "create debates; pause, resume, stop, retry and answer on any debate; share, export",
+    Role.VIEWER: "watch and export; nothing that spends money or changes a debate",
+}
+
+
+class Principal(BaseModel):
+    """Who a request acts as. `name` is what the audit trail and the event log record."""
+
+    name: str
+    role: Role
+    kind: Literal["user", "proxy", "local", "share-link", "cli", "system"] = "user"
+    debate_id: str | None = None  # a share link's one debate
+    expires_at: datetime | None = None  # when a browser sign-in runs out
+    disabled: bool = False  # the account was disabled after this principal was made
+
+    def can(self, action: Action, debate_id: str | None = None) -> bool:
+        if self.disabled:
+            return False
+        if self.kind == "share-link":
+            return action in SHARE_LINK_ACTIONS and debate_id is not None and debate_id == self.debate_id
+        return action in PERMISSIONS[self.role]
+
+    @property
+    def actor(self) -> str:
+        """The name recorded with what this principal does (`share-link` for every link)."""
+        return "share-link" if self.kind == "share-link" else self.name
+
+
+class PermissionDenied(PermissionError):
+    """A principal asked for something its role does not allow."""
+
+    def __init__(self, principal: Principal, action: Action, debate_id: str | None = None) -> None:
+        self.principal = principal
+        self.action = action
+        self.debate_id = debate_id
+        who = "a share link" if principal.kind == "share-link" else f"{principal.name} ({principal.role.value})"
+        super().__init__(f"not allowed: {who} cannot {action.value.replace('_', ' ')}")
+
+
+# Used when sign-in is off (a laptop bound to loopback): the one local person may do everything.
+LOCAL = Principal(name="local", role=Role.ADMIN, kind="local")
+CLI = Principal(name="cli", role=Role.ADMIN, kind="cli")
+SYSTEM = "system"

@@ -1,0 +1,207 @@
+"""Accounts, share links and the audit trail, kept in the same database as the event log.
+
+Passwords arrive here already hashed (argon2, `webapp.access.passwords`) and share-link tokens as
+their SHA-256 digest: neither a password nor a usable token is ever stored.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from webapp.models import utcnow
+from webapp.store.repository import Store
+
+RoleName = Literal["admin", "operator", "viewer"]
+
+
+class UserRow(BaseModel):
+    """One account. `password_hash` is None for users known only through a proxy's identity header."""
+
+    username: str
+    password_hash: str | None = None
+    role: RoleName
+    created_at: datetime
+    last_login_at: datetime | None = None
+    disabled: bool = False
+
+    def public(self) -> dict[str, Any]:
+        """What may be listed or shown: never the hash."""
+        return self.model_dump(mode="json", exclude={"password_hash"}) | {"has_password": bool(self.password_hash)}
+
+
+class ShareLinkRow(BaseModel):
+    """A read-only link to one debate (the token itself is not kept, only its digest)."""
+
+    id: str
+    debate_id: str
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+    def status(self, now: datetime | None = None) -> Literal["active", "expired", "revoked"]:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= (now or utcnow()):
+            return "expired"
+        return "active"
+
+
+class AuditRow(BaseModel):
+    """One control action, allowed or refused, across all debates."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    debate_id: str | None = None
+    outcome: Literal["ok", "refused", "failed"] = "ok"
+    detail: str = ""
+
+
+class UserExists(ValueError):
+    """A username already taken (names are compared without case)."""
+
+
+class UnknownUser(KeyError):
+    """No account with that name."""
+
+    def __str__(self) -> str:
+        return f"no user named {self.args[0]!r}"
+
+
+USER_COLUMNS = tuple(UserRow.model_fields)
+LINK_COLUMNS = tuple(f for f in ShareLinkRow.model_fields)
+AUDIT_COLUMNS = tuple(AuditRow.model_fields)
+
+
+def _when(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+class Accounts:
+    """Users, share links and audit rows of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # --- users -------------------------------------------------------------------------------
+
+    async def add_user(self, username: str, role: RoleName, password_hash: str | None) -> UserRow:
+        row = UserRow(username=username, role=role, password_hash=password_hash, created_at=utcnow())
+        try:
+            async with self.store.transaction() as db:
+                await db.execute(
+                    "INSERT INTO users (username, password_hash, role, created_at) VALUES (?,?,?,?)",
+                    (row.username, row.password_hash, row.role, row.created_at.isoformat()),
+                )
+        except sqlite3.IntegrityError:
+            raise UserExists(f"a user named {username!r} already exists") from None
+        return row
+
+    async def user(self, username: str) -> UserRow | None:
+        row = await self.store.fetchone(
+            f"SELECT {', '.join(USER_COLUMNS)} FROM users WHERE username = ?", (username,)
+        )
+        return UserRow.model_validate(dict(zip(USER_COLUMNS, row, strict=True))) if row else None
+
+    async def users(self) -> list[UserRow]:
+        rows = await self.store.fetchall(f"SELECT {', '.join(USER_COLUMNS)} FROM users ORDER BY username")
+        return [UserRow.model_validate(dict(zip(USER_COLUMNS, r, strict=True))) for r in rows]
+
+    async def count_admins(self, enabled_only: bool = True) -> int:
+        row = await self.store.fetchone(
+            "SELECT count(*) FROM users WHERE role = 'admin'" + (" AND disabled = 0" if enabled_only else "")
+        )
+        return int(row[0]) if row else 0
+
+    async def _update_user(self, username: str, sql: str, params: tuple[Any, ...]) -> None:
+        async with self.store.transaction() as db:
+            cur = await db.execute(f"UPDATE users SET {sql} WHERE username = ?", (*params, username))
+            if cur.rowcount == 0:
+                raise UnknownUser(username)
+
+    async def set_role(self, username: str, role: RoleName) -> None:
+        await self._update_user(username, "role = ?", (role,))
+
+    async def set_disabled(self, username: str, disabled: bool) -> None:
+        await self._update_user(username, "disabled = ?", (int(disabled),))
+
+    async def set_password_hash(self, username: str, password_hash: str) -> None:
+        await self._update_user(username, "password_hash = ?", (password_hash,))
+
+    async def touch_login(self, username: str) -> None:
+        await self._update_user(username, "last_login_at = ?", (utcnow().isoformat(),))
+
+    # --- share links -------------------------------------------------------------------------
+
+    async def add_link(self, debate_id: str, token_hash: str, created_by: str,
+                       expires_at: datetime | None) -> ShareLinkRow:
+        row = ShareLinkRow(id=uuid.uuid4().hex[:10], debate_id=debate_id, created_by=created_by,
+                           created_at=utcnow(), expires_at=expires_at)
+        async with self.store.transaction() as db:
+            await db.execute(
+                "INSERT INTO share_links (id, debate_id, token_hash, created_by, created_at, expires_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (row.id, debate_id, token_hash, created_by, row.created_at.isoformat(), _when(expires_at)),
+            )
+        return row
+
+    async def link_by_hash(self, token_hash: str) -> ShareLinkRow | None:
+        row = await self.store.fetchone(
+            f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE token_hash = ?", (token_hash,)
+        )
+        return ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, row, strict=True))) if row else None
+
+    async def links(self, debate_id: str) -> list[ShareLinkRow]:
+        rows = await self.store.fetchall(
+            f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE debate_id = ? ORDER BY created_at DESC",
+            (debate_id,),
+        )
+        return [ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, r, strict=True))) for r in rows]
+
+    async def revoke_link(self, link_id: str, revoked_by: str) -> bool:
+        """Revoke a link; False if it does not exist or was already revoked."""
+        async with self.store.transaction() as db:
+            cur = await db.execute(
+                "UPDATE share_links SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL",
+                (utcnow().isoformat(), revoked_by, link_id),
+            )
+            return cur.rowcount > 0
+
+    # --- audit -------------------------------------------------------------------------------
+
+    async def audit(self, actor: str, action: str, debate_id: str | None = None, outcome: str = "ok",
+                    detail: str | dict[str, Any] = "") -> None:
+        text = detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True)
+        async with self.store.transaction() as db:
+            await db.execute(
+                "INSERT INTO audit (at, actor, action, debate_id, outcome, detail) VALUES (?,?,?,?,?,?)",
+                (utcnow().isoformat(), actor, action, debate_id, outcome, text[:2000]),
+            )
+
+    async def audit_page(self, offset: int = 0, limit: int = 50, debate_id: str | None = None,
+                         actor: str | None = None) -> tuple[list[AuditRow], int]:
+        """Newest first, with the total count for paging."""
+        where, params = ["1=1"], []
+        if debate_id:
+            where.append("debate_id = ?")
+            params.append(debate_id)
+        if actor:
+            where.append("actor = ?")
+            params.append(actor)
+        clause = " AND ".join(where)
+        total_row = await self.store.fetchone(f"SELECT count(*) FROM audit WHERE {clause}", params)
+        rows = await self.store.fetchall(
+            f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE {clause} ORDER BY at DESC, id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return ([AuditRow.model_validate(dict(zip(AUDIT_COLUMNS, r, strict=True))) for r in rows],
+                int(total_row[0]) if total_row else 0)

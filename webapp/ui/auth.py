@@ -1,0 +1,137 @@
+"""Who is asking, for every page: a signed-in user (NiceGUI's `app.storage.user`), a user named by a
+trusted proxy's identity header, a share link, or — with sign-in off — the one local person.
+
+Pages call `admit(request, action)` first; it returns the principal, or the response to send instead
+(a redirect to `/login`), or None after it rendered a "not allowed" page. Commands go through the
+`Gate` that `gate(principal)` makes, which checks the role again on the server for every command.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import RedirectResponse, Response
+from nicegui import app, context, ui
+
+from webapp.access.gate import Gate
+from webapp.access.roles import LOCAL, Action, Principal, Role
+from webapp.models import utcnow
+from webapp.settings import Settings, get_settings
+from webapp.store.accounts import Accounts, UserRow
+from webapp.ui import runtime
+
+log = logging.getLogger("rostrum.access")
+
+SESSION_KEY = "auth"
+
+
+def _session_expiry(settings: Settings, signed_in_at: datetime) -> datetime:
+    return signed_in_at + timedelta(hours=settings.session_hours)
+
+
+def sign_in(user: UserRow) -> None:
+    """Remember in this browser's (signed) session who signed in, and when."""
+    app.storage.user[SESSION_KEY] = {"user": user.username, "at": utcnow().isoformat()}
+
+
+def sign_out() -> None:
+    app.storage.user.pop(SESSION_KEY, None)
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+async def _from_header(request: Request, settings: Settings, accounts: Accounts) -> Principal | None:
+    """A user named by the reverse proxy's identity header, if the request came through a trusted proxy."""
+    header = settings.auth_header
+    if header is None:
+        return None
+    name = (request.headers.get(header) or "").strip()
+    if not name:
+        return None
+    address = client_address(request)
+    if not settings.trusts(address):
+        log.warning("ignored %s header from untrusted address %s", header, address or "?")
+        return None
+    name = name[:200]
+    user = await accounts.user(name)
+    if user is None:
+        user = await accounts.add_user(name, settings.auth_header_role, password_hash=None)
+        await accounts.audit(name, "user_created", detail={"via": header, "role": user.role})
+        log.info("new user %s from the %s header, role %s", name, header, user.role)
+    if user.disabled:
+        return None
+    return Principal(name=user.username, role=Role(user.role), kind="proxy")
+
+
+async def _from_session(settings: Settings, accounts: Accounts) -> Principal | None:
+    data = app.storage.user.get(SESSION_KEY)
+    if not isinstance(data, dict) or "user" not in data:
+        return None
+    try:
+        expires_at = _session_expiry(settings, datetime.fromisoformat(data["at"]))
+    except (KeyError, TypeError, ValueError):
+        sign_out()
+        return None
+    if utcnow() >= expires_at:
+        sign_out()
+        return None
+    user = await accounts.user(str(data["user"]))
+    if user is None or user.disabled:
+        sign_out()
+        return None
+    return Principal(name=user.username, role=Role(user.role), kind="user", expires_at=expires_at)
+
+
+async def principal_for(request: Request) -> Principal | None:
+    """Who this request acts as, or None when nobody is signed in (and sign-in is required)."""
+    settings = get_settings()
+    if not settings.auth_enabled:
+        return LOCAL
+    engine = await runtime.current().engine()
+    accounts = Accounts(engine.store)
+    return await _from_header(request, settings, accounts) or await _from_session(settings, accounts)
+
+
+def login_redirect(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+
+
+def forbidden(principal: Principal, what: str) -> None:
+    """A clear "not allowed" page (HTTP 403) inside the normal frame."""
+    from webapp.ui.layout import frame
+
+    context.client.status_code = 403
+    with frame("", principal), ui.card().classes("w-full items-center py-10 gap-2").mark("forbidden"):
+        ui.icon("lock").classes("text-5xl text-grey-7")
+        ui.label("Not allowed").classes("text-xl font-semibold")
+        ui.label(f"Your role ({principal.role.value}) cannot {what}. Ask an admin if you need it.")
+        ui.link("All debates", "/")
+
+
+async def admit(request: Request, action: Action, what: str,
+                debate_id: str | None = None) -> Principal | Response | None:
+    """The principal for a page needing `action`; or the redirect to sign in; or None once a 403
+    page is rendered. The engine is open once this returns (so `gate` can be used)."""
+    await runtime.current().engine()
+    principal = await principal_for(request)
+    if principal is None:
+        return login_redirect(request)
+    if not principal.can(action, debate_id):
+        log.warning("refused page %s to %s (%s)", request.url.path, principal.actor, principal.role.value)
+        forbidden(principal, what)
+        return None
+    return principal
+
+
+def gate(principal: Principal) -> Gate:
+    """The command gate for this principal (the engine must be open: pages await it first)."""
+    engine = runtime.current().engine_
+    if engine is None:
+        raise RuntimeError("the engine is not open")
+    return Gate(engine, principal, daily_usd=get_settings().user_daily_usd)
