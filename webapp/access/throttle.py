@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-FREE_FAILURES = 5  # failures allowed before any wait
-BASE_DELAY = 30.0  # seconds of wait after the first failure past the free ones
+FREE_FAILURES = 5  # failures in a row that lock the key; each further one doubles the wait
+BASE_DELAY = 30.0  # seconds of wait after the FREE_FAILURES-th failure
 MAX_DELAY = 15 * 60.0
 FORGET_AFTER = 60 * 60.0  # a key with no failure for this long starts afresh
 
@@ -50,8 +50,8 @@ class LoginThrottle:
             record.failures += 1
             record.last = now
             over = record.failures - FREE_FAILURES
-            if over > 0:
-                record.locked_until = now + min(MAX_DELAY, BASE_DELAY * 2 ** (over - 1))
+            if over >= 0:
+                record.locked_until = now + min(MAX_DELAY, BASE_DELAY * 2**over)
         if len(self._records) > 10_000:  # an address spraying names must not grow this without bound
             self._forget(now)
 

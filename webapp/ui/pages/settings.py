@@ -108,6 +108,7 @@ def _defaults_card(gate: Gate) -> None:
 
         button = ui.button("Save defaults", icon="save", on_click=save).props("unelevated no-caps") \
             .mark("save-defaults")
+        button.ignores_events_when_disabled = False  # a forged click reaches `save`, which refuses and logs
         if not editable:
             button.disable()
             ui.label("Only an admin can change the server's defaults.").classes("text-sm text-grey-7") \

@@ -1,0 +1,433 @@
+"""Team access through the pages: sign-in, roles enforced on the server for every command (a forged
+event included), throttling, session expiry, share links, the proxy identity header, the admin
+page, deleting, per-person daily limits and the activity timeline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+import httpx
+import pytest
+from nicegui import core
+from nicegui.testing import User
+
+from tests.ui.helpers import engine, notified, one, start_demo
+from webapp.access.passwords import hash_password
+from webapp.access.roles import Role
+from webapp.engine.machine import State
+from webapp.models import utcnow
+from webapp.settings import get_settings
+from webapp.store.accounts import Accounts
+from webapp.ui import auth as ui_auth
+
+PASSWORD = "correct horse battery"
+# One argon2 hash for every account of these tests: hashing is deliberately slow.
+_HASH: list[str] = []
+
+
+def password_hash() -> str:
+    if not _HASH:
+        _HASH.append(hash_password(PASSWORD))
+    return _HASH[0]
+
+
+@pytest.fixture
+def auth_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH", "on")
+    get_settings.cache_clear()
+
+
+async def accounts() -> Accounts:
+    return Accounts((await engine()).store)
+
+
+async def add_users(*names_roles: tuple[str, str]) -> None:
+    store = await accounts()
+    for name, role in names_roles:
+        await store.add_user(name, role, password_hash())
+
+
+def browser(address: str = "127.0.0.1", headers: dict[str, str] | None = None) -> User:
+    """Another simulated browser, optionally from another address or with extra headers."""
+    transport = httpx.ASGITransport(core.app, client=(address, 40000))
+    return User(httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers or {}))
+
+
+async def sign_in(user: User, name: str, password: str = PASSWORD, page: str = "/") -> None:
+    await user.open(page)
+    await user.should_see(marker="login", retries=50)
+    user.find(marker="username").type(name)
+    user.find(marker="password").type(password)
+    user.find(marker="sign-in").click()
+
+
+async def signed_in(user: User, name: str, page: str = "/") -> None:
+    await sign_in(user, name, page=page)
+    await user.should_see(marker="account", retries=50)
+
+
+def click_forged(user: User, marker: str) -> None:
+    """What a tampered browser can send: a click event for an element, enabled or not, straight
+    over the websocket (NiceGUI's own event path)."""
+    element = one(user, marker)
+    listener = next(li for li in element._event_listeners.values() if li.type == "click")
+    user.client.handle_event({"id": element.id, "listener_id": listener.id, "args": []})
+
+
+async def audit_rows(action: str | None = None) -> list:
+    rows, _ = await (await accounts()).audit_page(0, 500)
+    return [r for r in rows if action is None or r.action == action]
+
+
+# --- sign-in ---------------------------------------------------------------------------------------
+
+
+async def test_with_auth_on_every_page_asks_to_sign_in_first(user: User, auth_on: None) -> None:
+    session = await start_demo("Are pages private?")
+    for path in ("/", "/new", "/settings", "/admin", f"/debate/{session.id}"):
+        response = await user.http_client.get(path)
+        assert response.status_code == 303 and response.headers["location"].startswith("/login?next="), path
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="login", retries=50)
+    await user.should_not_see(marker="topic")
+
+
+async def test_sign_in_lands_on_the_page_asked_for_and_shows_who_and_role(user: User, auth_on: None) -> None:
+    await add_users(("ada", "operator"))
+    session = await start_demo("Where do I land?")
+    await signed_in(user, "ada", page=f"/debate/{session.id}")
+    await user.should_see("Where do I land?")
+    assert one(user, "account-name").text == "ada"
+    assert one(user, "account-role").text == "Role: operator"
+    row = await (await accounts()).user("ada")
+    assert row is not None and row.last_login_at is not None
+
+
+async def test_wrong_password_and_unknown_user_get_the_same_message(user: User, auth_on: None) -> None:
+    await add_users(("ada", "viewer"))
+    await sign_in(user, "ada", "wrong password!")
+    await user.should_see("Wrong username or password.", retries=50)
+    await sign_in(user, "nobody", "wrong password!")
+    await user.should_see("Wrong username or password.", retries=50)
+    await user.should_not_see(marker="account")
+    refused = await audit_rows("sign_in")
+    assert [r.outcome for r in refused] == ["refused", "refused"]
+
+
+async def test_a_disabled_account_cannot_sign_in_and_loses_its_open_session(user: User, auth_on: None) -> None:
+    await add_users(("ada", "viewer"), ("root", "admin"))
+    await signed_in(user, "ada")
+    await (await accounts()).set_disabled("ada", True)
+    await user.open("/")  # the next page load finds the account disabled
+    await user.should_see(marker="login", retries=50)
+    await sign_in(user, "ada")
+    await user.should_see("Wrong username or password.", retries=50)
+
+
+async def test_sign_out_from_the_header_menu(user: User, auth_on: None) -> None:
+    await add_users(("ada", "viewer"))
+    await signed_in(user, "ada")
+    user.find(marker="sign-out").click()
+    await user.should_see(marker="login", retries=50)
+    response = await user.http_client.get("/")
+    assert response.status_code == 303
+
+
+async def test_repeated_failures_are_throttled_per_username_and_per_address(user: User, auth_on: None) -> None:
+    await add_users(("ada", "viewer"), ("bob", "viewer"))
+    for _ in range(5):
+        await sign_in(user, "ada", "not the password")
+        await user.should_see("Wrong username or password.", retries=50)
+    await sign_in(user, "ada")  # even the right password waits now
+    await user.should_see("Too many failed sign-ins", retries=50)
+    await user.should_not_see(marker="account")
+    # Another address is still throttled for that username ...
+    elsewhere = browser("10.1.1.1")
+    await sign_in(elsewhere, "ada")
+    await elsewhere.should_see("Too many failed sign-ins", retries=50)
+    # ... and the first address is throttled for every username it tries.
+    await sign_in(user, "bob")
+    await user.should_see("Too many failed sign-ins", retries=50)
+    # A fresh address and a fresh username sign in at once.
+    other = browser("10.2.2.2")
+    await signed_in(other, "bob")
+
+
+async def test_a_sign_in_expires_after_the_session_hours(user: User, auth_on: None,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_SESSION_HOURS", "2")
+    get_settings.cache_clear()
+    await add_users(("ada", "operator"))
+    session = await start_demo("Does my sign-in last?")
+    await session.join()
+    await signed_in(user, "ada")
+    later = utcnow() + timedelta(hours=2, minutes=1)
+    monkeypatch.setattr(ui_auth, "utcnow", lambda: later)
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="login", retries=50)
+
+
+# --- roles, enforced on the server ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["admin", "operator", "viewer"])
+async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
+                                          monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await add_users(("pat", role))
+    session = await start_demo("Who may pause?")
+    await signed_in(user, "pat", page=f"/debate/{session.id}")
+    assert one(user, "pause").enabled is (role != "viewer")
+    caplog.set_level(logging.WARNING, "rostrum.access")
+    outcome = notified("Not done", user)
+    click_forged(user, "pause")  # for a viewer: a forged event to a disabled button
+    if role == "viewer":
+        await asyncio.wait_for(outcome.wait(), 5)
+        assert session.state.status is not State.PAUSED
+        (refusal,) = await audit_rows("pause")
+        assert (refusal.actor, refusal.outcome, refusal.debate_id) == ("pat", "refused", session.id)
+        assert any("refused" in r.message and "pat" in r.message for r in caplog.records)
+        await session.stop(verdict=False)
+    else:
+        await user.should_see(marker="paused-note")
+        assert session.state.status is State.PAUSED
+        pause = [t for t in session.state.transitions if t["event"] == "PAUSE"]
+        assert pause[-1]["actor"] == "pat"
+        assert [(r.actor, r.outcome) for r in await audit_rows("pause")] == [("pat", "ok")]
+        await user.should_see("paused by pat")  # the activity timeline
+
+
+async def test_a_viewer_sees_no_enabled_control_and_no_create_or_admin(user: User, auth_on: None,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await add_users(("vic", "viewer"))
+    session = await start_demo("Read only?")
+    await signed_in(user, "vic", page=f"/debate/{session.id}")
+    assert not any(one(user, name).enabled for name in ("pause", "resume", "retry", "stop"))
+    await user.should_see(marker="read-only")
+    await user.should_not_see(marker="share-card")
+    await user.should_not_see(marker="delete")
+    await user.should_not_see("New debate")
+    await user.should_not_see("Admin")
+    for path, status in (("/new", 403), ("/admin", 403)):
+        response = await user.http_client.get(path)
+        assert response.status_code == status, path
+        assert "Not allowed" in response.text
+    await session.stop(verdict=False)
+
+
+async def test_the_gate_refuses_each_command_a_role_lacks(user: User, auth_on: None) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+    from webapp.ui.components.presets import quick_demo_config
+
+    eng = await engine()
+    session = await start_demo("Every command, every role")
+    await session.join()
+    matrix = {
+        "viewer": {"start": False, "pause": False, "stop": False, "share": False, "delete": False, "users": False},
+        "operator": {"start": True, "pause": True, "stop": True, "share": True, "delete": False, "users": False},
+        "admin": {"start": True, "pause": True, "stop": True, "share": True, "delete": True, "users": True},
+    }
+    for role, expected in matrix.items():
+        await add_users((f"u-{role}", role))
+        gate = Gate(eng, Principal(name=f"u-{role}", role=Role(role)))
+        results: dict[str, bool] = {}
+
+        async def attempt(name: str, call) -> None:
+            try:
+                await call()
+                results[name] = True
+            except PermissionError:
+                results[name] = False
+
+        target = await eng.start(quick_demo_config("a debate to act on"))
+        await attempt("start", lambda: gate.start(quick_demo_config("started by a role")))
+        await attempt("pause", lambda: gate.command(target, "pause"))
+        await attempt("stop", lambda: gate.command(target, "stop", verdict=False))
+        await attempt("share", lambda: gate.share(session))
+        await attempt("users", lambda: gate.set_role(f"u-{role}", Role(role)))
+        await attempt("delete", lambda: gate.delete(target.id))
+        assert results == expected, role
+        if target.state.status not in (State.STOPPED, State.COMPLETED) and not results["delete"]:
+            await target.stop(verdict=False)
+    refused = [r for r in await audit_rows() if r.outcome == "refused"]
+    assert {r.actor for r in refused} == {"u-viewer", "u-operator"}
+    # A demoted account loses its rights on the next command, without signing in again.
+    gate = Gate(eng, Principal(name="u-admin", role=Role.ADMIN))
+    await (await accounts()).set_role("u-admin", "viewer")
+    with pytest.raises(PermissionError):
+        await gate.command(session, "stop", verdict=False)
+
+
+async def test_operator_settings_page_hides_keys_and_paths_and_cannot_save_defaults(
+        user: User, auth_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-shown-123")
+    await add_users(("ops", "operator"))
+    await signed_in(user, "ops", page="/settings")
+    await user.should_not_see(marker="providers")
+    await user.should_not_see("Database")
+    db = str(get_settings().db)
+    for element in user.client.elements.values():
+        assert db not in str(element.props) and db not in str(getattr(element, "text", ""))
+    assert one(user, "save-defaults").enabled is False
+    refused = notified("Not done", user)
+    click_forged(user, "save-defaults")
+    await asyncio.wait_for(refused.wait(), 5)
+    from nicegui import app
+    assert not app.storage.general.get("defaults")
+
+
+# --- share links ---------------------------------------------------------------------------------
+
+
+async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: None) -> None:
+    await add_users(("ops", "operator"))
+    session = await start_demo("Shall we share?")
+    await session.join()
+    await signed_in(user, "ops", page=f"/debate/{session.id}")
+    user.find(marker="share-create").click()
+    await user.should_see(marker="share-url")
+    url = one(user, "share-url").value
+    token = url.rsplit("/s/", 1)[1]
+    (link,) = await (await accounts()).links(session.id)
+    assert link.created_by == "ops" and link.expires_at is not None
+    stored = await (await engine()).store.fetchone("SELECT token_hash FROM share_links")
+    assert stored is not None and token not in stored[0]  # only the digest is kept
+
+    guest = browser("10.3.3.3")
+    await guest.open(f"/s/{token}")
+    await guest.should_see("Shall we share?")
+    await guest.should_see(marker="shared-view")
+    await guest.should_not_see("New debate")
+    await guest.should_not_see(marker="pause")  # no controls at all for a link
+    guest.find(marker="export-md").click()
+    assert "Shall we share?" in (await guest.download.next()).text
+    for path in ("/", "/settings", f"/debate/{session.id}"):  # nothing beyond the one debate
+        assert (await guest.http_client.get(path)).status_code == 303, path
+    other = await start_demo("Not shared")
+    assert (await guest.http_client.get(f"/debate/{other.id}")).status_code == 303
+
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="share-revoke")  # the list loads just after the page
+    user.find(marker="share-revoke").click()
+    await user.should_see("revoked")
+    response = await guest.http_client.get(f"/s/{token}")
+    assert response.status_code == 410 and "revoked" in response.text
+    actions = [a["action"] for a in session.state.actions]
+    assert actions[-2:] == ["share_link_created", "share_link_revoked"]
+    assert (await guest.http_client.get("/s/not-a-real-token")).status_code == 404
+
+
+async def test_an_expired_share_link_is_gone(user: User, auth_on: None) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await add_users(("ops", "operator"))
+    session = await start_demo("Short-lived link")
+    await session.join()
+    _, token = await Gate(await engine(), Principal(name="ops", role=Role.OPERATOR)).share(session, 1)
+    assert (await user.http_client.get(f"/s/{token}")).status_code == 200
+    async with (await engine()).store.transaction() as db:
+        await db.execute("UPDATE share_links SET expires_at = ?", ((utcnow() - timedelta(minutes=1)).isoformat(),))
+    response = await user.http_client.get(f"/s/{token}")
+    assert response.status_code == 410 and "expired" in response.text
+
+
+# --- single sign-on through a trusted proxy -------------------------------------------------------
+
+
+async def test_identity_header_from_a_trusted_proxy_signs_in(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH_HEADER", "X-Forwarded-Email")
+    monkeypatch.setenv("ROSTRUM_TRUSTED_PROXIES", "127.0.0.1,10.8.0.0/16")
+    get_settings.cache_clear()
+    assert get_settings().auth_enabled  # auto: a proxy in front means hosted, even on loopback
+    proxied = browser("10.8.3.4", {"X-Forwarded-Email": "grace@example.org"})
+    await proxied.open("/")
+    await proxied.should_see(marker="account", retries=50)
+    assert one(proxied, "account-role").text == "Role: viewer"  # ROSTRUM_AUTH_HEADER_ROLE's default
+    row = await (await accounts()).user("grace@example.org")
+    assert row is not None and row.role == "viewer" and row.password_hash is None
+    # The same header from an address that is not a trusted proxy is ignored.
+    forged = browser("192.0.2.7", {"X-Forwarded-Email": "root@example.org"})
+    response = await forged.http_client.get("/")
+    assert response.status_code == 303 and response.headers["location"].startswith("/login")
+    assert await (await accounts()).user("root@example.org") is None
+
+
+# --- admin, delete, daily limits -----------------------------------------------------------------
+
+
+async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: User, auth_on: None,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await add_users(("root", "admin"), ("ops", "operator"))
+    session = await start_demo("Delete me")
+    ops = browser()
+    await signed_in(ops, "ops", page=f"/debate/{session.id}")
+    ops.find(marker="pause").click()
+    await ops.should_see(marker="paused-note")
+    await ops.should_not_see(marker="delete")
+
+    await signed_in(user, "root", page="/admin")
+    await user.should_see(marker="audit")
+    rows = one(user, "audit").rows
+    assert any(r["actor"] == "ops" and r["action"] == "pause" and r["debate"] == session.id for r in rows)
+    await user.should_see(marker="user-ops")
+
+    await user.open(f"/debate/{session.id}")
+    user.find(marker="delete").click()
+    await user.should_see(marker="delete-dialog")
+    user.find(marker="delete-confirm").click()
+    await user.should_see(marker="empty-state")
+    eng = await engine()
+    assert await eng.store.get_row(session.id) is None
+    assert await eng.store.events(session.id) == []
+    deleted = await audit_rows("delete")
+    assert [(r.actor, r.debate_id) for r in deleted] == [("root", session.id)]
+    response = await user.http_client.get(f"/debate/{session.id}")
+    assert response.status_code == 404
+
+
+async def test_the_last_admin_cannot_be_demoted_or_disabled(user: User, auth_on: None) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await add_users(("root", "admin"))
+    gate = Gate(await engine(), Principal(name="root", role=Role.ADMIN))
+    with pytest.raises(ValueError, match="only active admin"):
+        await gate.set_role("root", Role.VIEWER)
+    with pytest.raises(ValueError, match="only active admin"):
+        await gate.set_disabled("root", True)
+
+
+async def test_daily_limit_needs_a_cost_limit_and_refuses_past_it(user: User, auth_on: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_USER_DAILY_USD", "1")
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "20")  # the first debate is still running (its limit reserved)
+    get_settings.cache_clear()
+    await add_users(("ops", "operator"))
+    await signed_in(user, "ops", page="/new")
+    await user.should_see(marker="daily-limit")
+    user.find(marker="preset-quick-demo").click()
+    user.find(marker="start").click()
+    await user.should_see("a hard limit is required")
+    with user:
+        one(user, "field-budget.cost_limit").value = 0.6
+    user.find(marker="start").click()
+    await user.should_see(marker="transcript")
+    await user.open("/new")
+    user.find(marker="preset-quick-demo").click()
+    with user:
+        one(user, "field-budget.cost_limit").value = 0.6
+    user.find(marker="start").click()
+    await user.should_see("more than you have left today")
+    eng = await engine()
+    _, total = await eng.list_debates()
+    assert total == 1
+    (row,), _ = await eng.list_debates()
+    assert row.created_by == "ops"
+    (session,) = eng.sessions.values()
+    await session.stop(verdict=False)
