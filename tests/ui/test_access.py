@@ -218,6 +218,28 @@ async def test_a_viewer_sees_no_enabled_control_and_no_create_or_admin(user: Use
     await session.stop(verdict=False)
 
 
+async def allowed_outcomes(gate, target, shared, role: str) -> dict[str, bool]:
+    """Which of a set of actions the gate lets through (PermissionError = refused)."""
+    from webapp.ui.components.presets import quick_demo_config
+
+    calls = {
+        "start": lambda: gate.start(quick_demo_config("started by a role")),
+        "pause": lambda: gate.command(target, "pause"),
+        "stop": lambda: gate.command(target, "stop", verdict=False),
+        "share": lambda: gate.share(shared),
+        "users": lambda: gate.set_role(f"u-{role}", Role(role)),
+        "delete": lambda: gate.delete(target.id),
+    }
+    results: dict[str, bool] = {}
+    for name, call in calls.items():
+        try:
+            await call()
+            results[name] = True
+        except PermissionError:
+            results[name] = False
+    return results
+
+
 async def test_the_gate_refuses_each_command_a_role_lacks(user: User, auth_on: None) -> None:
     from webapp.access.gate import Gate
     from webapp.access.roles import Principal
@@ -234,22 +256,8 @@ async def test_the_gate_refuses_each_command_a_role_lacks(user: User, auth_on: N
     for role, expected in matrix.items():
         await add_users((f"u-{role}", role))
         gate = Gate(eng, Principal(name=f"u-{role}", role=Role(role)))
-        results: dict[str, bool] = {}
-
-        async def attempt(name: str, call) -> None:
-            try:
-                await call()
-                results[name] = True
-            except PermissionError:
-                results[name] = False
-
         target = await eng.start(quick_demo_config("a debate to act on"))
-        await attempt("start", lambda: gate.start(quick_demo_config("started by a role")))
-        await attempt("pause", lambda: gate.command(target, "pause"))
-        await attempt("stop", lambda: gate.command(target, "stop", verdict=False))
-        await attempt("share", lambda: gate.share(session))
-        await attempt("users", lambda: gate.set_role(f"u-{role}", Role(role)))
-        await attempt("delete", lambda: gate.delete(target.id))
+        results = await allowed_outcomes(gate, target, session, role)
         assert results == expected, role
         if target.state.status not in (State.STOPPED, State.COMPLETED) and not results["delete"]:
             await target.stop(verdict=False)
