@@ -270,8 +270,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 status = self.state.status
                 if status in TERMINAL_STATES or status in WAITING_STATES:
                     return
-                if status is State.IDLE:
-                    await self._transition(Event.START)
+                if status is State.IDLE:  # started on behalf of whoever created it
+                    await self._transition(Event.START, actor=self.state.created_by or None)
                 elif status is State.INITIALIZING:
                     await self._initialize()
                 elif status is State.CLARIFYING:
