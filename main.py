@@ -33,9 +33,17 @@ async def _check_store() -> int:
 
 
 def _preflight() -> None:
+    from pydantic import ValidationError
+
     from webapp.store.repository import StoreCorrupt
 
-    settings = get_settings()
+    try:
+        settings = get_settings()
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = "ROSTRUM_" + "_".join(str(p) for p in error["loc"]).upper()
+            print(f"rostrum: invalid setting {name}: {error['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+        sys.exit(2)
     problem = settings.auth_problem()
     if problem is not None:
         print(f"rostrum: refusing to start: {problem}", file=sys.stderr)
@@ -55,9 +63,9 @@ def _preflight() -> None:
 setup()
 
 if __name__ in {"__main__", "__mp_main__"}:
-    settings = get_settings()
     if __name__ == "__main__" and not os.environ.get("NICEGUI_USER_SIMULATION"):
         _preflight()
+    settings = get_settings()
     ui.run(
         title=PRODUCT,
         host=settings.host,
@@ -68,4 +76,7 @@ if __name__ in {"__main__", "__mp_main__"}:
         reload=settings.reload,
         show=False,
         show_welcome_message=True,
+        # The client address must be the peer's own: ROSTRUM_TRUSTED_PROXIES is checked against it, and
+        # uvicorn would otherwise replace it with whatever X-Forwarded-For a local proxy passes on.
+        proxy_headers=False,
     )

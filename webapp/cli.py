@@ -5,8 +5,18 @@
     list [--json]            stored debates, newest first
     show ID [--json|--markdown|--text]
     export ID PATH           .md, .json or .txt, chosen by the extension
+    delete ID [--yes]        remove a debate, its whole log and its share links
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
+    users add NAME --role admin|operator|viewer [--no-password]
+    users list [--json]      accounts (never a password hash)
+    users set-role NAME ROLE
+    users disable NAME | users enable NAME
+    users passwd NAME        set a new password
+
+Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
+twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
+and, for commands, in the audit trail).
 """
 
 from __future__ import annotations
@@ -14,18 +24,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import json
 import re
 import signal
 import sys
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from webapp import export
+from webapp.access.gate import Gate, check_username
+from webapp.access.passwords import WeakPassword, check_password
+from webapp.access.roles import CLI, Role
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.formats import FORMATS, get_format
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
@@ -35,9 +49,11 @@ from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
 from webapp.settings import get_settings
 from webapp.store import StoreCorrupt
-from webapp.terminal import TerminalView, ask_answers, print_costs, print_timing, print_verdict
+from webapp.store.accounts import Accounts, UnknownUser, UserRow
+from webapp.terminal import TerminalView, ask_answers, print_costs, print_timing, print_users, print_verdict
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
 SPEC_SPLIT = re.compile(r",(?=\s*[A-Za-z_]+\s*=)")
 
 
@@ -138,8 +154,10 @@ async def opened(db: str) -> AsyncIterator[Engine]:
         await engine.close()
 
 
-async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -> int:
-    """Run a debate to its end (or until it needs a person who is not there) and report."""
+async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
+                begin: Callable[[], Awaitable[None]] | None = None) -> int:
+    """Run a debate to its end (or until it needs a person who is not there) and report.
+    `begin` (resuming, say) runs once the terminal view listens, so it misses nothing."""
     view = TerminalView(session, out)
     unsubscribe = session.subscribe(view)
     loop = asyncio.get_running_loop()
@@ -154,6 +172,8 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -
     with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform/thread
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
+        if begin is not None:
+            await begin()
         session.ensure_running()
         while True:
             status = await session.join()
@@ -163,13 +183,13 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -
                 break
             if status is State.AWAITING_ACK:
                 if getattr(args, "stop_at_warning", False):
-                    await session.stop(reason="stopped at the cost warning")
+                    await session.stop(reason="stopped at the cost warning", actor=ACTOR)
                 else:
                     out.write("  [cost warning acknowledged; continuing — use --stop-at-warning to stop here]\n")
-                    await session.acknowledge_warning()
+                    await session.acknowledge_warning(actor=ACTOR)
                 continue
             if status is State.AWAITING_CLARIFICATION:
-                await session.answer_clarification(ask_answers(session.state, out, sys.stdin))
+                await session.answer_clarification(ask_answers(session.state, out, sys.stdin), actor=ACTOR)
                 continue
             break
     finally:
@@ -190,7 +210,7 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO) -
 
 async def _pause_quietly(session: DebateSession) -> None:
     try:
-        await session.pause()
+        await session.pause(actor=ACTOR)
     except TransitionNotAllowed:
         await session.shutdown()
 
@@ -226,8 +246,9 @@ async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
             config = engine.validate(config)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        debate_id = await engine.create(config)
-        session = await engine.session(debate_id)
+        debate_id = await engine.create(config, actor=ACTOR)
+        await Accounts(engine.store).audit(ACTOR, "start", debate_id, detail={"topic": config.topic[:200]})
+        session = await engine.session(debate_id)  # `drive` starts it once the terminal view listens
         fmt = get_format(config.format)
         names = ", ".join(f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants)
         out.write(f"Debate {debate_id} — {fmt.title}\nTopic: {config.topic}\nParticipants: {names}\n")
@@ -241,8 +262,17 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
             return EXIT_OK if session.state.status is State.COMPLETED else EXIT_STOPPED
         out.write(f"Resuming {session.id} ({session.state.status.value}, {len(session.state.turns)} turns kept)\n")
-        await engine.resume(session.id)
-        return await drive(session, args, out)
+
+        async def begin() -> None:
+            try:
+                await engine.resume(session.id, actor=ACTOR)
+            except Exception as exc:
+                await Accounts(engine.store).audit(ACTOR, "resume", session.id, outcome="failed",
+                                                   detail=str(exc)[:500])
+                raise
+            await Accounts(engine.store).audit(ACTOR, "resume", session.id)
+
+        return await drive(session, args, out, begin=begin)
 
 
 async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
@@ -278,6 +308,109 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     state = await _load_state(args)
     write_export(state, Path(args.path))
     out.write(f"Exported {state.id} to {args.path}\n")
+    return EXIT_OK
+
+
+def _confirm(question: str, out: TextIO) -> bool:
+    out.write(f"{question} [y/N] ")
+    out.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+async def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db) as engine:
+        debate_id = await engine.store.find_id(args.id)
+        row = await engine.store.get_row(debate_id) if debate_id else None
+        if debate_id is None or row is None:
+            raise DebateNotFound(args.id)
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UsageError(f"delete: not deleting {debate_id} without confirmation; stdin is not a terminal, "
+                                 "so pass --yes")
+            if not _confirm(f"Delete debate {debate_id} ({row.status}: {row.topic[:60]!r}) with its whole log and "
+                            "share links? This cannot be undone.", out):
+                out.write("Not deleted.\n")
+                return EXIT_FAILED
+        await Gate(engine, CLI).delete(debate_id)
+    out.write(f"Deleted {debate_id} ({row.topic[:60]}).\n")
+    return EXIT_OK
+
+
+# --- users -------------------------------------------------------------------------------------
+
+
+def read_password(username: str) -> str:
+    """A new password: the first line of stdin when it is not a terminal (only the line break is
+    removed), otherwise typed twice without echo. Refused here if too short, before any hashing."""
+    try:
+        if not sys.stdin.isatty():
+            line = sys.stdin.readline()
+            if not line:
+                raise UsageError("password: stdin is empty; pipe the password as its first line, "
+                                 f"e.g. printf '%s\\n' \"$PW\" | python -m webapp users … {username}")
+            password = line.removesuffix("\n").removesuffix("\r")
+            return check_password(password)
+        password = check_password(getpass.getpass(f"New password for {username}: "))
+        if getpass.getpass("Repeat it: ") != password:
+            raise UsageError("password: the two passwords do not match; nothing was changed")
+        return password
+    except WeakPassword as exc:
+        raise UsageError(f"password: {exc}; nothing was changed") from None
+    except (EOFError, KeyboardInterrupt):
+        raise UsageError("password: none given; nothing was changed") from None
+
+
+async def _existing_user(accounts: Accounts, name: str) -> UserRow:
+    row = await accounts.user(name.strip())
+    if row is None:
+        raise UsageError(f"users: no user named {name.strip()!r} (see: python -m webapp users list)")
+    return row
+
+
+async def cmd_users(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db) as engine:
+        gate = Gate(engine, CLI)  # records every change in the audit trail as `cli`
+        accounts = gate.accounts
+        try:
+            return await _users(args, out, gate, accounts)
+        except (WeakPassword, UnknownUser, ValueError) as exc:  # bad name, name taken, the last admin
+            message = str(exc)
+            raise UsageError(message if message.startswith(("username", "password")) else
+                             f"users {args.users_command}: {message}") from None
+
+
+async def _users(args: argparse.Namespace, out: TextIO, gate: Gate, accounts: Accounts) -> int:
+    command = args.users_command
+    if command == "list":
+        users = await accounts.users()
+        if args.json:
+            out.write(json.dumps([u.public() for u in users], indent=2) + "\n")
+        elif not users:
+            out.write("No users yet. Create the first admin: python -m webapp users add NAME --role admin\n")
+        else:
+            print_users(users, out)
+        return EXIT_OK
+    if command == "add":
+        name = check_username(args.name)  # a bad or taken name is refused before asking for a password
+        existing = await accounts.user(name)  # names are compared without case
+        if existing is not None:
+            raise UsageError(f"users add: a user named {existing.username!r} already exists")
+        password = None if args.no_password else read_password(name)
+        row = await gate.add_user(name, Role(args.role), password)
+        how = "signs in with a password" if password is not None else "signs in only through the proxy header"
+        out.write(f"Added {row.username} ({row.role}); {how}.\n")
+        return EXIT_OK
+    row = await _existing_user(accounts, args.name)
+    if command == "set-role":
+        await gate.set_role(row.username, Role(args.role))
+        out.write(f"{row.username}: {row.role} → {args.role}\n")
+    elif command in ("disable", "enable"):
+        await gate.set_disabled(row.username, command == "disable")
+        out.write(f"{row.username}: {command}d" + (" (they can no longer sign in)" if command == "disable" else "")
+                  + "\n")
+    elif command == "passwd":
+        await gate.set_password(row.username, read_password(row.username))
+        out.write(f"{row.username}: password changed\n")
     return EXIT_OK
 
 
@@ -377,17 +510,53 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagram = sub.add_parser("diagram", help="the state machine as Mermaid")
     diagram.add_argument("--format")
+
+    delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
+    delete.add_argument("id")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    users = sub.add_parser("users", help="accounts for signing in to the web app")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    roles = [r.value for r in Role]
+    add = users_sub.add_parser("add", parents=[common], help="create an account (password from stdin or a prompt)")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=roles)
+    add.add_argument("--no-password", action="store_true",
+                     help="no password: the account signs in only through the proxy's identity header")
+    users_list = users_sub.add_parser("list", parents=[common], help="every account (never a password hash)")
+    users_list.add_argument("--json", action="store_true")
+    set_role = users_sub.add_parser("set-role", parents=[common], help="change an account's role")
+    set_role.add_argument("name")
+    set_role.add_argument("role", choices=roles)
+    for name, text in (("disable", "stop an account from signing in"), ("enable", "let a disabled account in again"),
+                       ("passwd", "set a new password (from stdin or a prompt)")):
+        users_sub.add_parser(name, parents=[common], help=text).add_argument("name")
     return parser
 
 
-COMMANDS = {"debate": cmd_debate, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "export": cmd_export}
+COMMANDS = {"debate": cmd_debate, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "export": cmd_export,
+            "delete": cmd_delete, "users": cmd_users}
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A bad ROSTRUM_* setting, named as the variable a person sets."""
+    parts = []
+    for err in exc.errors():
+        name = "ROSTRUM_" + "_".join(str(p) for p in err["loc"][:1]).upper()
+        parts.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+    return "invalid setting: " + "; ".join(parts)
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
-    if getattr(args, "db", None) is None and args.command in COMMANDS:
-        args.db = str(get_settings().db)
+    try:  # a bad setting is reported here, not as a traceback from deep inside the engine
+        if args.command in COMMANDS:
+            settings = get_settings()  # the engine reads them too, even with --db
+            args.db = args.db or str(settings.db)
+    except ValidationError as exc:
+        sys.stderr.write(f"error: {settings_problem(exc)}\n")
+        return EXIT_USAGE
     try:
         if args.command == "formats":
             return cmd_formats(args, out)

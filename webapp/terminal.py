@@ -3,6 +3,7 @@ and the clarification prompt. Pure presentation: it reads engine state and live 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TextIO
 
 from webapp.engine.machine import State
@@ -10,6 +11,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
 from webapp.models import EventKind
+from webapp.store.accounts import UserRow
 
 
 class TerminalView:
@@ -141,6 +143,18 @@ def print_costs(state: DebateState, out: TextIO) -> None:
         out.write("some token counts are estimated (the server did not report usage)\n")
 
 
+def print_users(users: Sequence[UserRow], out: TextIO) -> None:
+    """The accounts as a table (times in UTC). Never the password hash: only whether there is one."""
+    header = ("username", "role", "status", "signs in with", "created (UTC)", "last sign-in (UTC)")
+    rows = [
+        (u.username, u.role, "disabled" if u.disabled else "active",
+         "password" if u.password_hash else "proxy header", f"{u.created_at:%Y-%m-%d %H:%M}",
+         f"{u.last_login_at:%Y-%m-%d %H:%M}" if u.last_login_at else "never")
+        for u in users
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
 def ask_answers(state: DebateState, out: TextIO, inp: TextIO) -> dict[str, list[str]]:

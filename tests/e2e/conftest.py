@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,15 +35,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def launch_server(workdir: Path, db: Path | None = None, extra_env: dict[str, str] | None = None,
+                  log_name: str = "e2e-server.log") -> Iterator[str]:
+    """Run `python main.py` in `workdir` on a free port until the block ends; yields its base URL.
+
+    `db` defaults to `workdir / "e2e.sqlite3"`; `extra_env` is added last (e.g. `ROSTRUM_AUTH`); the
+    server's log is copied to `tests/artifacts/<log_name>` afterwards."""
     port = free_port()
-    workdir = tmp_path_factory.mktemp("server")
     env = {k: v for k, v in os.environ.items()
            if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(ROSTRUM_DB=str(workdir / "e2e.sqlite3"), ROSTRUM_PORT=str(port), ROSTRUM_HOST="127.0.0.1",
+    env.update(ROSTRUM_DB=str(db or workdir / "e2e.sqlite3"), ROSTRUM_PORT=str(port), ROSTRUM_HOST="127.0.0.1",
                ROSTRUM_DEMO_SPEED=DEMO_SPEED, PYTHONUNBUFFERED="1")
     env.pop("ROSTRUM_DEMO_FAIL", None)
+    env.update(extra_env or {})
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env, stdout=log,
                                stderr=subprocess.STDOUT)
@@ -69,7 +75,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.kill()
         log.close()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(workdir / "server.log", ARTIFACTS / "e2e-server.log")
+        shutil.copy(workdir / "server.log", ARTIFACTS / log_name)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with launch_server(tmp_path_factory.mktemp("server")) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

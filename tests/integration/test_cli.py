@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import queue
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +21,8 @@ import pytest
 from webapp.cli import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, main, parse_spec
 from webapp.engine.formats import FORMATS
 from webapp.engine.machine import TRANSITIONS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +41,34 @@ def debate_id(output: str) -> str:
     match = re.search(r"Debate ([0-9a-f]{12})", output)
     assert match, output[:400]
     return match.group(1)
+
+
+def read_until(process: subprocess.Popen[str], found: Callable[[str], bool], timeout: float) -> list[str]:
+    """Lines of the process's stdout up to and including the first `found` one (fails at the deadline
+    or if the output ends first). A reader thread keeps the deadline even while no line comes."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in iter(process.stdout.readline, ""):
+            lines.put(line)
+            if found(line):
+                return
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"not seen within {timeout} s; output so far:\n{''.join(seen)}") from None
+        if line is None:
+            raise AssertionError(f"the output ended first:\n{''.join(seen)}")
+        seen.append(line)
+        if found(line):
+            return seen
 
 
 def count_debates(db: Path) -> int:
@@ -215,3 +253,125 @@ def test_a_broken_config_file_is_refused_with_its_name(tmp_path: Path, capsys: p
     config.write_text('topic = "x"\nrounds = [\n', encoding="utf-8")
     code, _ = run("debate", "--config", str(config), "--db", str(tmp_path / "b.sqlite3"))
     assert code == EXIT_USAGE and "--config" in capsys.readouterr().err
+
+
+# --- who did it: the CLI's commands are recorded as `cli`, the runner's own steps as `system` -----
+
+
+def transitions(db: Path, did: str) -> list[dict]:
+    _, shown = run("show", did, "--json", "--db", str(db))
+    return json.loads(shown)["transitions"]
+
+
+def audit_rows(db: Path) -> list[tuple[str, str, str | None, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT actor, action, debate_id, outcome FROM audit ORDER BY id").fetchall()
+
+
+def test_a_cli_debate_is_created_by_cli_and_its_own_steps_are_the_system(tmp_path: Path) -> None:
+    db = tmp_path / "actor.sqlite3"
+    code, out = run("debate", "Who started this?", "--format", "oxford", "--rounds", "1", "--db", str(db))
+    assert code == EXIT_OK
+    did = debate_id(out)
+    _, shown = run("show", did, "--json", "--db", str(db))
+    data = json.loads(shown)
+    assert data["created_by"] == "cli"
+    start, *rest = data["transitions"]
+    assert (start["event"], start["actor"]) == ("START", "cli")  # started on behalf of its creator
+    assert rest and {t["actor"] for t in rest} == {"system"}  # then nobody intervened
+    assert [(a["action"], a["actor"]) for a in data["actions"]] == [("start", "cli")]
+    assert audit_rows(db) == [("cli", "start", did, "ok")]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT created_by FROM debates WHERE id = ?", (did,)).fetchone() == ("cli",)
+
+
+def test_resume_after_an_error_is_a_cli_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "retry.sqlite3"
+    monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "2:auth!")  # the second turn fails until the "key" is fixed
+    code, out = run("debate", "Fail then fix", "--format", "oxford", "--rounds", "1", "--db", str(db))
+    did = debate_id(out)
+    assert code == 1 and f"python -m webapp resume {did}" in out
+    monkeypatch.delenv("ROSTRUM_DEMO_FAIL")
+    code, out = run("resume", did, "--db", str(db))
+    assert code == EXIT_OK, out
+    steps = transitions(db, did)
+    retry = [t for t in steps if t["event"] == "RETRY"]
+    assert len(retry) == 1 and retry[0]["actor"] == "cli"
+    assert next(t for t in steps if t["to"] == "error")["actor"] == "system"
+    _, shown = run("show", did, "--json", "--db", str(db))
+    assert [(a["action"], a["actor"]) for a in json.loads(shown)["actions"]] == [("start", "cli"), ("retry", "cli")]
+    assert audit_rows(db) == [("cli", "start", did, "ok"), ("cli", "resume", did, "ok")]
+
+
+@pytest.mark.parametrize(("flags", "event", "exit_code"), [
+    ([], "ACKNOWLEDGE_WARNING", EXIT_OK),
+    (["--stop-at-warning"], "STOP", EXIT_STOPPED),
+])
+def test_the_cost_warning_is_answered_by_cli(tmp_path: Path, flags: list[str], event: str, exit_code: int) -> None:
+    db = tmp_path / "warn.sqlite3"
+    code, out = run("debate", "Warn me", "--format", "oxford", "--rounds", "1", "--no-judge", "--warn-at", "0.001",
+                    "--db", str(db), *flags)
+    assert code == exit_code
+    answered = [t for t in transitions(db, debate_id(out)) if t["event"] == event]
+    assert len(answered) == 1 and answered[0]["actor"] == "cli"
+
+
+def test_clarification_answers_typed_on_the_terminal_are_the_cli_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "clar.sqlite3"
+    monkeypatch.setattr("sys.stdin", io.StringIO("Soon\n" + "\n" * 20))
+    code, out = run("debate", "Plan a picnic", "--format", "collaborative", "--rounds", "1", "--no-judge",
+                    "--db", str(db))
+    assert code == EXIT_OK
+    answered = [t for t in transitions(db, debate_id(out)) if t["event"] == "CLARIFICATION_ANSWERED"]
+    assert answered and {t["actor"] for t in answered} == {"cli"}
+
+
+def test_ctrl_c_pauses_as_cli_and_resume_continues_as_cli(tmp_path: Path) -> None:
+    db = tmp_path / "sigint.sqlite3"
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST" and not k.startswith("ROSTRUM_")}
+    env.update(ROSTRUM_DEMO_SPEED="30", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "webapp", "debate", "Interrupt me", "--format", "oxford", "--rounds", "1",
+         "--no-judge", "--db", str(db)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = read_until(process, lambda line: line.startswith("Proposition (pro, demo:demo):"), timeout=60)
+        process.send_signal(signal.SIGINT)  # streaming the first turn: pause it
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = "".join(seen) + rest
+    assert process.returncode == 1, output
+    assert "Paused (Ctrl-C)." in output
+    did = debate_id(output)
+    pause = [t for t in transitions(db, did) if t["event"] == "PAUSE"]
+    assert len(pause) == 1 and pause[0]["actor"] == "cli"
+
+    code, out = run("resume", did, "--db", str(db))  # the instant demo speed from the fixture
+    assert code == EXIT_OK, out
+    steps = transitions(db, did)
+    assert [(t["event"], t["actor"]) for t in steps if t["actor"] != "system"] == [
+        ("START", "cli"), ("PAUSE", "cli"), ("RESUME", "cli")]
+    assert steps[-1]["to"] == "completed"
+
+
+def test_a_bad_setting_is_named_as_its_variable_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from webapp.settings import get_settings
+
+    monkeypatch.setenv("ROSTRUM_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal")
+    get_settings.cache_clear()
+    try:
+        code, out = run("list", "--db", str(tmp_path / "s.sqlite3"))
+    finally:
+        monkeypatch.delenv("ROSTRUM_TRUSTED_PROXIES")
+        get_settings.cache_clear()
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and out == ""
+    assert err == ("error: invalid setting: ROSTRUM_TRUSTED_PROXIES: 'proxy.internal' is not an IP address or "
+                   "network (e.g. 10.0.0.0/8)\n")
+    assert not (tmp_path / "s.sqlite3").exists()

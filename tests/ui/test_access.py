@@ -439,3 +439,22 @@ async def test_daily_limit_needs_a_cost_limit_and_refuses_past_it(user: User, au
     assert row.created_by == "ops"
     (session,) = eng.sessions.values()
     await session.stop(verdict=False)
+
+
+async def test_a_new_password_ends_sessions_signed_in_with_the_old_one(user: User, auth_on: None) -> None:
+    await add_users(("ada", "operator"))
+    await signed_in(user, "ada")
+    await (await accounts()).set_password_hash("ada", hash_password("a brand new password"))
+    await user.open("/")
+    await user.should_see(marker="login", retries=50)
+
+
+async def test_a_proxy_identity_that_names_a_system_actor_is_ignored(user: User,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH_HEADER", "X-Forwarded-User")
+    monkeypatch.setenv("ROSTRUM_TRUSTED_PROXIES", "10.8.0.0/16")
+    get_settings.cache_clear()
+    proxied = browser("10.8.3.4", {"X-Forwarded-User": "system"})
+    response = await proxied.http_client.get("/")
+    assert response.status_code == 303
+    assert await (await accounts()).user("system") is None

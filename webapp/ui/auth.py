@@ -8,6 +8,7 @@ Pages call `admit(request, action)` first; it returns the principal, or the resp
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import datetime, timedelta
 from urllib.parse import quote
@@ -16,7 +17,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from nicegui import app, context, ui
 
-from webapp.access.gate import Gate
+from webapp.access.gate import Gate, check_username
 from webapp.access.roles import LOCAL, Action, Principal, Role
 from webapp.models import utcnow
 from webapp.settings import Settings, get_settings
@@ -32,9 +33,16 @@ def _session_expiry(settings: Settings, signed_in_at: datetime) -> datetime:
     return signed_in_at + timedelta(hours=settings.session_hours)
 
 
+def credential_stamp(user: UserRow) -> str:
+    """Changes when the password does, so `users passwd` ends every session signed in with the old one.
+    (Kept in the server-side user storage; the browser holds only a signed session id.)"""
+    return hashlib.sha256((user.password_hash or "").encode()).hexdigest()[:16]
+
+
 def sign_in(user: UserRow) -> None:
     """Remember in this browser's (signed) session who signed in, and when."""
-    app.storage.user[SESSION_KEY] = {"user": user.username, "at": utcnow().isoformat()}
+    app.storage.user[SESSION_KEY] = {"user": user.username, "at": utcnow().isoformat(),
+                                     "stamp": credential_stamp(user)}
 
 
 def sign_out() -> None:
@@ -60,6 +68,11 @@ async def _from_header(request: Request, settings: Settings, accounts: Accounts)
     name = name[:200]
     user = await accounts.user(name)
     if user is None:
+        try:
+            name = check_username(name)
+        except ValueError as exc:
+            log.warning("ignored %s header %r: %s", header, name, exc)
+            return None
         user = await accounts.add_user(name, settings.auth_header_role, password_hash=None)
         await accounts.audit(name, "user_created", detail={"via": header, "role": user.role})
         log.info("new user %s from the %s header, role %s", name, header, user.role)
@@ -81,7 +94,7 @@ async def _from_session(settings: Settings, accounts: Accounts) -> Principal | N
         sign_out()
         return None
     user = await accounts.user(str(data["user"]))
-    if user is None or user.disabled:
+    if user is None or user.disabled or data.get("stamp") != credential_stamp(user):
         sign_out()
         return None
     return Principal(name=user.username, role=Role(user.role), kind="user", expires_at=expires_at)

@@ -1,0 +1,320 @@
+"""Team access in a real browser (`ROSTRUM_AUTH=on`): an operator starts a debate that a viewer
+watches read-only, wrong credentials are refused alike, and nothing secret reaches a viewer's
+browser — not the provider key, the database path, nor any password hash."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Response, Route, WebSocket, expect
+from playwright.sync_api import Error as PlaywrightError
+
+from tests.e2e.conftest import launch_server
+from webapp.access.passwords import hash_password
+from webapp.settings import SECRET_FILE_NAME
+from webapp.store import Store
+from webapp.store.accounts import Accounts
+
+pytestmark = pytest.mark.e2e
+
+FAILED = "Wrong username or password."
+CONTROLS = ("Pause", "Resume", "Retry", "Stop")
+DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+LOGIN_URL = re.compile(r".*/login(\?.*)?$")
+# Slower than the other e2e module's speed: a quick demo (four 60-word turns) then runs ~15 s, long
+# enough for a viewer to sign in and watch it stream while the operator could still pause it.
+DEMO_SPEED = "20"
+
+
+@dataclass
+class Team:
+    base: str
+    db: Path
+    provider_key: str
+    passwords: dict[str, str]  # username -> password
+    hashes: dict[str, str]  # username -> argon2 hash, as stored
+    storage_secret: str = ""
+
+    def secrets(self, except_password_of: str) -> dict[str, str]:
+        """What must never reach `except_password_of`'s browser (their own password they typed)."""
+        found = {"provider key": self.provider_key, "database path": str(self.db),
+                 "database file name": self.db.name, "storage secret": self.storage_secret}
+        for name, digest in self.hashes.items():
+            found[f"{name}'s password hash"] = digest
+            found[f"{name}'s password hash (digest part)"] = digest.rsplit("$", 1)[1]
+        for name, password in self.passwords.items():
+            if name != except_password_of:
+                found[f"{name}'s password"] = password
+        return found
+
+
+async def _make_users(db: Path, users: list[tuple[str, str, str]]) -> None:
+    store = await Store.open(db)
+    try:
+        for name, role, password in users:
+            await Accounts(store).add_user(name, role, hash_password(password))
+    finally:
+        await store.close()
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    workdir = tmp_path_factory.mktemp("team")
+    db = workdir / f"rostrum-team-{secrets.token_hex(4)}.sqlite3"
+    users = [("ada", "admin", "admin-" + secrets.token_urlsafe(12)),
+             ("olga", "operator", "operator-" + secrets.token_urlsafe(12)),
+             ("vic", "viewer", "viewer-" + secrets.token_urlsafe(12))]
+    asyncio.run(_make_users(db, users))
+    with sqlite3.connect(db) as connection:
+        hashes = dict(connection.execute("SELECT username, password_hash FROM users").fetchall())
+    assert set(hashes) == {"ada", "olga", "vic"} and all(h.startswith("$argon2") for h in hashes.values())
+    key = f"sk-e2e-secret-{secrets.token_hex(16)}"
+    env = {"ROSTRUM_AUTH": "on", "OPENAI_API_KEY": key, "ROSTRUM_DEMO_SPEED": DEMO_SPEED}
+    with launch_server(workdir, db=db, extra_env=env, log_name="e2e-team-server.log") as base:
+        secret = (db.parent / SECRET_FILE_NAME).read_text(encoding="utf-8").strip()
+        assert secret
+        yield Team(base, db, key, {name: pw for name, _, pw in users}, hashes, secret)
+
+
+def sign_in(page: Page, team: Team, name: str, expect_url: re.Pattern[str] | str | None = None) -> None:
+    """Fill the sign-in form the page shows and wait to leave /login."""
+    expect(page).to_have_url(LOGIN_URL)
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(team.passwords[name])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(expect_url or re.compile(r"^(?!.*/login).*$"))
+    expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()  # the account menu
+
+
+def new_page(browser: Browser, **options: object) -> tuple[BrowserContext, Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, **options)
+    return context, context.new_page()
+
+
+def wait_for_growing_stream(page: Page) -> None:
+    """See one turn's streaming text grow in place by a few words (a turn that ends first is
+    replaced by the next one to watch)."""
+    page.wait_for_function("""() => {
+        const w = window.__watched;
+        if (w && w.stream.isConnected && w.stream.textContent.length > w.length + 15) return true;
+        if (!w || !w.stream.isConnected) {
+            const s = [...document.querySelectorAll('.rostrum-stream')].find(s => s.textContent.length > 0);
+            window.__watched = s ? {stream: s, length: s.textContent.length} : null;
+        }
+        return false;
+    }""", timeout=20_000, polling=10)
+
+
+def start_from_form(page: Page, base: str, topic: str) -> str:
+    page.goto(base + "/new")
+    page.get_by_label("What should they debate? *").fill(topic)
+    page.get_by_role("button", name="Quick demo").click()
+    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)
+    page.get_by_role("button", name="Start debate").click()
+    page.wait_for_url(DEBATE_URL)
+    return page.url
+
+
+def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, browser: Browser) -> None:
+    operator_context, operator = new_page(browser)
+    operator.goto(team.base + "/")
+    sign_in(operator, team, "olga", re.compile(r".*/$"))
+    expect(operator.get_by_text("No debates yet")).to_be_visible()
+    operator.get_by_role("button", name="Start a demo debate").click()
+    operator.wait_for_url(DEBATE_URL)
+    url = operator.url
+    expect(operator.locator(".q-badge", has_text="running")).to_be_visible()
+    expect(operator.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
+
+    # the viewer follows a link to the debate: sign in first, then land on it
+    viewer_context, viewer = new_page(browser, accept_downloads=True)
+    viewer.goto(url)
+    expect(viewer).to_have_url(re.compile(r".*/login\?next=%2Fdebate%2F[0-9a-f]+$"))
+    expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)  # no navigation before sign-in
+    sign_in(viewer, team, "vic", url)
+    expect(viewer.locator(".q-badge", has_text="running")).to_be_visible()
+    wait_for_growing_stream(viewer)
+
+    for name in CONTROLS:  # while the operator's Pause is live, none of the viewer's is
+        expect(viewer.get_by_role("button", name=name, exact=True)).to_be_disabled()
+    expect(viewer.get_by_text("Viewers can watch and export; controls need an operator.")).to_be_visible()
+    expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)
+    expect(viewer.get_by_role("button", name="Admin")).to_have_count(0)
+    expect(viewer.get_by_role("button", name="Debates")).to_be_visible()
+    expect(operator.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
+
+    with viewer.expect_download() as info:  # viewers may export
+        viewer.get_by_role("button", name="Markdown").click()
+    assert info.value.suggested_filename.endswith(".md")
+
+    viewer.goto(team.base + "/")  # the dashboard: the debate, but nothing to start one with
+    expect(viewer.get_by_text("Should cities ban private cars from their centres?")).to_be_visible()
+    expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)
+    expect(viewer.get_by_role("button", name="Start a demo debate")).to_have_count(0)
+
+    viewer.get_by_role("button", name="vic", exact=True).click()
+    expect(viewer.get_by_text("Role: viewer", exact=True)).to_be_visible()
+    viewer.get_by_text("Sign out", exact=True).click()
+    expect(viewer).to_have_url(LOGIN_URL)
+    expect(viewer.get_by_label("Password")).to_be_visible()
+    viewer.goto(url)  # signed out: the debate is behind sign-in again
+    expect(viewer).to_have_url(re.compile(r".*/login\?next=%2Fdebate%2F[0-9a-f]+$"))
+    expect(viewer.get_by_label("Username")).to_be_visible()
+    viewer_context.close()
+    operator_context.close()
+
+
+def test_wrong_password_and_unknown_user_get_the_same_refusal(team: Team, browser: Browser) -> None:
+    context, page = new_page(browser)
+    for name, password in (("vic", "not-" + team.passwords["vic"]), ("nobody-" + secrets.token_hex(3), "whatever1")):
+        page.goto(team.base + "/login")
+        expect(page.get_by_text(FAILED)).to_have_count(0)
+        page.get_by_label("Username").fill(name)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("alert").filter(has_text=FAILED)).to_have_text(FAILED)
+        expect(page.get_by_label("Password")).to_have_value("")  # cleared for another try
+        expect(page).to_have_url(team.base + "/login")
+        expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)  # not signed in
+    page.goto(team.base + "/")
+    expect(page).to_have_url(LOGIN_URL)  # still nobody
+    context.close()
+
+
+@dataclass
+class Recorder:
+    """Everything one browser context received: websocket frames, HTTP bodies, rendered pages.
+
+    Subresources pass through a route that reads each body before handing it to the page (a
+    `response` event may come too late: Chromium drops a body once the page navigated away). Pages
+    themselves are not fulfilled from the route — Chromium's local-network checks would then block
+    their websocket to 127.0.0.1 — and are read from their `response` event while still shown."""
+
+    frames: list[str] = field(default_factory=list)
+    bodies: dict[str, str] = field(default_factory=dict)
+    html: dict[str, str] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)  # responses whose body could not be read
+    closing: bool = False
+
+    def attach(self, context: BrowserContext) -> None:
+        context.route("**/*", self._route)
+        context.on("page", self._page)
+        for page in context.pages:
+            self._page(page)
+
+    def _page(self, page: Page) -> None:
+        page.on("websocket", self._websocket)
+        page.on("response", self._document)
+
+    def _route(self, route: Route) -> None:
+        if route.request.is_navigation_request():
+            route.continue_()
+            return
+        try:
+            response = route.fetch()
+            self._record(response.status, route.request.url, response.headers, response.body())
+            route.fulfill(response=response)
+        except PlaywrightError as exc:
+            if not self.closing:  # a late request of a context being closed: the page never got it
+                self.unread.append(f"{route.request.url}: {exc}")
+
+    def _document(self, response: Response) -> None:
+        if not response.request.is_navigation_request():
+            return
+        try:
+            redirect = 300 <= response.status < 400  # no body, but its Location header
+            self._record(response.status, response.url, response.headers, b"" if redirect else response.body())
+        except PlaywrightError as exc:
+            if not self.closing:
+                self.unread.append(f"{response.url}: {exc}")
+
+    def _record(self, status: int, url: str, headers: dict[str, str], body: bytes) -> None:
+        self.bodies[f"{status} {url}"] = f"{headers}\n{body.decode('utf-8', 'replace')}"
+
+    def _websocket(self, ws: WebSocket) -> None:
+        ws.on("framereceived", lambda payload: self.frames.append(
+            payload if isinstance(payload, str) else payload.decode("utf-8", "replace")))
+
+    def close(self, context: BrowserContext) -> None:
+        self.closing = True
+        context.close()
+
+    def snapshot(self, page: Page) -> None:
+        self.html[f"{len(self.html)} {page.url}"] = page.content()
+
+    def leaks(self, secrets_: dict[str, str]) -> list[str]:
+        sources = {f"frame {i}": f for i, f in enumerate(self.frames)} | \
+            {f"response {k}": v for k, v in self.bodies.items()} | {f"html {k}": v for k, v in self.html.items()}
+        return [f"{what} in {where}" for where, text in sources.items()
+                for what, value in secrets_.items() if value and value in text]
+
+
+def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) -> None:
+    operator_context, operator = new_page(browser)
+    operator.goto(team.base + "/new")
+    sign_in(operator, team, "olga", re.compile(r".*/new$"))
+    url = start_from_form(operator, team.base, "Should libraries lend tools as well as books?")
+    debate_id = url.rsplit("/", 1)[1]
+
+    recorder = Recorder()
+    context, page = new_page(browser)
+    recorder.attach(context)
+    page.goto(team.base + f"/debate/{debate_id}")
+    sign_in(page, team, "vic", url)
+    wait_for_growing_stream(page)  # tokens arrived over the websocket while recording
+    recorder.snapshot(page)
+
+    page.goto(team.base + "/")
+    expect(page.get_by_text("Should libraries lend tools as well as books?")).to_be_visible()
+    recorder.snapshot(page)
+
+    page.goto(team.base + "/settings")
+    expect(page.get_by_text("Defaults for new debates")).to_be_visible()
+    expect(page.get_by_text("Only an admin can change the server's defaults.")).to_be_visible()
+    expect(page.get_by_text("This server")).to_have_count(0)  # the database path card is for admins
+    expect(page.get_by_text("Providers", exact=True)).to_have_count(0)
+    recorder.snapshot(page)
+
+    for path in ("/new", "/admin"):
+        response = page.goto(team.base + path)
+        assert response is not None and response.status == 403, path
+        expect(page.get_by_text("Not allowed")).to_be_visible()
+        expect(page.get_by_text("Your role (viewer) cannot")).to_be_visible()
+        recorder.snapshot(page)
+
+    page.goto(team.base + f"/debate/{debate_id}")  # back to the live debate for a last look
+    expect(page.locator(".rostrum-topic")).to_have_text("Should libraries lend tools as well as books?")
+    recorder.snapshot(page)
+    recorder.close(context)
+
+    # the recording is real: the socket carried page updates, and every page's HTML is there
+    assert len(recorder.frames) > 20, recorder.frames
+    assert any(f.startswith('42["update"') and "rostrum-stream" in f for f in recorder.frames)  # tokens came this way
+    assert len(recorder.html) == 6 and any(key.endswith("/settings") for key in recorder.html)
+    assert any(key.startswith("200 ") and "/debate/" in key for key in recorder.bodies)
+    assert any(key.startswith("303 ") for key in recorder.bodies)  # the sign-in redirect went through too
+    assert any("/_nicegui/" in key and key.endswith(".js") for key in recorder.bodies)
+    assert not recorder.unread
+    assert recorder.leaks(team.secrets(except_password_of="vic")) == []
+
+    # control: the same recording of an admin's settings page does find the database path
+    admin_recorder = Recorder()
+    admin_context, admin = new_page(browser)
+    admin_recorder.attach(admin_context)
+    admin.goto(team.base + "/settings")
+    sign_in(admin, team, "ada", re.compile(r".*/settings$"))
+    expect(admin.get_by_text("This server")).to_be_visible()
+    expect(admin.get_by_text("key configured").first).to_be_visible()
+    admin_recorder.snapshot(admin)
+    admin_recorder.close(admin_context)
+    operator_context.close()
+    admin_leaks = admin_recorder.leaks(team.secrets(except_password_of="ada"))
+    assert any(leak.startswith("database path in ") for leak in admin_leaks), admin_leaks
+    assert not [leak for leak in admin_leaks if not leak.startswith(("database path", "database file name"))]
