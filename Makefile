@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.install-stamp
+UV_VERSION := 0.13.9
 
-.PHONY: install run test lint format chromium bench clean
+.PHONY: install run test lint typecheck format chromium bench clean lock
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every install gets exactly the versions in uv.lock (uv itself comes from PyPI, pinned). --inexact
+# keeps pip and uv, which the lock does not list for the environment itself.
+$(STAMP): pyproject.toml uv.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet "uv==$(UV_VERSION)"
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(VENV)/bin/uv sync --frozen --extra dev --inexact --quiet
 	touch $(STAMP)
+
+lock: install
+	$(VENV)/bin/uv lock
 
 run: install
 	$(PY) main.py
@@ -30,6 +36,9 @@ lint: install
 format: install
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+
+typecheck: install
+	$(PY) -m mypy
 
 test: install chromium
 	$(PY) -m ruff check .
