@@ -20,12 +20,13 @@ CREATE_ADMIN = "python -m webapp users add NAME --role admin"
 
 
 async def _check_store() -> int:
-    """Open the database once before serving: a corrupt file stops the start with a clear message.
-    Returns how many active admins exist."""
+    """Open the database once before serving: a corrupt, locked, read-only or unwritable database stops
+    the start with a clear message. Returns how many active admins exist. The integrity check done here
+    is remembered, so the app's own open of the same, untouched file does not repeat it."""
     from webapp.store import Store
     from webapp.store.accounts import Accounts
 
-    store = await Store.open(get_settings().db)
+    store = await Store.open(get_settings().db, remember_check=True)
     try:
         return await Accounts(store).count_admins()
     finally:
@@ -35,7 +36,7 @@ async def _check_store() -> int:
 def _preflight() -> None:
     from pydantic import ValidationError
 
-    from webapp.store.repository import StoreCorrupt
+    from webapp.store import StoreError
 
     try:
         settings = get_settings()
@@ -50,10 +51,9 @@ def _preflight() -> None:
         sys.exit(2)
     try:
         admins = asyncio.run(_check_store())
-    except StoreCorrupt as exc:
+    except StoreError as exc:  # corrupt, locked by another process, read-only, full, unwritable directory…
         print(f"rostrum: {exc}", file=sys.stderr)
-        print("rostrum: move the file aside or set ROSTRUM_DB to another path, then start again.",
-              file=sys.stderr)
+        print(f"rostrum: {exc.advice}.", file=sys.stderr)
         sys.exit(2)
     if settings.auth_enabled and admins == 0:
         print("rostrum: sign-in is on and there is no admin account yet. Create one with:", file=sys.stderr)

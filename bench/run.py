@@ -4,7 +4,9 @@
 
 Targets (2-core machine): a demo-instant classic debate in < 1.5 s; store appends ≥ 150 events/s
 with synchronous=FULL; listing a page of 20 out of 1,000 debates in < 20 ms; rebuilding a
-600-turn debate's state from its log in < 0.5 s; peak RSS < 250 MB.
+600-turn debate's state from its log in < 0.5 s; peak RSS < 250 MB; with 50 live debates appending,
+event commits p50 ≤ 2 ms and p99 ≤ 10 ms (`bench/commits.py`); `python main.py` answers its first
+HTTP 200 in < 1 s (`bench/startup.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import commits  # bench/commits.py (this script's directory is on sys.path)
+import startup  # bench/startup.py
 
 from webapp.engine.engine import Engine
 from webapp.engine.state import DebateState
@@ -46,7 +51,7 @@ async def bench_store(tmp: Path) -> dict[str, float]:
     n = 600
     t0 = time.perf_counter()
     for i in range(n):
-        await engine.store.append(debate_id, EventKind.NOTE, {"type": "bench", "i": i, "text": "x" * 800})
+        await engine.store.append(debate_id, EventKind.NOTE, {"type": "retry", "turn": f"bench/{i}", "text": "x" * 800})
     appends = n / (time.perf_counter() - t0)
     t0 = time.perf_counter()
     DebateState.from_events(await engine.store.events(debate_id))
@@ -65,6 +70,22 @@ async def bench_store(tmp: Path) -> dict[str, float]:
     return {"appends_per_s": appends, "rebuild_600_events_s": rebuild, "list_page_s": listing, "search_s": search}
 
 
+async def bench_commits() -> dict[str, float]:
+    """Commit latency with 50 debates appending at once (see bench/commits.py)."""
+    results = await commits.run(debates=50, events=40, pace_ms=40.0)
+    return {
+        "commit_p50_ms": results["paced"]["p50_ms"],
+        "commit_p99_ms": results["paced"]["p99_ms"],
+        "commit_burst_p99_ms": results["burst"]["p99_ms"],
+        "fsync_floor_p99_ms": results["fsync_floor"]["p99_ms"],
+    }
+
+
+def bench_startup() -> dict[str, float]:
+    """Seconds from `python main.py` to its first HTTP 200 (see bench/startup.py)."""
+    return {"startup_first_200_s": startup.run(runs=3)["first_200_s_median"]}
+
+
 TARGETS = {
     "classic_debate_s_median": ("<", 1.5),
     "appends_per_s": (">", 150),
@@ -72,6 +93,9 @@ TARGETS = {
     "search_s": ("<", 0.02),
     "rebuild_600_events_s": ("<", 0.5),
     "peak_rss_mb": ("<", 250),
+    "commit_p50_ms": ("<", 2.0),
+    "commit_p99_ms": ("<", 10.0),
+    "startup_first_200_s": ("<", 1.0),
 }
 
 
@@ -79,7 +103,9 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results = await bench_debate(Path(tmp))
         results |= await bench_store(Path(tmp))
+    results |= await bench_commits()
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    results |= bench_startup()
     failed = 0
     for name, value in results.items():
         target = TARGETS.get(name)

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 
 from webapp.providers.base import ProviderRequest, StreamItem
-from webapp.providers.demo import DemoProvider
+from webapp.providers.demo import RecordingDemoProvider
 
 
-class HeldDemo(DemoProvider):
+class HeldDemo(RecordingDemoProvider):
     """An instant demo model that stops at `gate` for the first request matching `when`, after
     streaming `after` items (0: before anything), and sets `reached` when it gets there — so a test
     can act while a model is, say, mid-turn or judging."""

@@ -27,6 +27,7 @@ import contextlib
 import getpass
 import json
 import re
+import shlex
 import signal
 import sys
 import tomllib
@@ -44,13 +45,24 @@ from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.formats import FORMATS, get_format
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
 from webapp.engine.runner import DebateSession
-from webapp.engine.schedule import ConfigError
+from webapp.engine.schedule import ConfigError, config_notes
 from webapp.engine.state import DebateState
+from webapp.hygiene import strip_controls
 from webapp.models import DebateConfig
-from webapp.settings import get_settings
-from webapp.store import StoreCorrupt
+from webapp.settings import Settings, get_settings
+from webapp.store import StoreError
 from webapp.store.accounts import Accounts, UnknownUser, UserRow
-from webapp.terminal import TerminalView, ask_answers, print_costs, print_timing, print_users, print_verdict
+from webapp.terminal import (
+    LineReader,
+    TerminalView,
+    ask_answers,
+    exact_output,
+    print_costs,
+    print_timing,
+    print_users,
+    print_verdict,
+    terminal_output,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
@@ -106,8 +118,12 @@ def format_validation(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def build_config(args: argparse.Namespace) -> DebateConfig:
+def build_config(args: argparse.Namespace, settings: Settings | None = None) -> DebateConfig:
+    """The debate config from `--config` and the flags; what neither gives comes from `settings`
+    (`ROSTRUM_MAX_RETRIES`), then from the model's defaults."""
     data: dict[str, Any] = load_config_file(Path(args.config)) if args.config else {}
+    if settings is not None:
+        data.setdefault("max_retries", settings.max_retries)
     if args.topic is not None:
         data["topic"] = args.topic
     for flag, key in (("format", "format"), ("rounds", "rounds"), ("seed", "seed"), ("questions", "questions"),
@@ -145,23 +161,45 @@ def build_config(args: argparse.Namespace) -> DebateConfig:
 
 # --- commands ----------------------------------------------------------------------------------
 @contextlib.asynccontextmanager
-async def opened(db: str) -> AsyncIterator[Engine]:
+async def opened(db: str, settings: Settings | None = None) -> AsyncIterator[Engine]:
     """The engine on `db` for one command, closed however the command ends."""
-    engine = await Engine.open(db)
+    engine = await Engine.open(db, settings=settings)
     try:
         yield engine
     finally:
         await engine.close()
 
 
+def _settings(args: argparse.Namespace) -> Settings | None:
+    """The one settings object `main` read for this command (None when called without `main`)."""
+    return getattr(args, "settings", None)
+
+
+async def _until(interrupted: asyncio.Event, work: Awaitable[Any]) -> Any:
+    """The result of `work`, or None as soon as `interrupted` is set (then `work` is cancelled)."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, waiter):
+            pending.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+    if interrupted.is_set() or task.cancelled():
+        return None
+    return task.result()
+
+
 async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
                 begin: Callable[[], Awaitable[None]] | None = None) -> int:
     """Run a debate to its end (or until it needs a person who is not there) and report.
     `begin` (resuming, say) runs once the terminal view listens, so it misses nothing."""
+    out = terminal_output(out)
     view = TerminalView(session, out)
     unsubscribe = session.subscribe(view)
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
+    lines = LineReader(sys.stdin)
 
     pausing: list[asyncio.Task[None]] = []
 
@@ -189,7 +227,20 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
                     await session.acknowledge_warning(actor=ACTOR)
                 continue
             if status is State.AWAITING_CLARIFICATION:
-                await session.answer_clarification(ask_answers(session.state, out, sys.stdin), actor=ACTOR)
+                # Waiting for a person: Ctrl-C must still work (the answers are read off the loop).
+                answers = await _until(interrupted, ask_answers(session.state, out, lines))
+                if interrupted.is_set():
+                    await asyncio.gather(*pausing, return_exceptions=True)
+                    out.write("\nInterrupted (Ctrl-C) before the questions were answered; nothing was sent.\n")
+                    break
+                if answers is None:
+                    out.write(
+                        "\nCannot ask the clarification questions: stdin is closed or empty. The debate waits for "
+                        "the answers: resume it on a terminal (or pipe the answers in, one per line), or answer "
+                        "them on the debate's page in the web app. A new debate can skip the questions with "
+                        "--no-clarification.\n")
+                    break
+                await session.answer_clarification(answers, actor=ACTOR)
                 continue
             break
     finally:
@@ -197,7 +248,12 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
     state = session.state
-    view._end_stream()
+    view.end_stream()
+    if session.storage_problem:
+        out.write(f"\nStorage is unavailable ({session.storage_problem}): the debate is halted; what was already "
+                  f"saved is kept. Once the database can be written, continue with: python -m webapp resume "
+                  f"{session.id}\n")
+        return EXIT_FAILED
     print_verdict(state, out)
     if state.turns or state.verdict:
         print_costs(state, out)
@@ -222,7 +278,7 @@ def report_end(state: DebateState, out: TextIO) -> int:
     if status is State.COMPLETED:
         return EXIT_OK
     if status is State.ERROR:
-        err = state.machine.context.error or {}
+        err = state.error or {}
         out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
     if status not in TERMINAL_STATES:
         out.write(f"The transcript so far ({len(state.turns)} turns) is saved. "
@@ -240,12 +296,14 @@ def write_export(state: DebateState, path: Path) -> None:
 
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
-    config = build_config(args)
-    async with opened(args.db) as engine:
+    config = build_config(args, _settings(args))
+    async with opened(args.db, _settings(args)) as engine:
         try:
             config = engine.validate(config)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        for note in config_notes(config):  # settings that will have no effect: said, not refused
+            _error(f"note: {note}")
         debate_id = await engine.create(config, actor=ACTOR)
         await Accounts(engine.store).audit(ACTOR, "start", debate_id, detail={"topic": config.topic[:200]})
         session = await engine.session(debate_id)  # `drive` starts it once the terminal view listens
@@ -256,7 +314,7 @@ async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db) as engine:
+    async with opened(args.db, _settings(args)) as engine:
         session = await engine.session(args.id)
         if session.state.status in TERMINAL_STATES:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
@@ -265,21 +323,22 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
 
         async def begin() -> None:
             try:
-                await engine.resume(session.id, actor=ACTOR)
+                _, result = await engine.continue_debate(session.id, actor=ACTOR)
             except Exception as exc:
                 await Accounts(engine.store).audit(ACTOR, "resume", session.id, outcome="failed",
                                                    detail=str(exc)[:500])
                 raise
             await Accounts(engine.store).audit(ACTOR, "resume", session.id)
+            out.write(f"{result.message}\n")
 
         return await drive(session, args, out, begin=begin)
 
 
 async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db) as engine:
+    async with opened(args.db, _settings(args)) as engine:
         rows, total = await engine.list_debates(limit=args.limit)
     if args.json:
-        out.write(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n")
+        exact_output(out).write(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n")
         return EXIT_OK
     if not rows:
         out.write("No debates yet. Start one: python -m webapp debate \"Your topic\"\n")
@@ -293,14 +352,14 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _load_state(args: argparse.Namespace) -> DebateState:
-    async with opened(args.db) as engine:
+    async with opened(args.db, _settings(args)) as engine:
         return (await engine.session(args.id)).state
 
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     state = await _load_state(args)
     text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state)
-    out.write(text if text.endswith("\n") else text + "\n")
+    (exact_output(out) if args.json else out).write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
 
@@ -318,13 +377,13 @@ def _confirm(question: str, out: TextIO) -> bool:
 
 
 async def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db) as engine:
+    async with opened(args.db, _settings(args)) as engine:
         debate_id = await engine.store.find_id(args.id)
         row = await engine.store.get_row(debate_id) if debate_id else None
         if debate_id is None or row is None:
             raise DebateNotFound(args.id)
         if not args.yes:
-            if not sys.stdin.isatty():
+            if sys.stdin is None or not sys.stdin.isatty():
                 raise UsageError(f"delete: not deleting {debate_id} without confirmation; stdin is not a terminal, "
                                  "so pass --yes")
             if not _confirm(f"Delete debate {debate_id} ({row.status}: {row.topic[:60]!r}) with its whole log and "
@@ -343,6 +402,9 @@ def read_password(username: str) -> str:
     """A new password: the first line of stdin when it is not a terminal (only the line break is
     removed), otherwise typed twice without echo. Refused here if too short, before any hashing."""
     try:
+        if sys.stdin is None:
+            raise UsageError("password: stdin is closed; pipe the password as its first line, "
+                             f"e.g. printf '%s\\n' \"$PW\" | python -m webapp users … {username}")
         if not sys.stdin.isatty():
             line = sys.stdin.readline()
             if not line:
@@ -368,7 +430,7 @@ async def _existing_user(accounts: Accounts, name: str) -> UserRow:
 
 
 async def cmd_users(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db) as engine:
+    async with opened(args.db, _settings(args)) as engine:
         gate = Gate(engine, CLI)  # records every change in the audit trail as `cli`
         accounts = gate.accounts
         try:
@@ -384,7 +446,7 @@ async def _users(args: argparse.Namespace, out: TextIO, gate: Gate, accounts: Ac
     if command == "list":
         users = await accounts.users()
         if args.json:
-            out.write(json.dumps([u.public() for u in users], indent=2) + "\n")
+            exact_output(out).write(json.dumps([u.public() for u in users], indent=2) + "\n")
         elif not users:
             out.write("No users yet. Create the first admin: python -m webapp users add NAME --role admin\n")
         else:
@@ -432,7 +494,7 @@ def cmd_formats(args: argparse.Namespace, out: TextIO) -> int:
             }
             for f in FORMATS.values()
         ]
-        out.write(json.dumps(data, indent=2) + "\n")
+        exact_output(out).write(json.dumps(data, indent=2) + "\n")
         return EXIT_OK
     for f in FORMATS.values():
         rounds = ""
@@ -547,15 +609,39 @@ def settings_problem(exc: ValidationError) -> str:
     return "invalid setting: " + "; ".join(parts)
 
 
+def _error(message: str) -> None:
+    """A line on stderr, without control characters (it may quote a topic or a provider's words)."""
+    sys.stderr.write(strip_controls(message) + "\n")
+
+
+def dash_topic_problem(args: argparse.Namespace, extra: list[str]) -> str | None:
+    """A topic starting with `-` reads as an unknown option: say so, naming it, and how to pass it."""
+    if getattr(args, "command", None) != "debate" or args.topic is not None:
+        return None
+    topic = next((arg for arg in extra if arg.startswith("-")), None)
+    if topic is None:
+        return None
+    return (f"topic: {topic!r} starts with '-', so it was read as an option; put -- before the topic, after "
+            f"every option: python -m webapp debate [options] -- {shlex.quote(topic)}")
+
+
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    args = build_parser().parse_args(argv)
+    out = terminal_output(out or sys.stdout)  # no control characters reach the terminal (JSON: exact_output)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        problem = dash_topic_problem(args, extra)
+        if problem is None:
+            parser.error(strip_controls(f"unrecognized arguments: {' '.join(extra)}"))
+        _error(f"error: {problem}")
+        return EXIT_USAGE
     try:  # a bad setting is reported here, not as a traceback from deep inside the engine
         if args.command in COMMANDS:
-            settings = get_settings()  # the engine reads them too, even with --db
+            settings = get_settings()  # one settings object for the command and its engine, even with --db
+            args.settings = settings
             args.db = args.db or str(settings.db)
     except ValidationError as exc:
-        sys.stderr.write(f"error: {settings_problem(exc)}\n")
+        _error(f"error: {settings_problem(exc)}")
         return EXIT_USAGE
     try:
         if args.command == "formats":
@@ -564,14 +650,15 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             return cmd_diagram(args, out)
         return asyncio.run(COMMANDS[args.command](args, out))
     except UsageError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        _error(f"error: {exc}")
         return EXIT_USAGE
     except DebateNotFound as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        _error(f"error: {exc}")
         return EXIT_USAGE
-    except StoreCorrupt as exc:
-        sys.stderr.write(f"error: {exc}\n")
+    except StoreError as exc:  # corrupt, locked by another process, read-only, disk full, unwritable directory
+        _error(f"error: {exc}")
+        _error(f"hint: {exc.advice}")
         return EXIT_FAILED
     except TransitionNotAllowed as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        _error(f"error: {exc}")
         return EXIT_FAILED

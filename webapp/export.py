@@ -1,8 +1,9 @@
 """Exports of a debate: Markdown, plain text and JSON, all built from its `DebateState`.
 
-Used by the web app's download buttons and by the CLI (`show --json` prints `to_json`). Model text
-is kept verbatim: an export is a file for people and tools, not HTML; the web app is what renders
-untrusted text safely.
+Used by the web app's download buttons and by the CLI (`show --json` prints `to_json`). The words
+are kept as written, but made inert where the file lands (`webapp.hygiene`): Markdown shows raw HTML
+(`<script>`, `<img onerror=…>`) as text and keeps code verbatim, the text export has no control
+characters (ESC sequences, NUL, bidi overrides), and JSON stays exact (it escapes what it must).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webapp.engine.state import DebateState
+from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
 from webapp.models import Participant, Turn
 
 # The ledger's totals an export shows (tokens are listed on their own).
@@ -130,43 +132,51 @@ def _cost_line(state: DebateState) -> str:
 
 def to_markdown(state: DebateState) -> str:
     config = state.config
-    lines = [f"# {config.topic}", "", f"- **Format:** {state.format.title}", f"- **Status:** {state.status.value}"]
-    lines.append("- **Participants:** " + ", ".join(_who(p) for p in config.participants))
-    lines.append(f"- **Cost:** {_cost_line(state)}")
+    md, inline = escape_markdown, escape_markdown_inline  # every value from a model or a person
+
+    def name(pid: str | None) -> str:
+        return inline(_name(state, pid))
+
+    lines = [f"# {inline(config.topic)}", "", f"- **Format:** {state.format.title}",
+             f"- **Status:** {state.status.value}"]
+    lines.append("- **Participants:** " + ", ".join(inline(_who(p)) for p in config.participants))
+    lines.append(f"- **Cost:** {inline(_cost_line(state))}")
     if state.ended_because:
-        lines.append(f"- **Ended because:** {state.ended_because}")
+        lines.append(f"- **Ended because:** {inline(state.ended_because)}")
     lines.append("")
     for title, turns in _grouped(state):
-        lines += [f"## {title}", ""]
+        lines += [f"## {inline(title)}", ""]
         for turn in turns:
-            lines += [f"### {_name(state, turn.speaker)}", "", turn.text, ""]
-            lines += [f"> _{note}_" for note in turn.notes]
+            lines += [f"### {name(turn.speaker)}", "", md(turn.text), ""]
+            lines += [f"> _{inline(note)}_" for note in turn.notes]
             if turn.notes:
                 lines.append("")
     verdict = state.verdict
     if verdict is not None:
         lines += ["## Verdict", ""]
         if not verdict.available:
-            lines += ["Verdict unavailable.", "", verdict.reasoning, ""]
+            lines += ["Verdict unavailable.", "", md(verdict.reasoning), ""]
             if verdict.raw_text:
-                lines += ["```", verdict.raw_text, "```", ""]
+                raw = strip_controls(verdict.raw_text)
+                fence = code_fence(raw)  # longer than any run of backticks inside: it cannot be closed early
+                lines += [fence, raw, fence, ""]
         else:
-            lines += [f"**Winner:** {_name(state, verdict.winner)}", ""]
+            lines += [f"**Winner:** {name(verdict.winner)}", ""]
             if verdict.confidence is not None:
                 lines += [f"**Confidence:** {verdict.confidence:.0%}", ""]
             pids = list(verdict.scores)
             if pids:
-                lines.append("| Criterion | " + " | ".join(_name(state, p) for p in pids) + " |")
+                lines.append("| Criterion | " + " | ".join(name(p) for p in pids) + " |")
                 lines.append("|---|" + "---|" * len(pids))
                 for criterion, by_pid in verdict.criteria.items():
                     cells = [f"{by_pid[p].score:g}" if p in by_pid else "–" for p in pids]
-                    lines.append(f"| {criterion} | " + " | ".join(cells) + " |")
+                    lines.append(f"| {inline(criterion)} | " + " | ".join(cells) + " |")
                 lines.append("| **Overall** | " + " | ".join(f"**{verdict.scores[p]:g}**" for p in pids) + " |")
                 lines.append("")
             if verdict.reasoning:
-                lines += [verdict.reasoning, ""]
+                lines += [md(verdict.reasoning), ""]
             if verdict.synthesis:
-                lines += ["### Final solution", "", verdict.synthesis, ""]
+                lines += ["### Final solution", "", md(verdict.synthesis), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -194,7 +204,7 @@ def to_text(state: DebateState) -> str:
             lines += ["", verdict.reasoning]
             if verdict.synthesis:
                 lines += ["", "Final solution:", verdict.synthesis]
-    return "\n".join(lines).rstrip() + "\n"
+    return strip_controls("\n".join(lines)).rstrip() + "\n"  # the words as written, minus ESC, NUL…
 
 
 # file extension -> (writer, media type): the one table behind the page's downloads and the CLI.

@@ -26,9 +26,10 @@ from typing import Any
 from nicegui import Event, background_tasks, context
 
 from webapp.engine.engine import Engine
+from webapp.engine.events import TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
-from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
+from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveStatus, LiveTurnAborted, LiveTurnStarted
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,9 @@ class _Growing:
         return ChunkDelta(self.key, self.speaker, self.attempt, self.offset, "".join(self.parts))
 
 
-FlushItem = ChunkDelta | LiveTurnStarted | Aborted | LiveEvent
+# `LiveStatus`: the session changed in a way the log does not show yet (storage unavailable or back):
+# a page re-reads the session's read model.
+FlushItem = ChunkDelta | LiveTurnStarted | Aborted | LiveEvent | LiveStatus
 Batch = list[FlushItem]
 Watcher = Callable[[Batch], Any]
 
@@ -89,7 +92,7 @@ class DebateChannel:
         self._open_chunk: dict[str, _Growing] = {}  # key -> its buffered chunk entry still growing
         self._lengths: dict[str, int] = {}  # key -> characters streamed so far in the current attempt
         self._attempts: dict[str, int] = {}
-        for key, live in session.live.items():  # joining mid-turn: offsets continue from what exists
+        for key, live in session.live_turns.items():  # joining mid-turn: offsets continue from what exists
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
         self._wake = asyncio.Event()
@@ -127,12 +130,14 @@ class DebateChannel:
             self._open_chunk.pop(message.key, None)
             self._buffer.append(Aborted(message.key, self._attempts.pop(message.key, None), message.reason))
         elif isinstance(message, LiveEvent):
-            data = message.event.data
-            key = (data.get("turn") or {}).get("key")
-            if key:  # the finished turn supersedes its stream
+            payload = message.event.payload
+            if isinstance(payload, TurnPayload):  # the finished turn supersedes its stream
+                key = payload.turn.key
                 self._open_chunk.pop(key, None)
                 self._lengths.pop(key, None)
                 self._attempts.pop(key, None)
+            self._buffer.append(message)
+        elif isinstance(message, LiveStatus):
             self._buffer.append(message)
         self._wake.set()
 
@@ -142,7 +147,7 @@ class DebateChannel:
         """While watched, pick up what another process writes to this debate (cancelled on close)."""
         while not self._closed:
             await asyncio.sleep(FOLLOW_INTERVAL)
-            if not self.session.running and self.session.state.status not in TERMINAL_STATES:
+            if not self.session.running and self.session.status not in TERMINAL_STATES:
                 try:
                     await self.session.catch_up()
                 except Exception:  # a failed look at the log must not end the live view

@@ -9,9 +9,21 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+if TYPE_CHECKING:
+    from webapp.engine.events import Payload
 
 TOPIC_MAX_CHARS = 2000
 PERSONA_MAX_CHARS = 4000
@@ -20,6 +32,8 @@ DEFAULT_CRITERIA = ["argument quality", "evidence", "rebuttal", "clarity", "pers
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
 
 ProviderName = Literal["demo", "openai", "anthropic", "compatible"]
+# Providers whose API rejects `temperature`: it is not sent to them (the form and the CLI say so).
+TEMPERATURE_IGNORED_BY: frozenset[str] = frozenset({"anthropic"})
 
 # Positions a participant can hold; aliases are normalised so formats can name sides simply.
 POSITION_ALIASES = {
@@ -145,11 +159,47 @@ class Budget(Strict):
 
 
 class Timeouts(Strict):
-    """Per-debate timeouts in seconds."""
+    """Per-debate timeouts in seconds. A timeout left empty takes the default of each provider's
+    kind (`HOSTED_TIMEOUTS`, or the far more generous `LOCAL_TIMEOUTS` for a server on this machine
+    or network, which may run on a CPU); one that is given applies to every provider.
+
+    An empty timeout is stored as null (and read back as empty); an attribute read directly gives
+    the hosted default, so `for_server(local)` is what a call must use. Configs stored before the
+    per-kind defaults carry explicit values and keep them."""
 
     connect: float = Field(default=10.0, gt=0, le=300)
     first_token: float = Field(default=60.0, gt=0, le=900)
     turn: float = Field(default=120.0, gt=0, le=3600)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_default(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _store_empty_as_null(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in type(self).model_fields:
+                if name not in self.model_fields_set and name in data:
+                    data[name] = None
+        return data
+
+    def for_server(self, local: bool) -> Timeouts:
+        """The timeouts a call to a local (True) or hosted server runs under: what was given, else
+        that kind's default."""
+        defaults = LOCAL_TIMEOUTS if local else HOSTED_TIMEOUTS
+        return Timeouts(**{name: getattr(self, name) if name in self.model_fields_set else defaults[name]
+                           for name in type(self).model_fields})
+
+
+# Default timeouts (seconds) by kind of server: hosted APIs answer within seconds; a local server
+# (Ollama, vLLM, llama.cpp, LM Studio, any base URL on this machine or network) may load the model
+# first and generate on a CPU.
+HOSTED_TIMEOUTS: dict[str, float] = {"connect": 10.0, "first_token": 60.0, "turn": 120.0}
+LOCAL_TIMEOUTS: dict[str, float] = {"connect": 10.0, "first_token": 300.0, "turn": 900.0}
 
 
 class ContextPolicy(Strict):
@@ -311,10 +361,20 @@ class EventKind(StrEnum):
 
 
 class DebateEvent(BaseModel):
-    """One committed record of the log; `seq` is its position within the debate."""
+    """One committed record of the log; `seq` is its position within the debate.
+
+    `data` is the JSON object as stored; `payload` is the same validated into the typed model of its
+    kind (`webapp.engine.events`), parsed once when first read."""
 
     debate_id: str
     seq: int
     kind: EventKind
     at: datetime
     data: dict[str, Any] = Field(default_factory=dict)
+
+    @cached_property
+    def payload(self) -> Payload:
+        """The typed payload; raises `pydantic.ValidationError` for data that does not fit its kind."""
+        from webapp.engine.events import parse_payload  # the payload models build on these models
+
+        return parse_payload(self.kind, self.data)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 AuthMode = Literal["auto", "on", "off"]
@@ -22,11 +22,16 @@ HeaderRole = Literal["admin", "operator", "viewer"]
 SECRET_FILE_NAME = ".rostrum-storage-secret"
 
 
-class PriceOverride(BaseSettings):
-    """Price per million tokens for a model that genai-prices does not know (local or custom)."""
+class PriceOverride(BaseModel):
+    """Price per million tokens for a model that genai-prices does not know (local or custom).
 
-    input_per_mtok: float = 0.0
-    output_per_mtok: float = 0.0
+    A plain model, filled only from `ROSTRUM_PRICE_OVERRIDES`: as a `BaseSettings` it read the
+    environment itself, and an unrelated `INPUT_PER_MTOK` variable overrode every price."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key would otherwise price a model at $0
+
+    input_per_mtok: float = Field(default=0.0, ge=0)
+    output_per_mtok: float = Field(default=0.0, ge=0)
 
 
 class Settings(BaseSettings):

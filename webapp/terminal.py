@@ -1,17 +1,52 @@
 """Terminal output for the CLI: a live view of a debate as it happens, the verdict and cost tables,
-and the clarification prompt. Pure presentation: it reads engine state and live messages only."""
+and the clarification prompt. Pure presentation: it reads engine state and live messages only.
+
+Everything written to the terminal goes through `TerminalOutput`, which removes control characters
+(ESC sequences, BEL, NUL, bidi overrides; newlines and tabs are kept): model output and user input
+can neither recolour, retitle or clear the terminal nor reorder what it shows. Answers are read with
+`LineReader`, which waits without blocking the event loop, so Ctrl-C still works while it waits.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import stat
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO, cast
 
 from webapp.engine.machine import State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
+from webapp.hygiene import strip_controls
 from webapp.models import EventKind
 from webapp.store.accounts import UserRow
+
+
+class TerminalOutput:
+    """A text stream that removes control characters from everything written through it; anything
+    else is the stream underneath. `raw` is that stream, for output that must stay exact (JSON)."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(strip_controls(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding…
+        return getattr(self.raw, name)
+
+
+def terminal_output(out: TextIO) -> TextIO:
+    """`out` filtered for a terminal (unchanged if it already is)."""
+    return out if isinstance(out, TerminalOutput) else cast(TextIO, TerminalOutput(out))
+
+
+def exact_output(out: TextIO) -> TextIO:
+    """The stream under a `TerminalOutput`, for exact output such as JSON."""
+    return out.raw if isinstance(out, TerminalOutput) else out
 
 
 class TerminalView:
@@ -19,7 +54,7 @@ class TerminalView:
 
     def __init__(self, session: DebateSession, out: TextIO) -> None:
         self.session = session
-        self.out = out
+        self.out = terminal_output(out)
         self.phase_shown: tuple[str, int] | None = None
         self.streaming: str | None = None
         self.printed: set[str] = set(session.state.turn_keys)
@@ -38,10 +73,11 @@ class TerminalView:
         state = self.session.state
         phase = state.format.phase(phase_id)
         progress = f" — Round {round_no} of {state.total_rounds}" if phase.scope == "round" else ""
-        self._end_stream()
+        self.end_stream()
         self.out.write(f"\n=== {phase.title}{progress} ===\n")
 
-    def _end_stream(self) -> None:
+    def end_stream(self) -> None:
+        """Finish the line of a turn being streamed, if any (before printing anything else)."""
         if self.streaming is not None:
             self.out.write("\n")
             self.streaming = None
@@ -55,7 +91,7 @@ class TerminalView:
             if self._parallel(message.phase):
                 return
             self._header(message.phase, message.round)
-            self._end_stream()
+            self.end_stream()
             retry = f" [attempt {message.attempt}]" if message.attempt > 1 else ""
             out.write(f"\n{self._name(message.speaker)}{retry}:\n")
             self.streaming = message.key
@@ -78,14 +114,14 @@ class TerminalView:
                 return
             self.printed.add(turn["key"])
             if self.streaming == turn["key"]:
-                self._end_stream()
+                self.end_stream()
             elif turn.get("visible", True):
                 self._header(turn["phase"], turn["round"])
                 out.write(f"\n{self._name(turn['speaker'])}:\n{turn['text']}\n")
             for note in turn.get("notes") or []:
                 out.write(f"  [{note}]\n")
         elif event.kind is EventKind.WARNING:
-            self._end_stream()
+            self.end_stream()
             out.write(f"\n! {event.data.get('message', event.data)}\n")
         elif event.kind is EventKind.NOTE and event.data.get("type") == "retry":
             err = event.data.get("error") or {}
@@ -94,13 +130,14 @@ class TerminalView:
         elif event.kind is EventKind.ROUND_DECISION:
             out.write(f"\n  [judge after round {event.data.get('round')}: {event.data.get('reason')}]\n")
         elif event.kind is EventKind.TRANSITION and event.data.get("to") == State.JUDGING.value:
-            self._end_stream()
+            self.end_stream()
             out.write("\n=== Judging ===\n")
         elif event.kind is EventKind.SUMMARY:
             out.write(f"\n  [context summarised for {event.data.get('participant')}]\n")
 
 
 def print_verdict(state: DebateState, out: TextIO) -> None:
+    out = terminal_output(out)
     verdict = state.verdict
     if verdict is None:
         return
@@ -128,6 +165,7 @@ def print_verdict(state: DebateState, out: TextIO) -> None:
 
 
 def print_costs(state: DebateState, out: TextIO) -> None:
+    out = terminal_output(out)
     ledger = state.ledger
     out.write("\n=== Cost ===\n")
     out.write(f"{'model':<34}{'calls':>6}{'input':>10}{'output':>10}{'cost (USD)':>14}\n")
@@ -145,6 +183,7 @@ def print_costs(state: DebateState, out: TextIO) -> None:
 
 def print_users(users: Sequence[UserRow], out: TextIO) -> None:
     """The accounts as a table (times in UTC). Never the password hash: only whether there is one."""
+    out = terminal_output(out)
     header = ("username", "role", "status", "signs in with", "created (UTC)", "last sign-in (UTC)")
     rows = [
         (u.username, u.role, "disabled" if u.disabled else "active",
@@ -157,24 +196,98 @@ def print_users(users: Sequence[UserRow], out: TextIO) -> None:
         out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
-def ask_answers(state: DebateState, out: TextIO, inp: TextIO) -> dict[str, list[str]]:
+class LineReader:
+    """Lines of stdin, awaited without blocking the event loop: a terminal or a pipe is watched with
+    `loop.add_reader`, so a signal handled on the loop (Ctrl-C) is heard while the CLI waits. A
+    regular file, or a stream without a descriptor (a test's StringIO), is read directly: reading it
+    never waits. A missing (None) or closed stdin reads as its end."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+        self.fd = self._watchable(stream)
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._buffer = b""
+        self._eof = False
+
+    @staticmethod
+    def _watchable(stream: TextIO | None) -> int | None:
+        if stream is None:
+            return None
+        try:
+            fd = stream.fileno()
+            mode = os.fstat(fd).st_mode
+        except (AttributeError, OSError, ValueError):  # no descriptor (io.UnsupportedOperation), or closed
+            return None
+        return None if stat.S_ISREG(mode) else fd
+
+    async def readline(self) -> str | None:
+        """The next line without its line break; None at the end of input."""
+        if self.stream is None:
+            return None
+        if self.fd is None:
+            try:
+                line = self.stream.readline()
+            except (OSError, ValueError):  # closed, or not readable at all
+                return None
+            return line.rstrip("\r\n") if line else None
+        while b"\n" not in self._buffer and not self._eof:
+            chunk = await self._read()
+            self._eof = not chunk
+            self._buffer += chunk
+        if not self._buffer:
+            return None
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(self.encoding, errors="replace").rstrip("\r")
+
+    async def _read(self) -> bytes:
+        assert self.fd is not None
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        try:
+            loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        except (NotImplementedError, OSError, ValueError):  # not pollable (/dev/null…): reading cannot wait
+            return self._read_now()
+        try:
+            await ready  # cancelled (Ctrl-C): the reader is removed and nothing was consumed
+        finally:
+            loop.remove_reader(self.fd)
+        return self._read_now()
+
+    def _read_now(self) -> bytes:
+        assert self.fd is not None
+        try:
+            return os.read(self.fd, 65536)
+        except OSError:
+            return b""
+
+
+async def ask_answers(state: DebateState, out: TextIO, lines: LineReader) -> dict[str, list[str]] | None:
+    """The latest clarification questions asked on the terminal, one answer per line (an empty line
+    skips a question). None when there is nobody to ask: stdin is closed or ends before the first
+    answer. If it ends later, the questions left are skipped."""
+    out = terminal_output(out)
     asked = state.clarifications[-1]
     names = {p.id: p.name for p in state.config.participants}
     out.write("\n=== Clarification questions (press Enter to skip one) ===\n")
     answers: dict[str, list[str]] = {}
+    read_any = False
     for pid, questions in (asked.get("questions") or {}).items():
         answers[pid] = []
         for question in questions:
             out.write(f"{names.get(pid, pid)} asks: {question}\n> ")
             out.flush()
-            line = inp.readline()
-            answers[pid].append(line.strip())
+            line = await lines.readline()
+            if line is None and not read_any:
+                out.write("\n")
+                return None
+            read_any = True
+            answers[pid].append((line or "").strip())
     return answers
 
 
 def print_timing(state: DebateState, out: TextIO) -> None:
     """Active time (paused and waiting time excluded), in total and per phase."""
-    context = state.machine.context
+    out = terminal_output(out)
     titles = {p.id: p.title for p in state.format.phases}
-    phases = ", ".join(f"{titles.get(pid, pid)} {seconds:.1f} s" for pid, seconds in context.phase_durations.items())
-    out.write(f"\nTime debating: {state.machine.elapsed():.1f} s" + (f" ({phases})" if phases else "") + "\n")
+    phases = ", ".join(f"{titles.get(pid, pid)} {seconds:.1f} s" for pid, seconds in state.phase_durations.items())
+    out.write(f"\nTime debating: {state.elapsed():.1f} s" + (f" ({phases})" if phases else "") + "\n")

@@ -20,7 +20,7 @@ from webapp.engine.schedule import plan
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnAborted, LiveTurnStarted
 from webapp.models import DebateConfig, EventKind
-from webapp.providers.demo import DemoProvider, OneProvider
+from webapp.providers.demo import DemoProvider, OneProvider, RecordingDemoProvider
 
 TOPIC = "Cities should ban private cars from their centres"
 
@@ -29,7 +29,7 @@ class Source(OneProvider):
     """One shared instant demo model; `failures` injects provider errors at turn numbers."""
 
     def __init__(self, failures: dict[int, str] | None = None) -> None:
-        super().__init__(DemoProvider("demo-instant", speed=0, failures=failures or {}))
+        super().__init__(RecordingDemoProvider("demo-instant", speed=0, failures=failures or {}))
 
     def asked(self, purpose: str = "turn") -> list[str]:
         return [r.context.get("turn_key", "") for r in self.provider.received if r.purpose == purpose]
@@ -344,7 +344,7 @@ async def test_at_most_max_retries_then_stop_still_judges_what_exists(open_engin
         await session.retry()
         assert await session.join() is State.ERROR
     before = len(await engine.events(session.id))
-    with pytest.raises(TransitionNotAllowed, match="all 2 retries"):
+    with pytest.raises(TransitionNotAllowed, match="all 2 automatic retries"):  # the system has none left
         await session.retry()
     assert len(await engine.events(session.id)) == before
     await session.stop()

@@ -8,11 +8,11 @@ from tests.doubles import HeldDemo
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
-from webapp.providers.demo import DemoProvider, OneProvider
+from webapp.providers.demo import OneProvider, RecordingDemoProvider
 
 
 async def test_preparation_notes_are_not_shown_to_the_judge(tmp_path: Path) -> None:
-    provider = DemoProvider("demo-instant", speed=0)
+    provider = RecordingDemoProvider("demo-instant", speed=0)
     engine = await Engine.open(tmp_path / "db.sqlite3", providers=OneProvider(provider))
     try:
         session = await engine.start(DebateConfig(topic="Is tea better than coffee?", format="classic",

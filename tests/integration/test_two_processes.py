@@ -3,6 +3,9 @@ stays consistent, each write checks it extends what its writer last read, and th
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.doubles import mid_second_turn
@@ -12,6 +15,10 @@ from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import OneProvider
 from webapp.store import StaleWrite
+from webapp.store.migrations import NAMES, applied_migrations
+
+ROOT = Path(__file__).resolve().parents[2]
+PROCESSES = 8
 
 
 async def test_a_second_writer_takes_over_and_the_first_stops_cleanly(tmp_path: Path) -> None:
@@ -78,3 +85,56 @@ async def test_catch_up_folds_in_and_broadcasts_what_another_process_wrote(tmp_p
     finally:
         await runner.close()
         await watcher.close()
+
+
+# --- many processes opening one fresh database at once -------------------------------------------
+
+OPENER = """
+import asyncio, sys
+from webapp.store import Store
+
+path = sys.argv[1]
+print("ready", flush=True)
+sys.stdin.readline()  # the barrier: every process is imported and waiting, then all go at once
+
+async def main():
+    store = await Store.open(path)
+    await store.close()
+
+try:
+    asyncio.run(main())
+except Exception as exc:
+    print(f"failed {type(exc).__name__}: {exc}", flush=True)
+else:
+    print("opened", flush=True)
+"""
+
+
+def test_processes_opening_a_fresh_database_together_all_succeed(tmp_path: Path) -> None:
+    """The write lock is taken before the schema is read: one process migrates, the others wait for it
+    and find the work done (before, about half of the opens were refused as 'corrupt')."""
+    path = tmp_path / "fresh.sqlite3"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", OPENER, str(path)], cwd=ROOT, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(PROCESSES)
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        for process in processes:  # go
+            assert process.stdin is not None
+            process.stdin.write("\n")
+            process.stdin.flush()
+        outcomes = [process.communicate(timeout=60)[0].strip() for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    assert outcomes == ["opened"] * PROCESSES, outcomes
+    db = sqlite3.connect(path)
+    try:
+        assert applied_migrations(db) == list(NAMES)  # each migration applied once
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        db.close()

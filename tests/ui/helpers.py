@@ -15,6 +15,16 @@ from webapp.ui import runtime
 from webapp.ui.components.presets import quick_demo_config
 
 
+async def demo_speed(monkeypatch: Any, tokens_per_second: float) -> None:
+    """Set the running app's demo speed: on the settings object its engine was given (settings are
+    read once, like any setting) and on the process-wide one."""
+    from webapp.settings import get_settings
+
+    running = await engine()
+    for settings in {id(s): s for s in (get_settings(), running.settings)}.values():
+        monkeypatch.setattr(settings, "demo_speed", float(tokens_per_second))
+
+
 async def engine() -> Engine:
     return await runtime.current().engine()
 

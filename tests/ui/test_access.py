@@ -13,7 +13,7 @@ import pytest
 from nicegui import core
 from nicegui.testing import User
 
-from tests.ui.helpers import engine, notified, one, start_demo
+from tests.ui.helpers import demo_speed, engine, notified, one, start_demo
 from webapp.access.passwords import hash_password
 from webapp.access.roles import Role
 from webapp.engine.machine import State
@@ -175,7 +175,7 @@ async def test_a_sign_in_expires_after_the_session_hours(user: User, auth_on: No
 @pytest.mark.parametrize("role", ["admin", "operator", "viewer"])
 async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
                                           monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await demo_speed(monkeypatch, 50)
     await add_users(("pat", role))
     session = await start_demo("Who may pause?")
     await signed_in(user, "pat", page=f"/debate/{session.id}")
@@ -201,7 +201,7 @@ async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
 
 async def test_a_viewer_sees_no_enabled_control_and_no_create_or_admin(user: User, auth_on: None,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await demo_speed(monkeypatch, 50)
     await add_users(("vic", "viewer"))
     session = await start_demo("Read only?")
     await signed_in(user, "vic", page=f"/debate/{session.id}")
@@ -370,7 +370,7 @@ async def test_identity_header_from_a_trusted_proxy_signs_in(user: User, monkeyp
 
 async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: User, auth_on: None,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "50")
+    await demo_speed(monkeypatch, 50)
     await add_users(("root", "admin"), ("ops", "operator"))
     session = await start_demo("Delete me")
     ops = browser()
@@ -414,7 +414,7 @@ async def test_the_last_admin_cannot_be_demoted_or_disabled(user: User, auth_on:
 async def test_daily_limit_needs_a_cost_limit_and_refuses_past_it(user: User, auth_on: None,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROSTRUM_USER_DAILY_USD", "1")
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "20")  # the first debate is still running (its limit reserved)
+    await demo_speed(monkeypatch, 20)  # the first debate is still running (its limit reserved)
     get_settings.cache_clear()
     await add_users(("ops", "operator"))
     await signed_in(user, "ops", page="/new")

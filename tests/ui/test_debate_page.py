@@ -8,7 +8,7 @@ import json
 import pytest
 from nicegui.testing import User
 
-from tests.ui.helpers import another_user, engine, notified, one, start_demo, stream_text, texts
+from tests.ui.helpers import another_user, demo_speed, engine, notified, one, start_demo, stream_text, texts
 from webapp.engine.machine import Event, State
 from webapp.models import DebateConfig, Verdict
 from webapp.ui import runtime
@@ -39,7 +39,7 @@ async def first_live_text(session, minimum: int = 20) -> str:
 
 async def test_two_users_watch_the_same_debate_live_with_nothing_missed_or_duplicated(
         user: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "100")  # slow enough to join mid-turn
+    await demo_speed(monkeypatch, 100)  # slow enough to join mid-turn
     session = await start_demo("Should trains be free?")
     await user.open(f"/debate/{session.id}")
     key = await first_live_text(session)
@@ -67,7 +67,7 @@ async def test_two_users_watch_the_same_debate_live_with_nothing_missed_or_dupli
 
 async def test_closing_every_tab_leaves_no_subscription_or_task_and_the_debate_runs_on(
         user: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "300")
+    await demo_speed(monkeypatch, 300)
     session = await start_demo("Is chess a sport?")
     await user.open(f"/debate/{session.id}")
     second = another_user()
@@ -89,7 +89,7 @@ async def test_closing_every_tab_leaves_no_subscription_or_task_and_the_debate_r
 
 async def test_controls_are_enabled_exactly_when_the_machine_allows(user: User,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    await demo_speed(monkeypatch, 200)
     session = await start_demo("Should we colonise Mars?")
     await user.open(f"/debate/{session.id}")
     await first_live_text(session, 5)
@@ -114,7 +114,7 @@ async def test_controls_are_enabled_exactly_when_the_machine_allows(user: User,
 
 async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    await demo_speed(monkeypatch, 200)
     session = await start_demo("Do cats make better pets than dogs?")
     other = another_user()
     await user.open(f"/debate/{session.id}")
@@ -284,7 +284,7 @@ async def test_unknown_debate_shows_not_found_with_http_404(user: User) -> None:
 
 async def test_a_restart_shows_a_running_debate_as_interrupted_with_resume(
         user: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "200")
+    await demo_speed(monkeypatch, 200)
     session = await start_demo("Is a hot dog a sandwich?")
     await first_live_text(session, 5)
     rt = runtime.current()

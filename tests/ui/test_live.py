@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
+import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from webapp.engine.stream import Broadcaster, LiveChunk, LiveEvent, LiveTurn, LiveTurnAborted, LiveTurnStarted
+from webapp.engine.machine import State
+from webapp.engine.stream import (
+    Broadcaster,
+    LiveChunk,
+    LiveEvent,
+    LiveStatus,
+    LiveTurn,
+    LiveTurnAborted,
+    LiveTurnStarted,
+)
 from webapp.live import Aborted, ChunkDelta, DebateChannel, LiveHub
-from webapp.models import DebateEvent, EventKind, utcnow
+from webapp.models import DebateEvent, EventKind, Turn, utcnow
 
 
 @dataclass
@@ -19,6 +32,12 @@ class FakeSession:
     id: str = "d1"
     live: dict[str, LiveTurn] = field(default_factory=dict)
     broadcaster: Broadcaster = field(default_factory=Broadcaster)
+    running: bool = True
+    status: State = State.DEBATING
+
+    @property
+    def live_turns(self) -> Mapping[str, LiveTurn]:
+        return MappingProxyType(self.live)
 
     def subscribe(self, listener):
         return self.broadcaster.subscribe(listener)
@@ -30,8 +49,49 @@ class FakeHub:
 
 
 def _turn_event(seq: int, key: str) -> LiveEvent:
+    turn = Turn(key=key, phase="opening", round=1, speaker="pro", text="done", started_at=utcnow(),
+                finished_at=utcnow())
     return LiveEvent("d1", DebateEvent(debate_id="d1", seq=seq, kind=EventKind.TURN, at=utcnow(),
-                                       data={"turn": {"key": key}}))
+                                       data={"turn": turn.model_dump(mode="json")}))
+
+
+def _retry_note(seq: int, key: str) -> LiveEvent:
+    """The NOTE a provider call's automatic retry commits: its `turn` is the turn key (a string)."""
+    return LiveEvent("d1", DebateEvent(debate_id="d1", seq=seq, kind=EventKind.NOTE, at=utcnow(), data={
+        "type": "retry", "turn": key, "attempt": 1, "wait_s": 0.5,
+        "error": {"kind": "retryable", "provider": "demo", "message": "simulated rate limit", "reason": "rate_limit"}}))
+
+
+async def test_a_retry_note_reaches_the_page_and_does_not_break_the_listener(
+        user: User, caplog: pytest.LogCaptureFixture) -> None:
+    # A retry note's `turn` is a string: the listener took it for a turn dict and crashed
+    # ("'str' object has no attribute 'get'"), so the note never reached any page.
+    session = FakeSession()
+    channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
+    emit = session.broadcaster.emit
+    with caplog.at_level(logging.ERROR):
+        emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 1))
+        emit(LiveChunk("d1", "k", "pro", "Hel"))
+        emit(LiveTurnAborted("d1", "k", "simulated rate limit"))
+        note = _retry_note(5, "k")
+        emit(note)
+        emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 2))
+        emit(LiveChunk("d1", "k", "pro", "Hello"))
+        emit(_turn_event(6, "k"))
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "the listener failed"
+    batch = channel.flush()
+    assert note in batch
+    assert batch[-1] == _turn_event(6, "k") or isinstance(batch[-1], LiveEvent)
+    channel.close()
+
+
+async def test_a_status_change_is_passed_on_to_the_pages(user: User) -> None:
+    session = FakeSession()
+    channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
+    status = LiveStatus("d1", "storage_unavailable", "database is locked")
+    session.broadcaster.emit(status)
+    assert channel.flush() == [status]
+    channel.close()
 
 
 async def test_chunks_are_coalesced_per_attempt_with_offsets(user: User) -> None:

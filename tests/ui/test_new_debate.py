@@ -315,3 +315,59 @@ async def test_out_of_range_retries_timeout_and_context_budget_are_reported_at_t
     # fixing a field clears its error at once
     _set(user, "field-max_retries", 5)
     assert one(user, "field-max_retries").error is None
+
+
+# --- what the form says about settings that have no effect, and the process settings it uses --------
+
+
+async def test_an_anthropic_participant_is_told_its_temperature_is_not_sent(user: User) -> None:
+    await user.open("/new")
+    await user.should_not_see(marker="temperature-note-participants[0]")
+    _set(user, "field-participants[0].provider", "anthropic")
+    await user.should_see(marker="temperature-note-participants[0]")
+    await user.should_see("Anthropic does not accept a temperature: the Temperature field is not sent")
+    await user.should_not_see(marker="temperature-note-participants[1]")  # the other row is still demo
+    await user.should_not_see(marker="temperature-note-judge.judges[0]")  # a judge row has no temperature field
+    _set(user, "field-participants[0].provider", "openai")
+    await user.should_not_see(marker="temperature-note-participants[0]")
+
+
+async def test_rostrum_max_retries_fills_the_retries_field_and_an_emptied_field_means_it(
+    user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROSTRUM_MAX_RETRIES", "6")
+    get_settings.cache_clear()
+    await user.open("/new")
+    user.find(marker="field-topic").type("Should exams be open-book?")
+    assert one(user, "field-max_retries").value == 6  # not the literal 3
+    _set(user, "field-max_retries", None)  # emptied: the setting, not the model's default
+    config = await _started_config(user)
+    assert config.max_retries == 6
+
+
+async def test_a_silent_participant_a_bad_colour_and_an_invisible_topic_are_refused_at_their_fields(
+    user: User,
+) -> None:
+    await user.open("/new")  # classic: only pro and con ever speak
+    user.find(marker="field-topic").type("\u200b\ufeff")
+    user.find(marker="start").click()
+    await user.should_see("the topic has no visible text")
+    assert "visible" in one(user, "field-topic").error
+    _set(user, "field-topic", "Should exams be open-book?")
+    user.find(marker="add-participant").click()
+    await user.should_see("Participants (3)")
+    assert one(user, "field-participants[2].position").value == "con"  # a new seat gets a side that speaks
+    _set(user, "field-participants[2].position", "moderator")
+    user.find(marker="start").click()
+    await user.should_see("would never speak")
+    assert "Classic gives turns only to the positions 'con' and 'pro'" in one(
+        user, "field-participants[2].position").error
+    _set(user, "field-participants[2].position", "con")
+    _set(user, "field-participants[1].color", "notacolor")
+    user.find(marker="start").click()
+    await user.should_see("'notacolor' is not a colour")
+    assert "#rrggbb" in one(user, "field-participants[1].color").error
+    assert (await engine()).sessions == {}
+    _set(user, "field-participants[1].color", "#16a34a")
+    config = await _started_config(user)
+    assert [p.position for p in config.participants] == ["pro", "con", "con"]

@@ -1,4 +1,5 @@
-"""Pricing rules of `webapp.engine.budget`: genai-prices, overrides, local servers, demo, unpriced, checks."""
+"""Pricing rules of `webapp.engine.budget`: genai-prices, overrides, local servers, demo, unpriced, and
+sizing a call's output allowance to the money left."""
 
 from __future__ import annotations
 
@@ -7,10 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.provider_helpers import genai_cost
-from webapp.engine.budget import Cost, Ledger, check_budget, cost_of, estimate_call
+from webapp.engine.budget import (
+    SIMULATED_PRICES,
+    Cost,
+    Ledger,
+    affordable_tokens,
+    cost_of,
+    estimate_call,
+    is_local_server,
+    warn_due,
+)
 from webapp.models import JudgeSpec, Participant, Usage
 from webapp.providers.compatible import PRESETS
-from webapp.providers.demo import DEMO_PRICE_PER_MTOK
 from webapp.settings import PriceOverride, Settings
 
 SETTINGS = Settings(_env_file=None)
@@ -113,9 +122,16 @@ def test_override_table_wins_for_any_provider() -> None:
 
 def test_demo_prices_are_simulated_and_say_so() -> None:
     cost = cost_of(Participant(provider="demo", model="demo"), USAGE, SETTINGS)
-    expected = (12_000 * DEMO_PRICE_PER_MTOK["input"] + 3_000 * DEMO_PRICE_PER_MTOK["output"]) / 1e6
+    input_rate, output_rate = SIMULATED_PRICES["demo:*"]
+    expected = (12_000 * input_rate + 3_000 * output_rate) / 1e6
     assert cost == Cost(pytest.approx(expected), "simulated")
     assert cost.label == f"${expected:.4f} (simulated)"
+
+
+def test_the_settings_override_table_prices_demo_models_too() -> None:
+    settings = Settings(_env_file=None, price_overrides={"demo": PriceOverride(input_per_mtok=1, output_per_mtok=2)})
+    assert cost_of(Participant(provider="demo", model="demo"), USAGE, settings) == Cost(
+        pytest.approx((12_000 + 6_000) / 1e6), "override")
 
 
 def test_estimate_charges_the_full_output_allowance() -> None:
@@ -140,22 +156,54 @@ def test_estimate_bounds_any_call_that_stays_within_its_allowance(
 
 
 @pytest.mark.parametrize(
-    ("spent", "next_cost", "warn_at", "limit", "expected"),
-    [
-        (0.0, 0.5, None, 1.0, "ok"),
-        (0.5, 0.5, None, 1.0, "ok"),  # reaching the limit exactly is allowed
-        (0.5, 0.51, None, 1.0, "limit"),
-        (0.5, None, None, 0.6, "ok"),  # an unpriced call adds nothing known
-        (0.7, 0.1, 0.7, 1.0, "warn"),
-        (0.59, 0.1, 0.7, 1.0, "ok"),  # just below warn-at even after the call
-        (0.65, 0.1, 0.7, 1.0, "warn"),  # the call could bring spending past warn-at
-        (0.9, 0.2, 0.5, 1.0, "limit"),  # the limit outranks the warning
-        (5.0, 1.0, None, None, "ok"),
-    ],
+    ("spent", "warn_at", "due"),
+    [(0.0, None, False), (0.0, 0.01, False), (0.0099, 0.01, False), (0.01, 0.01, True), (0.5, 0.01, True),
+     (0.0, 0.0, True)],
 )
-def test_check_budget(spent: float, next_cost: float | None, warn_at: float | None, limit: float | None,
-                      expected: str) -> None:
-    assert check_budget(spent, next_cost, warn_at, limit) == expected
+def test_warn_at_is_reached_by_money_spent_only(spent: float, warn_at: float | None, due: bool) -> None:
+    assert warn_due(spent, warn_at) is due
+
+
+def test_affordable_tokens_caps_the_output_to_the_money_left() -> None:
+    spec = Participant(provider="openai", model="gpt-4o-mini")
+    full = estimate_call(spec, 2_000, 1_000, SETTINGS).usd
+    assert full is not None
+    assert affordable_tokens(spec, 2_000, 1_000, full, SETTINGS) == 1_000  # fits whole: not capped
+    half = estimate_call(spec, 2_000, 500, SETTINGS).usd or 0.0
+    tokens = affordable_tokens(spec, 2_000, 1_000, half, SETTINGS)
+    assert tokens is not None and 490 <= tokens <= 500
+    assert (estimate_call(spec, 2_000, tokens, SETTINGS).usd or 0.0) <= half  # never more than the room
+    input_only = estimate_call(spec, 2_000, 0, SETTINGS).usd or 0.0
+    assert affordable_tokens(spec, 2_000, 1_000, input_only / 2, SETTINGS) == 0  # not even the input fits
+    # every output token may carry a surcharge (the judge will read it): fewer tokens then
+    assert (affordable_tokens(spec, 2_000, 1_000, half, SETTINGS, extra_per_token=1e-6) or 0) < tokens
+    unpriced = Participant(provider="openai", model="gpt-imaginary-9")
+    assert affordable_tokens(unpriced, 2_000, 1_000, 0.0, SETTINGS) is None  # nothing to cap by
+
+
+@given(input_tokens=st.integers(0, 50_000), max_tokens=st.integers(16, 16_000), room=st.floats(0, 0.5))
+def test_affordable_tokens_never_exceed_the_room(input_tokens: int, max_tokens: int, room: float) -> None:
+    spec = Participant(provider="anthropic", model="claude-haiku-4-5")
+    tokens = affordable_tokens(spec, input_tokens, max_tokens, room, SETTINGS)
+    assert tokens is not None and 0 <= tokens <= max_tokens
+    if tokens:
+        assert (estimate_call(spec, input_tokens, tokens, SETTINGS).usd or 0.0) <= room + 1e-12
+    if tokens < max_tokens:  # as many as fit: one more would not
+        assert (estimate_call(spec, input_tokens, tokens + 1, SETTINGS).usd or 0.0) > room - 1e-9
+
+
+@pytest.mark.parametrize(("spec", "local"), [
+    (Participant(provider="compatible", model="m", preset="ollama"), True),
+    (Participant(provider="compatible", model="m", preset="lmstudio"), True),
+    (Participant(provider="compatible", model="m", base_url="http://127.0.0.1:8000/v1"), True),
+    (Participant(provider="compatible", model="m", base_url="http://localhost:11434/v1"), True),
+    (Participant(provider="compatible", model="m", preset="openrouter", base_url="http://127.0.0.1:4000/v1"), False),
+    (Participant(provider="compatible", model="m", base_url="https://llm.example.com/v1"), False),
+    (Participant(provider="openai", model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1"), False),
+    (Participant(provider="demo", model="demo"), False),
+])
+def test_local_servers_are_told_apart(spec: Participant, local: bool) -> None:
+    assert is_local_server(spec) is local
 
 
 def test_ledger_keeps_unpriced_models_out_of_the_total() -> None:

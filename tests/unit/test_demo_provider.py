@@ -1,15 +1,24 @@
-"""The offline demo provider: deterministic, topic/position/phase-aware, streams words, reports usage,
-judges with a valid verdict, and is priced as clearly *simulated*."""
+"""The offline demo provider: deterministic, topic/position/phase-aware, streams words, stops at
+`max_tokens`, reports usage, judges with a valid verdict (and on-topic checks from the request), takes
+its speed from the settings it is given, keeps nothing it is asked, and is priced as clearly
+*simulated* through the price table."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from webapp.engine import budget
 from webapp.engine.judge import parse_ruling
 from webapp.models import Participant, Usage
-from webapp.providers.base import Completion, Message, ProviderRequest, TextDelta
-from webapp.providers.demo import DemoProvider
+from webapp.providers.base import Completion, Message, ProviderRequest, TextDelta, estimate_tokens
+from webapp.providers.demo import DemoProvider, RecordingDemoProvider
+from webapp.providers.registry import ProviderCache
+from webapp.settings import Settings, get_settings
 
 TOPIC = "Should cities ban private cars from their centres?"
 
@@ -66,13 +75,70 @@ async def test_streams_word_by_word_and_reports_usage() -> None:
     assert done.usage.input_tokens > 0 and done.usage.output_tokens > 0 and done.finish_reason == "stop"
 
 
-def test_speed_per_model_and_the_environment_override(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ROSTRUM_DEMO_SPEED", raising=False)
+def test_speed_per_model_and_the_settings_override() -> None:
     assert DemoProvider("demo").speed == 40 and DemoProvider("demo-instant").speed == 0
     realistic = DemoProvider("demo").compose(request())
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
-    assert DemoProvider("demo").speed == 0
-    assert DemoProvider("demo").compose(request()) == realistic  # not a word changes with the speed
+    instant = Settings(_env_file=None, demo_speed=0)
+    assert DemoProvider("demo", settings=instant).speed == 0
+    assert DemoProvider("demo", settings=instant).compose(request()) == realistic  # not a word changes
+    assert DemoProvider("demo", speed=5, settings=instant).speed == 5  # an explicit speed wins
+
+
+def test_demo_speed_from_dot_env_reaches_the_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`ROSTRUM_DEMO_SPEED` in `.env` is a setting like any other: the demo the app builds uses it
+    (it used to read only the process environment)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ROSTRUM_DEMO_SPEED", raising=False)
+    (tmp_path / ".env").write_text("ROSTRUM_DEMO_SPEED=7\n", encoding="utf-8")
+    spec = Participant(provider="demo", model="demo")
+    get_settings.cache_clear()
+    try:
+        assert ProviderCache().get(spec).speed == 7  # the process-wide settings
+    finally:
+        get_settings.cache_clear()
+    assert ProviderCache(settings=Settings()).get(spec).speed == 7  # the settings object it is given
+
+
+async def test_stops_at_max_tokens_like_a_model() -> None:
+    demo = DemoProvider("demo-instant")
+    full = await collect(demo, request())
+    assert full[1].finish_reason == "stop" and full[1].usage.output_tokens > 40
+    deltas, done = await collect(demo, request().model_copy(update={"max_tokens": 40}))
+    assert done.finish_reason == "length"
+    assert done.usage.output_tokens == estimate_tokens("".join(deltas)) <= 40
+    assert "".join(full[0]).startswith("".join(deltas)) and len(deltas) < len(full[0])
+
+
+@pytest.mark.parametrize(("turn", "on_topic"), [
+    ("Private cars clog every centre; banning them frees the streets.", True),
+    ("My favourite recipe is a lemon tart with almonds and a little honey.", False),
+])
+def test_judges_an_on_topic_check_from_the_request(turn: str, on_topic: bool) -> None:
+    prompt = (f"Topic: {TOPIC}\n\nTurn by Bob:\n{turn}\n\nIs this turn on topic? "
+              'Reply with JSON: {"on_topic": true or false, "reason": "one sentence"}')
+    ask = ProviderRequest(model="demo", messages=[Message(role="user", content=prompt)], purpose="on_topic",
+                          json_mode=True, context={"seed": 1})  # nothing but the message says what to judge
+    answer = json.loads(DemoProvider("demo-instant").compose(ask))
+    assert answer["on_topic"] is on_topic
+    if not on_topic:
+        assert answer["reason"] == "shares no key words with the topic (lexical check)"
+
+
+async def test_keeps_nothing_it_is_asked_only_the_recording_double_does() -> None:
+    demo = DemoProvider("demo-instant")
+    await collect(demo, request())
+    assert not hasattr(demo, "received")  # a long-running server must not keep every prompt
+    recording = RecordingDemoProvider("demo-instant")
+    req = request()
+    await collect(recording, req)
+    assert recording.received == [req]
+
+
+def test_the_price_module_does_not_import_the_demo_provider() -> None:
+    code = "import sys, webapp.engine.budget; print('webapp.providers.demo' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "False"
 
 
 def test_as_judge_it_returns_a_valid_verdict() -> None:
@@ -84,5 +150,19 @@ def test_as_judge_it_returns_a_valid_verdict() -> None:
 
 
 def test_demo_prices_are_labelled_simulated() -> None:
-    cost = budget.cost_of(Participant(provider="demo", model="demo"), Usage(input_tokens=1000, output_tokens=1000))
+    settings = Settings(_env_file=None)
+    cost = budget.cost_of(Participant(provider="demo", model="demo"), Usage(input_tokens=1000, output_tokens=1000),
+                          settings)
     assert cost.source == "simulated" and cost.usd and cost.usd > 0 and "(simulated)" in cost.label
+    panel_seat = Participant(provider="demo", model="demo-3")  # every demo model, e.g. a panel's third judge
+    assert budget.cost_of(panel_seat, Usage(input_tokens=1000), settings).source == "simulated"
+
+
+async def test_a_big_panels_verdict_fits_its_allowance_and_stays_valid() -> None:
+    labels, criteria = [chr(65 + i) for i in range(8)], [f"criterion number {i}" for i in range(10)]
+    ask = request().model_copy(update={"purpose": "verdict", "max_tokens": 1500,
+                                       "context": {"labels": labels, "criteria": criteria, "seed": 3}})
+    deltas, done = await collect(DemoProvider("demo-instant"), ask)
+    assert done.finish_reason == "stop" and done.usage.output_tokens <= 1500  # not cut off mid-JSON
+    ruling = parse_ruling("".join(deltas), {lab: lab.lower() for lab in labels}, criteria, "demo:demo")
+    assert len(ruling.scores) == 8 and set(ruling.criteria) == set(criteria)

@@ -1,11 +1,12 @@
-"""Discipline of each turn: word-limit truncation at sentence boundaries and the offline on-topic check."""
+"""Discipline of each turn: word-limit truncation (and notes that say where the cut fell) and the offline
+on-topic check."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webapp.engine.discipline import rejection_note, truncate_to_words, truncation_note, word_count
+from webapp.engine.discipline import rejection_note, truncate, truncate_to_words, truncation_note, word_count
 from webapp.engine.termination import content_words, lexical_on_topic
 
 
@@ -46,7 +47,20 @@ def test_truncation_never_exceeds_the_limit(words: list[str], limit: int) -> Non
 def test_notes_say_what_happened() -> None:
     assert rejection_note(312, 220) == (
         "rejected: 312 words against the 220-word limit; asked once more for a shorter answer")
-    assert truncation_note(250, 220) == "truncated at a sentence boundary to the 220-word limit (was 250 words)"
+    # not knowing where the cut fell, the note claims no sentence boundary
+    assert truncation_note(250, 220) == "truncated to the 220-word limit (was 250 words)"
+
+
+def test_the_truncation_note_says_where_the_cut_fell() -> None:
+    sentences = "Cars pollute the air. Shops need deliveries though. Buses could carry most people instead of cars."
+    cut, note = truncate(sentences, 10)
+    assert cut == "Cars pollute the air. Shops need deliveries though."
+    assert note == "truncated at a sentence boundary to the 10-word limit (was 16 words)"
+    cut, note = truncate("alpha, beta, gamma, delta", 2)  # no sentence boundary: cut mid-sentence
+    assert cut == "alpha, beta…"
+    assert note == "truncated mid-sentence (marked …) to the 2-word limit (was 4 words)"
+    assert "sentence boundary" not in (note or "")
+    assert truncate("Short enough.", 10) == ("Short enough.", None)
 
 
 def test_lexical_on_topic_check() -> None:

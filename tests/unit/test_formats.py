@@ -325,6 +325,13 @@ def _cast(*positions: str) -> list[Participant]:
         ({"format": "roundtable", "participants": _cast("a", "b")}, "participants", "at least 3"),
         ({"format": "lincoln-douglas", "participants": _cast("pro", "con", "con")}, "participants", "at most 2"),
         ({"format": "oxford", "participants": _cast("moderator", "moderator")}, "participants", "moderator"),
+        # a participant no phase gives the floor to is refused (a judge would still score them)
+        ({"format": "classic", "participants": _cast("pro", "con", "skeptic")}, "participants[2].position",
+         "P2 (skeptic) would never speak: Classic gives turns only to the positions 'con' and 'pro'"),
+        ({"format": "six-phase", "participants": _cast("pro", "skeptic", "con", "moderator")},
+         "participants[1].position", "would never speak"),
+        ({"format": "oxford", "participants": _cast("pro", "con", "moderator")}, "participants[2].position",
+         "Oxford gives turns to every position except moderator"),
     ],
 )
 async def test_invalid_config_is_refused_naming_the_field(engine: Engine, config: dict, field: str, words: str):

@@ -38,6 +38,8 @@ def _set_guard(name: str, holds: bool, ctx: MachineContext, params: dict[str, An
     """Make the named guard hold (or fail) through the context or the send parameters."""
     if name == "retries_left":
         ctx.retries_used = 0 if holds else ctx.max_retries
+    elif name == "by_a_person":
+        params["manual"] = holds
     elif name == "with_verdict":
         if holds:
             ctx.judge_enabled, ctx.has_turns, params["verdict"] = True, True, True
@@ -162,7 +164,8 @@ def test_all_rounds_complete_skips_judging_when_the_judge_is_off():
 
 
 def test_allowed_events_follow_the_state():
-    assert DebateMachine().allowed_events() == [Event.START]
+    # A debate never started can be started, marked interrupted (recovery) or discarded.
+    assert DebateMachine().allowed_events() == [Event.START, Event.PAUSE, Event.STOP]
     debating = set(DebateMachine(MachineContext(state=State.DEBATING)).allowed_events())
     assert {Event.TURN_COMPLETE, Event.PAUSE, Event.STOP, Event.ERROR, Event.COST_WARNING} <= debating
     assert Event.RESUME not in debating and Event.START not in debating
@@ -259,12 +262,27 @@ def test_retries_are_capped_per_debate(max_retries: int):
     machine.send(Event.ERROR, error={"kind": "fatal"})
     before = machine.context.model_dump()
     assert not machine.can(Event.RETRY)
-    with pytest.raises(TransitionNotAllowed, match=f"all {max_retries} retries"):
+    with pytest.raises(TransitionNotAllowed, match=f"all {max_retries} automatic retries.*a person can retry"):
         machine.send(Event.RETRY)
     assert machine.context.model_dump() == before
     # Out of retries, the user can still end the debate (and get a verdict on what exists).
     machine.context.has_turns = True
     assert machine.send(Event.STOP)[1] is State.JUDGING
+
+
+@pytest.mark.parametrize("max_retries", [0, 1, 3])
+def test_a_persons_retry_is_never_refused_and_grants_a_fresh_automatic_budget(max_retries: int):
+    machine = DebateMachine(MachineContext(state=State.DEBATING, active_since=T0, max_retries=max_retries))
+    for _ in range(max_retries):
+        machine.send(Event.ERROR, error={"kind": "fatal"})
+        machine.send(Event.RETRY)
+    machine.send(Event.ERROR, error={"kind": "fatal", "message": "bad key"})
+    assert not machine.can(Event.RETRY) and machine.can(Event.RETRY, manual=True)
+    assert machine.send(Event.RETRY, manual=True) == (State.ERROR, State.DEBATING)
+    assert machine.context.retries_used == 0 and machine.context.error is None
+    if max_retries:  # the fresh budget is there for automatic retries again
+        machine.send(Event.ERROR, error={"kind": "fatal"})
+        assert machine.can(Event.RETRY)
 
 
 def test_default_is_three_retries():

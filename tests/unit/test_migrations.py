@@ -1,35 +1,67 @@
-"""Every old schema version migrates forward to the current one with its data intact."""
+"""Every old schema migrates forward to the current one with its data intact: the numbered schemas
+Rostrum wrote before migrations had names (`schema_version` 1..5), and databases part-way through the
+named migrations. Inserting a migration never renumbers the others; a newer database is refused."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
-from webapp.store import Store
+from webapp.store import Store, StoreTooNew
+from webapp.store import migrations as migrations_module
 from webapp.store.accounts import Accounts
-from webapp.store.migrations import LATEST, MIGRATIONS
-from webapp.store.repository import migrate, schema_version
+from webapp.store.migrations import (
+    LEGACY_MARK,
+    LEGACY_VERSIONS,
+    MIGRATIONS,
+    NAMES,
+    Migration,
+    applied_migrations,
+    migrate,
+    statements,
+)
 
 CONFIG = DebateConfig(topic="Should Cities BAN cars?", format="classic").model_dump(mode="json")
 PARTICIPANTS = [{"id": "affirmative", "name": "Affirmative", "position": "pro"}]
 
 
-async def _columns(db: aiosqlite.Connection, table: str) -> list[tuple]:
-    async with db.execute(f"PRAGMA table_info({table})") as cur:
-        return [tuple(r) for r in await cur.fetchall()]
+def _columns(db: sqlite3.Connection, table: str) -> list[tuple]:
+    return [tuple(r) for r in db.execute(f"PRAGMA table_info({table})")]
 
 
-async def _indexes(db: aiosqlite.Connection) -> set[str]:
-    async with db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL") as cur:
-        return {r[0] for r in await cur.fetchall()}
+def _indexes(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
 
 
-async def _insert_rows(db: aiosqlite.Connection, version: int) -> None:
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _legacy_database(path: Path, version: int) -> sqlite3.Connection:
+    """A database exactly as Rostrum wrote it before migrations had names: the first `version` migrations,
+    each in its own transaction, numbered in `schema_version` (the code of that time, frozen here)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    for n in range(version):
+        db.executescript(
+            f"BEGIN;\n{MIGRATIONS[n].sql}\nINSERT INTO schema_version (version) VALUES ({n + 1});\nCOMMIT;")
+    return db
+
+
+def _named_database(path: Path, count: int) -> sqlite3.Connection:
+    """A database that a Rostrum with named migrations left with only the first `count` of them."""
+    db = sqlite3.connect(path, isolation_level=None)
+    assert migrate(db, only=NAMES[:count]) == list(NAMES[:count])
+    return db
+
+
+def _insert_rows(db: sqlite3.Connection, version: int) -> None:
     """A debate and its events as a Rostrum at `version` would have written them."""
     columns = {
         "id": "old1", "topic": "Should Cities BAN cars?", "format": "classic", "config": json.dumps(CONFIG),
@@ -46,8 +78,8 @@ async def _insert_rows(db: aiosqlite.Connection, version: int) -> None:
     if version >= 5:
         columns["created_by"] = "ada"
     names = ", ".join(columns)
-    await db.execute(f"INSERT INTO debates ({names}) VALUES ({', '.join('?' * len(columns))})",
-                     tuple(columns.values()))
+    db.execute(f"INSERT INTO debates ({names}) VALUES ({', '.join('?' * len(columns))})",
+               tuple(columns.values()))
     events = [
         (1, "created", {"config": CONFIG}, "created"),
         (2, "transition", {"event": "START", "from": "idle", "to": "initializing", "params": {}}, None),
@@ -58,38 +90,46 @@ async def _insert_rows(db: aiosqlite.Connection, version: int) -> None:
          None),
     ]
     for seq, kind, data, key in events:
-        await db.execute(
+        db.execute(
             "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
             ("old1", seq, kind, f"2024-01-02T03:04:0{seq}+00:00", json.dumps(data), key),
         )
-    await db.commit()
 
 
-def test_migrations_are_numbered_from_one():
-    assert LATEST == len(MIGRATIONS) >= 1
+def test_migrations_have_unique_names_and_the_numbered_ones_keep_their_place():
+    assert len(set(NAMES)) == len(NAMES) == len(MIGRATIONS) >= len(LEGACY_VERSIONS) == 5
+    assert NAMES[:5] == LEGACY_VERSIONS
+    assert LEGACY_MARK == 6
+    for migration in MIGRATIONS:
+        assert list(statements(migration.sql)), migration.name
 
 
-@pytest.mark.parametrize("version", range(1, LATEST + 1))
-async def test_old_schema_migrates_with_data_intact(tmp_path: Path, version: int):
+OLD_SCHEMAS = [("numbered", v) for v in range(1, len(LEGACY_VERSIONS) + 1)] + [
+    ("named", n) for n in range(1, len(NAMES))
+]
+
+
+@pytest.mark.parametrize(("kind", "version"), OLD_SCHEMAS, ids=[f"{k}-{v}" for k, v in OLD_SCHEMAS])
+async def test_old_schema_migrates_with_data_intact(tmp_path: Path, kind: str, version: int):
     path = tmp_path / "old.sqlite3"
-    async with aiosqlite.connect(path) as db:
-        assert await migrate(db, target=version) == version
-        assert await schema_version(db) == version
-        await _insert_rows(db, version)
+    db = _legacy_database(path, version) if kind == "numbered" else _named_database(path, version)
+    _insert_rows(db, version)
+    db.close()
 
     store = await Store.open(path)
     try:
-        db = store._db
-        assert await schema_version(db) == LATEST
-        async with db.execute("SELECT version FROM schema_version ORDER BY version") as cur:
-            assert [r[0] for r in await cur.fetchall()] == list(range(1, LATEST + 1))
+        db = store._writer
+        assert applied_migrations(db) == list(NAMES)
+        versions = [r[0] for r in db.execute("SELECT version FROM schema_version ORDER BY version")]
+        assert versions == (list(range(1, version + 1)) if kind == "numbered" else []) + [LEGACY_MARK]
 
         # The migrated schema is exactly the schema of a brand-new database.
         fresh = await Store.open(tmp_path / "fresh.sqlite3")
         try:
-            for table in ("debates", "events", "schema_version", "users", "share_links", "audit"):
-                assert await _columns(db, table) == await _columns(fresh._db, table)
-            assert await _indexes(db) == await _indexes(fresh._db)
+            assert _tables(db) == _tables(fresh._writer)
+            for table in _tables(fresh._writer):
+                assert _columns(db, table) == _columns(fresh._writer, table), table
+            assert _indexes(db) == _indexes(fresh._writer)
         finally:
             await fresh.close()
 
@@ -134,25 +174,73 @@ async def test_migrating_twice_is_a_no_op(tmp_path: Path):
     await first.close()
     second = await Store.open(path)
     try:
-        async with second._db.execute("SELECT count(*) FROM schema_version") as cur:
-            assert (await cur.fetchone())[0] == LATEST
+        assert applied_migrations(second._writer) == list(NAMES)
+        assert [r[0] for r in second._writer.execute("SELECT version FROM schema_version")] == [LEGACY_MARK]
     finally:
         await second.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    assert migrate(db) == []
+    db.close()
+
+
+def test_a_migration_inserted_between_others_is_applied_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Names, not positions: a migration added in the middle of the list runs on a database that has
+    all the others, and none of them runs again (a numbered scheme would have re-run the last one)."""
+    path = tmp_path / "db.sqlite3"
+    db = _named_database(path, len(NAMES))
+    inserted = Migration("002b_inserted_later", "CREATE TABLE inserted_later (x INTEGER);")
+    patched = [*MIGRATIONS[:2], inserted, *MIGRATIONS[2:]]
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", patched)
+    monkeypatch.setattr(migrations_module, "NAMES", tuple(m.name for m in patched))
+    assert migrate(db) == ["002b_inserted_later"]
+    assert "inserted_later" in _tables(db)
+    assert applied_migrations(db) == [*NAMES, "002b_inserted_later"]
+    assert migrate(db) == []
+    db.close()
+
+
+def test_a_failed_migration_leaves_the_database_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "db.sqlite3"
+    db = _named_database(path, 2)
+    broken = [*MIGRATIONS[:3], Migration("004_broken", "CREATE TABLE half_done (x INTEGER); SELECT nonsense();")]
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", broken)
+    monkeypatch.setattr(migrations_module, "NAMES", tuple(m.name for m in broken))
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db)
+    assert not db.in_transaction
+    assert applied_migrations(db) == list(NAMES[:2])  # 003 ran in the same transaction: rolled back too
+    assert "half_done" not in _tables(db)
+    db.close()
+
+
+@pytest.mark.parametrize("kind", ["numbered", "named"])
+async def test_a_database_from_a_newer_rostrum_is_refused_untouched(tmp_path: Path, kind: str):
+    path = tmp_path / "db.sqlite3"
+    if kind == "numbered":  # what a numbered-era Rostrum would do with a file from a later numbered one
+        db = _legacy_database(path, len(LEGACY_VERSIONS))
+        db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(LEGACY_VERSIONS) + 1,))
+    else:
+        db = _named_database(path, len(NAMES))
+        db.execute("INSERT INTO _rostrum_migrations (name, applied_at) VALUES ('900_future', 'later')")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreTooNew, match="newer than this Rostrum") as caught:
+        await Store.open(path)
+    assert caught.value.path == path and str(path) in str(caught.value)
+    assert path.read_bytes() == before
 
 
 async def test_v4_backfills_interrupted_from_the_last_transition(tmp_path: Path):
     path = tmp_path / "v3.sqlite3"
-    async with aiosqlite.connect(path) as db:
-        await migrate(db, target=3)
-        await _insert_rows(db, 3)
-        await db.execute(
-            "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
-            ("old1", 5, "transition", "2024-01-02T03:04:09+00:00",
-             json.dumps({"event": "PAUSE", "from": "preparation", "to": "paused",
-                         "params": {"interrupted": True}}), None),
-        )
-        await db.execute("UPDATE debates SET last_seq = 5")
-        await db.commit()
+    db = _legacy_database(path, 3)
+    _insert_rows(db, 3)
+    db.execute(
+        "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
+        ("old1", 5, "transition", "2024-01-02T03:04:09+00:00",
+         json.dumps({"event": "PAUSE", "from": "preparation", "to": "paused", "params": {"interrupted": True}}), None),
+    )
+    db.execute("UPDATE debates SET last_seq = 5")
+    db.close()
     store = await Store.open(path)
     try:
         row = await store.get_row("old1")

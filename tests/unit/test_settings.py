@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from webapp.settings import SECRET_FILE_NAME, Settings, is_loopback, read_env_var, storage_secret
+from webapp.settings import SECRET_FILE_NAME, PriceOverride, Settings, is_loopback, read_env_var, storage_secret
 
 
 @pytest.fixture(autouse=True)
@@ -152,3 +152,23 @@ def test_an_invalid_trusted_proxy_is_a_clear_validation_error(monkeypatch: pytes
     assert error["loc"] == ("trusted_proxies",)
     bad = next(part for part in value.split(",") if part != "10.0.0.0/8")
     assert f"{bad!r} is not an IP address or network" in error["msg"]
+
+
+# --- price overrides are data, not settings of their own ----------------------------------------
+
+
+def test_unrelated_environment_variables_do_not_change_price_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INPUT_PER_MTOK", "99")  # as a BaseSettings, PriceOverride read these
+    monkeypatch.setenv("OUTPUT_PER_MTOK", "77")
+    monkeypatch.setenv("ROSTRUM_PRICE_OVERRIDES", '{"llama3.2": {"input_per_mtok": 0.5}, "mine": {}}')
+    overrides = Settings(_env_file=None).price_overrides
+    assert (overrides["llama3.2"].input_per_mtok, overrides["llama3.2"].output_per_mtok) == (0.5, 0.0)
+    assert (overrides["mine"].input_per_mtok, overrides["mine"].output_per_mtok) == (0.0, 0.0)
+    assert PriceOverride().input_per_mtok == 0.0
+
+
+def test_a_misspelt_or_negative_price_override_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        settings(price_overrides={"m": {"input_per_mtoken": 1.0}})  # would have priced the model at $0
+    with pytest.raises(ValidationError):
+        settings(price_overrides={"m": {"input_per_mtok": -1.0}})

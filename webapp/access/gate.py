@@ -15,6 +15,7 @@ from typing import Any
 
 from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.access.roles import Action, PermissionDenied, Principal, Role
+from webapp.engine.api import Command
 from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
@@ -25,13 +26,13 @@ from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
 log = logging.getLogger("rostrum.access")
 
 # Debate commands a page can send, with the role permission each needs.
-COMMANDS: dict[str, Action] = {
-    "pause": Action.PAUSE,
-    "resume": Action.RESUME,
-    "stop": Action.STOP,
-    "retry": Action.RETRY,
-    "acknowledge_warning": Action.ACKNOWLEDGE_WARNING,
-    "answer_clarification": Action.ANSWER_CLARIFICATION,
+COMMANDS: dict[Command, Action] = {
+    Command.PAUSE: Action.PAUSE,
+    Command.RESUME: Action.RESUME,
+    Command.STOP: Action.STOP,
+    Command.RETRY: Action.RETRY,
+    Command.ACKNOWLEDGE_WARNING: Action.ACKNOWLEDGE_WARNING,
+    Command.ANSWER_CLARIFICATION: Action.ANSWER_CLARIFICATION,
 }
 MAX_SHARE_HOURS = 24 * 365
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
@@ -109,7 +110,7 @@ class Gate:
 
     # --- debate commands ---------------------------------------------------------------------
 
-    async def command(self, session: DebateSession, name: str, **kwargs: Any) -> None:
+    async def command(self, session: DebateSession, name: Command | str, **kwargs: Any) -> None:
         """Run one of `COMMANDS` on a debate, as this principal."""
         action = COMMANDS.get(name)
         if action is None:
@@ -117,7 +118,7 @@ class Gate:
         principal = await self.authorize(action, session.id)
         detail = {k: v for k, v in kwargs.items() if k != "answers"}
         try:
-            await getattr(session, name)(actor=principal.actor, **kwargs)
+            await session.send(name, actor=principal.actor, **kwargs)
         except Exception as exc:
             await self.accounts.audit(principal.actor, action.value, session.id, outcome="failed",
                                       detail=str(exc)[:500])

@@ -1,8 +1,12 @@
 """Money: usage → cost, and the warn-at / hard-limit checks made before and after every call.
 
-Prices come from `genai-prices` (bundled data, no network), then the settings' override table for
-local or custom models. Local compatible servers default to $0; demo models carry a clearly
-labelled *simulated* price. A model with no known price is *unpriced* (cost None), never guessed.
+Prices come from the settings' override table (`ROSTRUM_PRICE_OVERRIDES`) for local or custom
+models, then this module's built-in table of *simulated* prices (the offline demo models, so budgets
+can be tried without a key), then `genai-prices` (bundled data, no network). Local compatible
+servers default to $0. A model with no known price is *unpriced* (cost None), never guessed.
+
+A hard limit is kept by capping each call's output allowance to what the money left can pay for
+(`affordable_tokens`), never by refusing a call that a shorter answer would fit.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from webapp.models import Usage
-from webapp.providers.demo import DEMO_PRICE_PER_MTOK
 from webapp.settings import Settings, get_settings
 
 PriceSource = Literal["genai-prices", "override", "simulated", "local", "unpriced"]
@@ -27,14 +30,26 @@ PriceSource = Literal["genai-prices", "override", "simulated", "local", "unprice
 HOSTED_PRESET_PROVIDER = {"openrouter": "openrouter", "groq": "groq", "mistral": "mistral", "gemini": "google"}
 LOCAL_PRESETS = {"ollama", "vllm", "llamacpp", "lmstudio"}
 
+# Built-in override table: (input, output) USD per million tokens, by `provider:model` (or
+# `provider:*` for every model of a provider). Clearly *simulated*: the offline demo models cost
+# nothing, but a price lets budgets, warnings and limits be tried without a key.
+SIMULATED_PRICES: dict[str, tuple[float, float]] = {"demo:*": (3.0, 15.0)}
+
 
 class PricedSpec(Protocol):
     """What pricing needs to know about a participant or judge."""
 
-    provider: str
-    model: str
-    preset: str | None
-    base_url: str | None
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def preset(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -65,19 +80,15 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
             usage.output_tokens, override.output_per_mtok
         )
         return Cost(usd, "override")
-    if spec.provider == "demo":
-        usd = _per_mtok(usage.input_tokens, DEMO_PRICE_PER_MTOK["input"]) + _per_mtok(
-            usage.output_tokens, DEMO_PRICE_PER_MTOK["output"]
-        )
-        return Cost(usd, "simulated")
+    simulated = simulated_price(spec)
+    if simulated is not None:
+        return Cost(_per_mtok(usage.input_tokens, simulated[0]) + _per_mtok(usage.output_tokens, simulated[1]),
+                    "simulated")
     provider_id = spec.provider
     if spec.provider == "compatible":
-        preset = (spec.preset or "").strip().lower()
-        # A named preset decides: a hosted service bills its models even behind a local proxy URL,
-        # and a self-hosted server (Ollama, vLLM, …) costs nothing wherever it runs.
-        if preset in LOCAL_PRESETS or (not preset and _is_local_url(spec.base_url)):
+        if is_local_server(spec):
             return Cost(0.0, "local")
-        provider_id = HOSTED_PRESET_PROVIDER.get(preset, "")
+        provider_id = HOSTED_PRESET_PROVIDER.get((spec.preset or "").strip().lower(), "")
         if not provider_id:
             return Cost(None, "unpriced")
     try:
@@ -93,6 +104,21 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
     except (LookupError, ValueError):
         return Cost(None, "unpriced")
     return Cost(float(Decimal(calc.total_price)), "genai-prices")
+
+
+def simulated_price(spec: PricedSpec) -> tuple[float, float] | None:
+    """The built-in simulated (input, output) price per million tokens of `spec`'s model, if any."""
+    return SIMULATED_PRICES.get(f"{spec.provider}:{spec.model}") or SIMULATED_PRICES.get(f"{spec.provider}:*")
+
+
+def is_local_server(spec: PricedSpec) -> bool:
+    """A self-hosted OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, or any base URL on
+    this machine or network): it costs nothing and may be slow (a CPU), so it gets generous timeouts.
+    A named preset decides: a hosted service behind a local proxy URL is still a hosted service."""
+    if spec.provider != "compatible":
+        return False
+    preset = (spec.preset or "").strip().lower()
+    return preset in LOCAL_PRESETS or (not preset and _is_local_url(spec.base_url))
 
 
 def _is_local_url(url: str | None) -> bool:
@@ -118,6 +144,44 @@ def estimate_call(
 ) -> Cost:
     """The most a call can cost: its estimated input plus its full output allowance."""
     return cost_of(spec, Usage(input_tokens=input_tokens, output_tokens=max_output_tokens), settings)
+
+
+def affordable_tokens(spec: PricedSpec, input_tokens: int, max_tokens: int, room: float,
+                      settings: Settings | None = None, extra_per_token: float = 0.0) -> int | None:
+    """The largest output allowance, at most `max_tokens`, whose worst-case cost (the estimated input
+    plus every output token, each also charged `extra_per_token`) fits in `room` USD; 0 when not even
+    the input fits. None when the model is unpriced: there is nothing to cap by."""
+    settings = settings or get_settings()
+
+    def worst(tokens: int) -> float | None:
+        usd = estimate_call(spec, input_tokens, tokens, settings).usd
+        return None if usd is None else usd + extra_per_token * tokens
+
+    full = worst(max_tokens)
+    if full is None:
+        return None
+    if full <= room:
+        return max_tokens
+    base = worst(0) or 0.0
+    if base > room:
+        return 0
+    def fits(tokens: int) -> bool:
+        return (worst(tokens) or 0.0) <= room
+
+    # Prices are (nearly) linear in the output: the first guess is the answer, checked on both sides;
+    # a bisection settles any rounding or price step.
+    guess = min(max_tokens - 1, int((room - base) / ((full - base) / max_tokens)))
+    low, high = 0, max_tokens  # fits(low); not fits(high)
+    if fits(guess):
+        low = guess
+        if not fits(guess + 1):
+            return guess
+    else:
+        high = guess
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 @dataclass
@@ -166,15 +230,6 @@ class Ledger:
         }
 
 
-BudgetCheck = Literal["ok", "warn", "limit"]
-
-
-def check_budget(spent: float, next_cost: float | None, warn_at: float | None, cost_limit: float | None) -> BudgetCheck:
-    """Where spending would stand after a call costing at most `next_cost` (None = unpriced: 0; pass 0
-    to check what was actually spent): over the hard limit, at or past warn-at, or fine."""
-    projected = spent + (next_cost or 0.0)
-    if cost_limit is not None and projected > cost_limit:
-        return "limit"
-    if warn_at is not None and projected >= warn_at:
-        return "warn"
-    return "ok"
+def warn_due(spent: float, warn_at: float | None) -> bool:
+    """Warn-at is a spending threshold: it is reached by money spent, never by a projection."""
+    return warn_at is not None and spent >= warn_at

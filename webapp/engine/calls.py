@@ -1,5 +1,10 @@
 """Provider calls for a debate session: streaming with time limits, bounded automatic retries, live
-chunks for spectators, and the cost of every call.
+chunks for spectators, and the cost of every call — also of an attempt that was cut off, timed out
+or cancelled, which a paid API bills all the same: it is counted from the usage the provider
+reported, or estimated from the text received, and recorded (a `call_cost` note) as such.
+
+Each call's output allowance is sized to the money left first (see spending.py), and its time
+limits are those of its provider's kind (local servers get far more time than hosted APIs).
 
 A mixin of `DebateSession` (see runner.py), kept apart so each module holds one concern.
 """
@@ -10,13 +15,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from webapp.engine import budget as money
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.stream import LiveChunk, LiveTurn, LiveTurnAborted, LiveTurnStarted
-from webapp.models import EventKind, JudgeSpec, Participant, Usage, utcnow
+from webapp.models import EventKind, JudgeSpec, Participant, Timeouts, Usage, utcnow
 from webapp.providers.base import (
     Completion,
     ErrorKind,
@@ -24,6 +29,8 @@ from webapp.providers.base import (
     ProviderError,
     ProviderRequest,
     TextDelta,
+    estimate_request_tokens,
+    estimate_tokens,
 )
 
 if TYPE_CHECKING:
@@ -34,6 +41,9 @@ if TYPE_CHECKING:
 
 AUTO_RETRIES = 3  # retryable failures of one call retried automatically before the debate errors
 TIMEOUT_RETRIES = 1  # a timed-out call is retried exactly once
+# Failures after which the request is known to have reached the model, so its input was billed even
+# when no text came back (a rate limit or an HTTP error before the stream costs nothing).
+BILLED_REASONS = frozenset({"timeout", "cut_stream"})
 
 
 class ProviderSource(Protocol):
@@ -61,6 +71,18 @@ class CallResult:
     model_label: str
 
 
+@dataclass
+class Received:
+    """What one attempt got before it ended, well or not."""
+
+    parts: list[str] = field(default_factory=list)
+    first_token_s: float | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
 class ProviderCalls:
     """Making provider calls on behalf of a debate session."""
 
@@ -76,21 +98,47 @@ class ProviderCalls:
         async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
                           transition: Any = None) -> DebateEvent | None: ...
 
-        def _ensure_affordable(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> None: ...
+        def _budget_fit(self, spec: Participant | JudgeSpec,
+                        request: ProviderRequest) -> tuple[ProviderRequest, float]: ...
+
+        def _budget_hold(self, key: int, usd: float) -> None: ...
+
+        def _budget_release(self, key: int) -> None: ...
+
+        def _count_spending(self, usd: float | None) -> None: ...
+
+        def _budget_note_cap(self, request: ProviderRequest, tokens: int) -> None: ...
 
 
     async def _call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
                     slot: TurnSlot | None = None) -> CallResult:
-        """One call with bounded automatic retries; raises ProviderError when they are exhausted."""
+        """One call with bounded automatic retries; raises ProviderError when they are exhausted, and
+        `BudgetExceeded` when not even a minimal answer fits in the money left (checked before every
+        attempt: a failed attempt may have spent some)."""
         retries = timeouts = 0
         attempt = 0
+        limits = self._timeouts_for(spec)
+        request = request.model_copy(update={"connect_timeout": limits.connect,
+                                             "first_token_timeout": limits.first_token})
+        what = slot.key if slot else request.purpose
         while True:
             attempt += 1
+            fitted, worst = self._budget_fit(spec, request)
+            if slot is not None and fitted.max_tokens < request.max_tokens:
+                self._budget_note_cap(request, fitted.max_tokens)
+            request = fitted
+            received = Received()
+            hold = id(received)
+            self._budget_hold(hold, worst)  # while in flight, its worst case is not money left
             try:
-                return await self._call_once(spec, request, slot, attempt)
+                try:
+                    result = await self._call_once(spec, request, slot, attempt, limits, received)
+                finally:
+                    self._budget_release(hold)
             except ProviderError as exc:
                 if slot is not None:
                     self._abort_live(slot.key, str(exc))
+                await self._record_cut_off(spec, request, received, what, exc.reason, exc)
                 if not exc.retryable:
                     raise
                 if exc.reason == "timeout":
@@ -104,34 +152,72 @@ class ProviderCalls:
                 delay = min(_wait_before_retry(exc, self.backoff_base, retries + timeouts),
                             self.settings.retry_after_cap)
                 await self._commit(EventKind.NOTE, {
-                    "type": "retry", "turn": slot.key if slot else request.purpose, "attempt": attempt,
+                    "type": "retry", "turn": what, "attempt": attempt,
                     "error": exc.to_dict(), "wait_s": round(delay, 3),
                 })
                 await asyncio.sleep(delay)
+                continue
+            except asyncio.CancelledError:  # paused, stopped, or a sibling in a parallel phase failed
+                with contextlib.suppress(Exception):
+                    await self._record_cut_off(spec, request, received, what, "cancelled")
+                raise
+            self._count_spending(result.cost_usd)
+            return result
+
+    def _timeouts_for(self, spec: Participant | JudgeSpec) -> Timeouts:
+        """The debate's timeouts as they apply to this provider's kind (local servers: generous)."""
+        return self.state.config.timeouts.for_server(money.is_local_server(spec))
+
+    @staticmethod
+    def _cost_record(spec: Participant | JudgeSpec, request: ProviderRequest, usage: Usage, usd: float | None,
+                     source: str) -> dict[str, Any]:
+        """A call's entry for the ledger (the `calls` of an event)."""
+        return {"model": f"{spec.provider}:{spec.model}", "usage": usage.model_dump(), "cost_usd": usd,
+                "cost_source": source, "purpose": request.purpose,
+                "participant": getattr(spec, "id", "judge") or "judge"}
+
+    async def _record_cut_off(self, spec: Participant | JudgeSpec, request: ProviderRequest, received: Received,
+                              what: str, reason: str, error: ProviderError | None = None) -> None:
+        """Count and record what an attempt that ended without its answer was billed: the usage the
+        provider reported with the failure, or an estimate from the text received (the input too, once
+        the request is known to have reached the model). Nothing when nothing was billed."""
+        reported = error.extra.get("usage") if error is not None else None
+        if isinstance(reported, Usage):
+            usage = reported
+        elif isinstance(reported, dict):
+            usage = Usage.model_validate(reported)
+        elif received.parts or reason in BILLED_REASONS:
+            usage = Usage(input_tokens=estimate_request_tokens(request),
+                          output_tokens=estimate_tokens(received.text), estimated=True)
+        else:
+            return
+        cost = money.cost_of(spec, usage, self.settings)
+        self._count_spending(cost.usd)
+        record = {**self._cost_record(spec, request, usage, cost.usd, cost.source), "cut_off": reason}
+        await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
+                                            "reason": reason, "calls": [record]})
 
     async def _call_once(self, spec: Participant | JudgeSpec, request: ProviderRequest, slot: TurnSlot | None,
-                         attempt: int) -> CallResult:
+                         attempt: int, limits: Timeouts, received: Received) -> CallResult:
         provider = self.providers.get(spec)
-        timeouts = self.state.config.timeouts
         started, t0 = utcnow(), time.monotonic()
-        parts: list[str] = []
         completion: Completion | None = None
-        first_token_s: float | None = None
         if slot is not None:
             self.live[slot.key] = LiveTurn(slot.key, slot.speaker, slot.phase, slot.round, slot.act, attempt)
             self.broadcaster.emit(LiveTurnStarted(self.id, slot.key, slot.speaker, slot.phase, slot.round,
                                                   slot.act, attempt))
+        turn_limit = first_limit = None
         try:
-            async with asyncio.timeout(timeouts.turn):
+            async with asyncio.timeout(limits.turn) as turn_limit:
                 stream = provider.stream(request)
                 try:
-                    async with asyncio.timeout(timeouts.first_token) as first:
+                    async with asyncio.timeout(limits.first_token) as first_limit:
                         async for item in stream:
                             if isinstance(item, TextDelta):
-                                if first_token_s is None:
-                                    first_token_s = time.monotonic() - t0
-                                    first.reschedule(None)
-                                parts.append(item.text)
+                                if received.first_token_s is None:
+                                    received.first_token_s = time.monotonic() - t0
+                                    first_limit.reschedule(None)
+                                received.parts.append(item.text)
                                 if slot is not None and slot.key in self.live:
                                     self.live[slot.key].parts.append(item.text)
                                     self.broadcaster.emit(LiveChunk(self.id, slot.key, slot.speaker, item.text))
@@ -143,36 +229,49 @@ class ProviderCalls:
                         with contextlib.suppress(Exception):
                             await aclose()
         except TimeoutError:
-            which = "first token" if first_token_s is None else "turn"
-            limit = timeouts.first_token if first_token_s is None else timeouts.turn
             raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
-                                f"timed out waiting for the {which} after {limit:g} s", reason="timeout") from None
+                                _timeout_message(limits, turn_limit, first_limit, received), reason="timeout") from None
         if completion is None:
             raise ProviderError(ErrorKind.RETRYABLE, spec.provider,
                                 "the stream ended without its final event (cut stream)", reason="cut_stream")
         cost = money.cost_of(spec, completion.usage, self.settings)
         return CallResult(
-            text="".join(parts), usage=completion.usage, finish_reason=completion.finish_reason,
-            attempt=attempt, started_at=started, finished_at=utcnow(), first_token_s=first_token_s,
+            text=received.text, usage=completion.usage, finish_reason=completion.finish_reason,
+            attempt=attempt, started_at=started, finished_at=utcnow(), first_token_s=received.first_token_s,
             cost_usd=cost.usd, cost_source=cost.source, model_label=f"{spec.provider}:{spec.model}",
         )
 
-    async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
-        """A non-turn call (judge, summary, question): returns its text and a cost record.
+    async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
+                        commit_cost: bool = False) -> tuple[str, dict[str, Any]]:
+        """A non-turn call (judge, summary, question): returns its text and a cost record. With
+        `commit_cost`, the cost is committed at once (a `call_cost` note) — for calls made side by side,
+        whose event would otherwise be lost with the others when one fails — and the caller must not
+        store the record again.
 
-        Raises `BudgetExceeded` instead of making a call that could cross the cost limit."""
-        self._ensure_affordable(spec, request)
+        Capped to the money left; raises `BudgetExceeded` when not even a minimal answer fits."""
         result = await self._call(spec, request)
-        record = {
-            "model": result.model_label, "usage": result.usage.model_dump(), "cost_usd": result.cost_usd,
-            "cost_source": result.cost_source, "purpose": request.purpose,
-            "participant": getattr(spec, "id", "judge") or "judge",
-        }
-        return result.text, record
+        entry = self._cost_record(spec, request, result.usage, result.cost_usd, result.cost_source)
+        if commit_cost:
+            what = str(request.context.get("turn_key") or request.purpose)
+            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
+                                                "reason": "completed", "calls": [entry]})
+        return result.text, entry
 
     def _abort_live(self, key: str, reason: str) -> None:
         if self.live.pop(key, None) is not None:
             self.broadcaster.emit(LiveTurnAborted(self.id, key, reason))
+
+
+def _timeout_message(limits: Timeouts, turn_limit: asyncio.Timeout | None, first_limit: asyncio.Timeout | None,
+                     received: Received) -> str:
+    """Which time limit fired, and its value: the turn's, or the first token's."""
+    if turn_limit is not None and turn_limit.expired():
+        got = (f"; the first token came after {received.first_token_s:.1f} s"
+               if received.first_token_s is not None else "; no token had come")
+        return f"timed out: the turn took longer than the turn timeout of {limits.turn:g} s{got}"
+    if first_limit is not None and first_limit.expired():
+        return f"timed out: no first token within the first-token timeout of {limits.first_token:g} s"
+    return "timed out"
 
 
 def _wait_before_retry(exc: ProviderError, backoff_base: float, retry_number: int) -> float:

@@ -1,4 +1,5 @@
-"""Discipline of each turn: word limits (truncate at a sentence boundary, or reject and re-ask once).
+"""Discipline of each turn: word limits (truncate, at a sentence boundary where one is close enough, or
+reject and re-ask once).
 
 The runner applies the debate's `word_limit_action`; the notes below are what it records on the turn,
 so the transcript says exactly what happened to an over-long answer.
@@ -38,8 +39,24 @@ def rejection_note(words: int, limit: int) -> str:
     return f"rejected: {words} words against the {limit}-word limit; asked once more for a shorter answer"
 
 
-def truncation_note(words: int, limit: int) -> str:
-    return f"truncated at a sentence boundary to the {limit}-word limit (was {words} words)"
+def truncation_note(words: int, limit: int, cut: str | None = None) -> str:
+    """What happened to an over-long turn. `cut` (what `truncate_to_words` kept) says where the cut
+    fell; without it the note claims no sentence boundary, since a cut may fall mid-sentence."""
+    if cut is None:
+        where = ""
+    elif cut.endswith("…"):
+        where = " mid-sentence (marked …)"
+    else:
+        where = " at a sentence boundary"
+    return f"truncated{where} to the {limit}-word limit (was {words} words)"
+
+
+def truncate(text: str, limit: int) -> tuple[str, str | None]:
+    """`text` cut to `limit` words and the note that says how (None when it already fits)."""
+    cut = truncate_to_words(text, limit)
+    if cut == text:
+        return text, None
+    return cut, truncation_note(word_count(text), limit, cut)
 
 
 def shorter_request(request: ProviderRequest, reply: str, limit: int) -> ProviderRequest:

@@ -1,19 +1,23 @@
 """The engine's front door: create debates, run them, send commands, subscribe to their streams.
 
 The web app and the CLI use only this class. It holds one `DebateSession` per debate loaded in
-this process; it knows nothing about who is watching.
+this process; it knows nothing about who is watching beyond each session's subscriber count: a
+finished debate nobody watches is evicted (kept only weakly, so a page still holding it keeps the
+same object) and loaded again from its log when asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from webapp.engine.api import Command, CommandResult
 from webapp.engine.calls import ProviderSource, TaskFactory
-from webapp.engine.machine import ACTIVE_STATES, Event, State, TransitionNotAllowed
+from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
@@ -22,7 +26,10 @@ from webapp.models import DebateConfig, DebateEvent, EventKind, utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite, Store
 
-__all__ = ["ConfigError", "DebateNotFound", "Engine", "TransitionNotAllowed"]
+__all__ = ["Command", "CommandResult", "ConfigError", "DebateNotFound", "Engine", "TransitionNotAllowed"]
+
+RESTART_REASON = "the process running it stopped (a restart or a crash)"
+NEVER_STARTED_REASON = "it was created but the process stopped before it started"
 
 
 class DebateNotFound(KeyError):
@@ -32,10 +39,10 @@ class DebateNotFound(KeyError):
         return f"no debate with id {self.args[0]!r}"
 
 
-def _default_providers() -> ProviderSource:
+def _default_providers(settings: Settings) -> ProviderSource:
     from webapp.providers.registry import ProviderCache
 
-    return ProviderCache()
+    return ProviderCache(settings=settings)
 
 
 class Engine:
@@ -48,13 +55,16 @@ class Engine:
         providers: ProviderSource | None = None,
         task_factory: TaskFactory | None = None,
         backoff_base: float = 0.5,
+        storage_retry_base: float = 0.5,
     ) -> None:
         self.store = store
         self.settings = settings or get_settings()
-        self.providers = providers or _default_providers()
+        self.providers = providers or _default_providers(self.settings)
         self.task_factory = task_factory
         self.backoff_base = backoff_base
-        self.sessions: dict[str, DebateSession] = {}
+        self.storage_retry_base = storage_retry_base  # first wait before recording an interruption again
+        self.sessions: dict[str, DebateSession] = {}  # loaded and not evicted
+        self._evicted: weakref.WeakValueDictionary[str, DebateSession] = weakref.WeakValueDictionary()
         self.all_events = Broadcaster()  # every debate's committed events (for dashboards)
         self._load_lock = asyncio.Lock()
 
@@ -120,44 +130,71 @@ class Engine:
                 raise DebateNotFound(debate_id)
             if full_id in self.sessions:
                 return self.sessions[full_id]
-            state = DebateState.from_events(await self.store.events(full_id))
-            session = DebateSession(state, self.store, self.providers, self.settings,
-                                    task_factory=self.task_factory, backoff_base=self.backoff_base,
-                                    on_event=self._relay)
+            session = self._evicted.pop(full_id, None)  # evicted, but some page still holds it
+            if session is None:
+                state = DebateState.from_events(await self.store.events(full_id))
+                session = DebateSession(state, self.store, self.providers, self.settings,
+                                        task_factory=self.task_factory, backoff_base=self.backoff_base,
+                                        on_event=self._relay, on_release=self._maybe_evict,
+                                        storage_retry_base=self.storage_retry_base)
             self.sessions[full_id] = session
             return session
 
     def _relay(self, session: DebateSession, event: DebateEvent) -> None:
         self.all_events.emit(LiveEvent(session.id, event))
 
+    def _maybe_evict(self, session: DebateSession) -> None:
+        """Forget a finished debate nobody watches (its runner ended, or its last subscriber left).
+        A finished debate accepts no command, so a caller still holding the object is unaffected."""
+        if (session.state.status in TERMINAL_STATES and session.broadcaster.count == 0
+                and session.storage_problem is None and self.sessions.get(session.id) is session):
+            del self.sessions[session.id]
+            self._evicted[session.id] = session
+
     def subscribe_all(self, listener: Listener) -> Callable[[], None]:
         return self.all_events.subscribe(listener)
 
     async def resume(self, debate_id: str, actor: str | None = None) -> DebateSession:
-        """Continue a debate from wherever its log says it is (CLI `resume`)."""
-        session = await self.session(debate_id)
-        machine = session.state.machine
-        if machine.can(Event.RESUME):
-            await session.resume(actor=actor)
-        elif machine.can(Event.RETRY) and session.state.status is State.ERROR:
-            await session.retry(actor=actor)
-        elif machine.can(Event.ACKNOWLEDGE_WARNING):
-            await session.acknowledge_warning(actor=actor)
-        else:
-            session.ensure_running()
+        """Continue a debate from wherever its log says it is (CLI `resume`); see `continue_debate`."""
+        session, _ = await self.continue_debate(debate_id, actor=actor)
         return session
 
+    async def continue_debate(self, debate_id: str, actor: str | None = None) -> tuple[DebateSession, CommandResult]:
+        """Continue a debate from wherever its log says it is, with the command that fits: resume a
+        paused (or never started) one, retry a failed one — a person's retry runs the step again even
+        after the automatic retries were used — or accept the spending warning. Returns the session
+        and what was done (`result.message` says it in a sentence). Raises `TransitionNotAllowed`
+        when the system (no actor) asks for a retry it has no automatic retries left for."""
+        session = await self.session(debate_id)
+        who = actor or "system"
+        status = session.status
+        if status in (State.PAUSED, State.IDLE):
+            return session, await session.send(Command.RESUME, actor=who)
+        if status is State.ERROR:
+            return session, await session.send(Command.RETRY, actor=who)
+        if status is State.AWAITING_ACK:
+            return session, await session.send(Command.ACKNOWLEDGE_WARNING, actor=who)
+        if status in ACTIVE_STATES:
+            was_running = session.running
+            session.ensure_running()
+            return session, CommandResult(None, None, "It is running." if was_running else
+                                          "Continuing from where its log stopped.")
+        if status is State.AWAITING_CLARIFICATION:
+            return session, CommandResult(None, None, "It waits for answers to its clarification questions.")
+        return session, CommandResult(None, None, f"It has already ended ({status.value}).")
+
     async def recover_interrupted(self) -> list[str]:
-        """After a restart: debates the log shows as running, with no runner here, become paused
-        (interrupted) so a person can resume them."""
-        ids = await self.store.ids_with_status([s.value for s in ACTIVE_STATES])
+        """After a restart: debates the log shows as running — or created and never started — with no
+        runner here become paused (interrupted) so a person can resume (or start) them."""
+        ids = await self.store.ids_with_status([s.value for s in ACTIVE_STATES] + [State.IDLE.value])
         recovered: list[str] = []
         for debate_id in ids:
             session = await self.session(debate_id)
             if session.running:
                 continue
+            reason = NEVER_STARTED_REASON if session.status is State.IDLE else RESTART_REASON
             try:
-                await session.pause(interrupted=True)
+                await session.pause(interrupted=True, reason=reason)
                 recovered.append(debate_id)
             except TransitionNotAllowed:
                 continue
@@ -170,7 +207,7 @@ class Engine:
         full_id = await self.store.find_id(debate_id)
         if full_id is None:
             raise DebateNotFound(debate_id)
-        session = self.sessions.pop(full_id, None)
+        session = self.sessions.pop(full_id, None) or self._evicted.pop(full_id, None)
         if session is not None:
             await session.shutdown()
         deleted = await self.store.delete_debate(full_id)

@@ -84,12 +84,13 @@ class MachineContext(BaseModel):
     state: State = State.IDLE
     return_state: State | None = None
     position: Position = Field(default_factory=Position)
-    retries_used: int = 0
-    max_retries: int = 3
+    retries_used: int = 0  # automatic retries since the last one a person asked for
+    max_retries: int = 3  # automatic retries allowed; a person's retry is always allowed and resets the count
     error: dict[str, Any] | None = None
     stopping: bool = False
     stop_reason: str | None = None
     interrupted: bool = False
+    interruption: str | None = None  # why it was interrupted (restart, storage unavailable), when known
     judge_enabled: bool = True
     clarification: bool = False
     preparation: bool = False
@@ -104,6 +105,11 @@ Guard = Callable[[MachineContext, dict[str, Any]], bool]
 
 def _retries_left(ctx: MachineContext, params: dict[str, Any]) -> bool:
     return ctx.retries_used < ctx.max_retries
+
+
+def _by_a_person(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    """A retry a person asked for (after fixing the cause): never refused for want of retries."""
+    return bool(params.get("manual"))
 
 
 def _with_verdict(ctx: MachineContext, params: dict[str, Any]) -> bool:
@@ -127,6 +133,7 @@ def _has_preparation(ctx: MachineContext, params: dict[str, Any]) -> bool:
 
 
 GUARDS: dict[str, Guard] = {
+    "by_a_person": _by_a_person,
     "retries_left": _retries_left,
     "with_verdict": _with_verdict,
     "stopping": _stopping,
@@ -150,6 +157,9 @@ def _declare() -> tuple[Transition, ...]:
     s, e = State, Event
     edges = [
         Transition(s.IDLE, e.START, s.INITIALIZING),
+        # Created but never started (a crash between create and start): marked interrupted like a
+        # running debate; RESUME brings it back to idle, where the runner starts it.
+        Transition(s.IDLE, e.PAUSE, s.PAUSED),
         Transition(s.INITIALIZING, e.INIT_COMPLETE, s.CLARIFYING, "needs_clarification"),
         Transition(s.INITIALIZING, e.INIT_COMPLETE, s.PREPARATION, "has_preparation"),
         Transition(s.INITIALIZING, e.INIT_COMPLETE, s.DEBATING),
@@ -176,11 +186,14 @@ def _declare() -> tuple[Transition, ...]:
         edges.append(Transition(active, e.ERROR, s.ERROR))
     for source in (s.PREPARATION, s.DEBATING, s.JUDGING):
         edges.append(Transition(source, e.COST_WARNING, s.AWAITING_ACK))
-    for source in (s.INITIALIZING, s.CLARIFYING, s.PREPARATION, s.DEBATING, *sorted(WAITING_STATES)):
+    for source in (s.IDLE, s.INITIALIZING, s.CLARIFYING, s.PREPARATION, s.DEBATING, *sorted(WAITING_STATES)):
         edges.append(Transition(source, e.STOP, s.JUDGING, "with_verdict"))
         edges.append(Transition(source, e.STOP, s.STOPPED))
     edges += [
         Transition(s.PAUSED, e.RESUME, RETURN),
+        # `max_retries` limits automatic retries; a person's retry runs the step again and grants a
+        # fresh automatic budget.
+        Transition(s.ERROR, e.RETRY, RETURN, "by_a_person"),
         Transition(s.ERROR, e.RETRY, RETURN, "retries_left"),
         Transition(s.AWAITING_ACK, e.ACKNOWLEDGE_WARNING, RETURN),
     ]
@@ -206,6 +219,12 @@ class DebateMachine:
 
     def __init__(self, context: MachineContext | None = None) -> None:
         self.context = context or MachineContext()
+
+    def copy(self) -> DebateMachine:
+        """An independent machine in the same state (`send` on it leaves this one untouched)."""
+        ctx = self.context
+        return DebateMachine(ctx.model_copy(update={"phase_durations": dict(ctx.phase_durations),
+                                                    "error": dict(ctx.error) if ctx.error is not None else None}))
 
     @property
     def state(self) -> State:
@@ -268,18 +287,22 @@ class DebateMachine:
         if event is Event.ERROR:
             ctx.error = error
         if event is Event.RETRY:
-            ctx.retries_used += 1
+            # A person's retry grants a fresh automatic budget; an automatic one uses it up.
+            ctx.retries_used = 0 if transition.guard == "by_a_person" else ctx.retries_used + 1
             ctx.error = None
         if event is Event.PAUSE:
             ctx.interrupted = bool(params.get("interrupted", False))
+            ctx.interruption = (params.get("reason") or None) if ctx.interrupted else None
         if event is Event.RESUME:
             ctx.interrupted = False
+            ctx.interruption = None
         if event is Event.STOP:
             if not ctx.stopping:  # a second stop (e.g. during the final judging) keeps the first reason
                 ctx.stop_reason = params.get("reason") or "stopped by user"
             ctx.stopping = True
             ctx.return_state = None
             ctx.interrupted = False
+            ctx.interruption = None
         if event is Event.TURN_COMPLETE:
             ctx.has_turns = True
         ctx.state = target
@@ -305,8 +328,8 @@ class DebateMachine:
         if delta is not None:
             ctx.elapsed_s += delta
             # Time spent initializing, clarifying or judging is its own entry, not the last phase's.
-            in_phases = ctx.state in (State.PREPARATION, State.DEBATING) and ctx.position.phase
-            phase = ctx.position.phase if in_phases else ctx.state.value
+            in_phases = ctx.state in (State.PREPARATION, State.DEBATING)
+            phase = ctx.position.phase if in_phases and ctx.position.phase else ctx.state.value
             ctx.phase_durations[phase] = ctx.phase_durations.get(phase, 0.0) + delta
             ctx.active_since = at
 
@@ -321,7 +344,8 @@ class DebateMachine:
                 return "the debate has ended"
             return "no such transition"
         if event is Event.RETRY:
-            return f"all {self.context.max_retries} retries of this debate are used"
+            return (f"all {self.context.max_retries} automatic retries of this debate are used; "
+                    "a person can retry after fixing the cause")
         failed = ", ".join(t.guard or "" for t in candidates if t.guard)
         return f"guard failed ({failed})"
 
@@ -351,9 +375,15 @@ def to_mermaid(
             used.add("active") if compact else None
         names = [src.value for src in sources]
         if compact and len(sources) >= 3:
-            group = "active" if set(sources) <= ACTIVE_STATES else "unfinished"
-            used.add(group)
-            names = [group]
+            unfinished = set(State) - TERMINAL_STATES
+            if set(sources) != unfinished and set(sources) > ACTIVE_STATES:
+                # every running state and a few others (idle can pause): the group, then the others
+                used.add("active")
+                names = ["active", *(src.value for src in sources if src not in ACTIVE_STATES)]
+            else:
+                group = "active" if set(sources) <= ACTIVE_STATES else "unfinished"
+                used.add(group)
+                names = [group]
         for name in names:
             key = (name, target, label)
             if key in seen or (name == target and event is Event.TURN_COMPLETE and phases):

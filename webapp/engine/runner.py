@@ -2,20 +2,36 @@
 
 The loop looks at the machine's state, does the next piece of work (a turn, a round decision, the
 verdict), commits what happened, and goes round again; it returns when the debate waits for a
-person or has ended. Every event is committed (one transaction) *before* it is applied to the
-live view and broadcast. Commands (pause, stop, …) cancel in-flight work first, so no tokens keep
-being billed after a user stopped; the cut turn is discarded and redone later, never half-kept.
+person or has ended. Every event is folded into a copy of the state, committed (one transaction),
+and only then swapped in and broadcast: a failed write leaves the state as it was. Commands (pause,
+stop, …) cancel in-flight work first, so no tokens keep being billed after a user stopped; the cut
+turn is discarded and redone later, never half-kept.
+
+When storage fails mid-run (after the store's own retries), the session survives: the debate is
+interrupted in memory (the read model says so, subscribers get a `LiveStatus`), and a recorder task
+keeps trying to write the interruption to the log; if the process ends first, the next start's
+recovery records it instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+import sqlite3
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, assert_never
 
 from webapp.engine import termination
+from webapp.engine.api import (
+    COMMAND_EVENTS,
+    AnswerArgs,
+    Command,
+    CommandResult,
+    SessionView,
+    StopArgs,
+    parse_args,
+)
 from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
 from webapp.engine.context import build_history, turns_to_summarise
 from webapp.engine.discipline import (
@@ -25,6 +41,7 @@ from webapp.engine.discipline import (
     truncation_note,
     word_count,
 )
+from webapp.engine.events import Payload, parse_payload, payload_kind
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
 from webapp.engine.machine import (
@@ -47,11 +64,12 @@ from webapp.engine.schedule import (
     round_phases,
 )
 from webapp.engine.spending import BudgetExceeded, SpendingGuard
-from webapp.engine.state import DebateState
+from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.engine.stream import (
     Broadcaster,
     Listener,
     LiveEvent,
+    LiveStatus,
     LiveTurn,
 )
 from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
@@ -61,13 +79,55 @@ from webapp.providers.base import (
     ProviderRequest,
 )
 from webapp.settings import Settings
-from webapp.store import StaleWrite, Store
+from webapp.store import StaleWrite, Store, StoreError
+
+# A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
+# full, I/O, …), and a raw SQLite operational error should one ever escape unclassified.
+STORAGE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.OperationalError)
 
 log = logging.getLogger(__name__)
+
+STORAGE_RETRY_CAP = 30.0  # seconds between attempts to record an interruption, at most
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """A failure to read or write the log (not a conflict with another writer: that is `StaleWrite`)."""
+    return isinstance(exc, STORAGE_ERRORS) and not isinstance(exc, StaleWrite)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, in order; the exception itself otherwise."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def primary_failure(exc: BaseException) -> BaseException:
+    """The failure that decides what happens next, out of a TaskGroup's exception group: another
+    writer (stop quietly) before storage (cannot write anyway) before the cost limit (stop) before a
+    provider error (error state with the provider's message) before anything else (internal error)."""
+    leaves = _leaves(exc)
+    for wanted in (lambda e: isinstance(e, StaleWrite), is_storage_error,
+                   lambda e: isinstance(e, BudgetExceeded), lambda e: isinstance(e, ProviderError)):
+        for leaf in leaves:
+            if wanted(leaf):
+                return leaf
+    return leaves[0]
+
+
+def _describe_storage(exc: BaseException) -> str:
+    """The store's message (it names the database) and, for a classified fault, what a person can do."""
+    message = str(exc) or type(exc).__name__
+    advice = getattr(exc, "advice", None) if isinstance(exc, StoreError) else None
+    return f"{message} ({advice})" if advice else message
+
 
 class DebateSession(ProviderCalls, SpendingGuard):
     """One debate in this process: its state, its runner task, its subscribers.
 
+    Public surface: `send(command, actor=…, **args)` and the read model (`view()`, `status`,
+    `position`, `interrupted`, `allowed_commands`, `live_turns`, `error`, …), `subscribe`, `join`,
+    `state` (the folded history: turns, notes, verdict, costs — read it, never change it).
     Provider calls (retries, timeouts, live chunks) and spending checks live in the two mixins."""
 
     def __init__(
@@ -79,18 +139,24 @@ class DebateSession(ProviderCalls, SpendingGuard):
         task_factory: TaskFactory | None = None,
         backoff_base: float = 0.5,
         on_event: Callable[[DebateSession, DebateEvent], None] | None = None,
+        on_release: Callable[[DebateSession], None] | None = None,
+        storage_retry_base: float = 0.5,
     ) -> None:
         self.state = state
         self.store = store
         self.providers = providers
         self.settings = settings
         self.backoff_base = backoff_base
+        self.storage_retry_base = storage_retry_base
         self._task_factory = task_factory or asyncio.create_task
         self._on_event = on_event
-        self.broadcaster = Broadcaster()
+        self._on_release = on_release
+        self.broadcaster = Broadcaster(on_empty=self._released)
         self.live: dict[str, LiveTurn] = {}
         self.deleted = False  # set when an admin deleted the debate: pages watching it say so
         self._task: asyncio.Task[None] | None = None
+        self._recorder: asyncio.Task[None] | None = None
+        self._storage_problem: str | None = None
         self._commit_lock = asyncio.Lock()
         self._command_lock = asyncio.Lock()
 
@@ -106,57 +172,247 @@ class DebateSession(ProviderCalls, SpendingGuard):
         """Add a listener; returns the function that removes it. Call right after reading `state`."""
         return self.broadcaster.subscribe(listener)
 
-    # --- commands --------------------------------------------------------------------------
+    def _released(self) -> None:
+        if self._on_release is not None:
+            self._on_release(self)
+
+    # --- the read model ----------------------------------------------------------------------
+
+    @property
+    def status(self) -> State:
+        return self.state.status
+
+    @property
+    def position(self) -> Position:
+        return self.state.position
+
+    @property
+    def interrupted(self) -> bool:
+        """Interrupted by a restart or crash (the log says so), or storage is unavailable right now."""
+        return self._storage_problem is not None or self.state.interrupted
+
+    @property
+    def interruption(self) -> str | None:
+        if self._storage_problem is not None:
+            return f"storage is unavailable: {self._storage_problem}"
+        return self.state.interruption
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why this process cannot write the debate's log right now (None when it can)."""
+        return self._storage_problem
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.state.error
+
+    @property
+    def live_turns(self) -> Mapping[str, LiveTurn]:
+        """Turns being streamed right now (read-only)."""
+        return MappingProxyType(self.live)
+
+    @property
+    def allowed_commands(self) -> frozenset[Command]:
+        """The commands a person may send now (roles aside): what the buttons offer."""
+        if self.deleted or self._storage_problem is not None:
+            return frozenset()
+        return frozenset(c for c in Command if self._refusal(c) is None)
+
+    def can(self, command: Command | str) -> bool:
+        return Command(command) in self.allowed_commands
+
+    def view(self) -> SessionView:
+        state = self.state
+        return SessionView(
+            id=self.id, status=state.status, position=state.position, running=self.running,
+            interrupted=self.interrupted, interruption=self.interruption, storage_problem=self._storage_problem,
+            error=state.error, retries_used=state.retries_used, max_retries=state.max_retries,
+            allowed=self.allowed_commands, ended_because=state.ended_because, deleted=self.deleted,
+            last_seq=state.last_seq,
+        )
+
+    def _refusal(self, command: Command) -> str | None:
+        """Why a person's `command` would be refused now, or None when it would be accepted."""
+        if self.deleted:
+            return "the debate was deleted"
+        if self._storage_problem is not None:
+            return f"storage is unavailable ({self._storage_problem}); try again once it is back"
+        machine = self.state.machine
+        if command is Command.RESUME and self.state.status is State.IDLE:
+            return "it is starting" if self.running else None
+        params = {"manual": True} if command is Command.RETRY else {}
+        if machine.can(COMMAND_EVENTS[command], **params):
+            return None
+        try:
+            machine.require(COMMAND_EVENTS[command], **params)
+        except TransitionNotAllowed as exc:
+            return exc.reason or str(exc)
+        return None  # pragma: no cover - `can` and `require` agree
+
+    def _check(self, command: Command) -> None:
+        """Raise `TransitionNotAllowed` (saying why) unless a person may send `command` now."""
+        reason = self._refusal(command)
+        if reason is not None:
+            raise TransitionNotAllowed(self.state.status, COMMAND_EVENTS[command], reason)
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def send(self, command: Command | str, *, actor: str, **args: Any) -> CommandResult:
+        """Carry out a person's command, recorded with `actor` (a username, `cli`, `share-link`).
+
+        Raises `TransitionNotAllowed` (saying why) when the debate cannot take it now, and
+        `pydantic.ValidationError` (a `ValueError`) for arguments the command does not take."""
+        command = Command(command)
+        parsed = parse_args(command, args)
+        match command:
+            case Command.PAUSE:
+                return await self._pause(actor)
+            case Command.RESUME:
+                return await self._resume(actor)
+            case Command.STOP:
+                assert isinstance(parsed, StopArgs)
+                return await self._stop(parsed.verdict, parsed.reason, actor)
+            case Command.RETRY:
+                return await self._retry(actor)
+            case Command.ACKNOWLEDGE_WARNING:
+                return await self._acknowledge(actor)
+            case Command.ANSWER_CLARIFICATION:
+                assert isinstance(parsed, AnswerArgs)
+                return await self._answer(parsed.answers, actor)
+        assert_never(command)
 
     def ensure_running(self) -> None:
         """Start the runner task if there is work to do and none is running."""
-        if self.running:
+        if self.running or self._storage_problem is not None or self.deleted:
             return
         if self.state.status in ACTIVE_STATES or self.state.status is State.IDLE:
             self._task = self._task_factory(self._run())
 
     async def join(self) -> State:
-        """Wait until the runner stops (the debate ended or waits for a person)."""
-        while self._task is not None and not self._task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
+        """Wait until the runner stops (the debate ended or waits for a person). Cancelling the
+        caller cancels only the wait, never the runner."""
+        while (task := self._task) is not None and not task.done():
+            await asyncio.wait({task})  # raises the caller's own cancellation; ignores the runner's
         return self.state.status
 
-    # Every command takes the `actor` who asked for it (a username, `cli`, `system`, `share-link`):
-    # it is recorded with the transition, so the log says who paused, stopped or answered.
+    # The methods below are the older spelling of `send` (kept for callers not yet migrated). Each
+    # takes the `actor` who asked: it is recorded with the transition, so the log says who paused,
+    # stopped or answered. Without an actor the step is the system's (an automatic retry, say).
 
-    async def pause(self, interrupted: bool = False, actor: str | None = None) -> None:
-        async with self._command_lock:
-            self._require(Event.PAUSE)
-            await self._halt()
-            await self._transition(Event.PAUSE, actor=actor, interrupted=interrupted,
-                                   position=self.state.machine.context.position.model_dump())
+    async def pause(self, interrupted: bool = False, actor: str | None = None, reason: str | None = None) -> None:
+        await self._pause(actor, interrupted=interrupted, reason=reason)
 
     async def resume(self, actor: str | None = None) -> None:
-        async with self._command_lock:
-            await self._transition(Event.RESUME, actor=actor)
-            self.ensure_running()
+        await self._resume(actor)
 
     async def stop(self, verdict: bool = True, reason: str = "stopped by user", actor: str | None = None) -> None:
+        await self._stop(verdict, reason, actor)
+
+    async def retry(self, actor: str | None = None) -> None:
+        await self._retry(actor)
+
+    async def acknowledge_warning(self, actor: str | None = None) -> None:
+        await self._acknowledge(actor)
+
+    async def answer_clarification(self, answers: dict[str, list[str]], actor: str | None = None) -> None:
+        """Record the user's answers (per participant, in question order; '' = unanswered)."""
+        await self._answer(answers, actor)
+
+    async def _pause(self, actor: str | None, interrupted: bool = False, reason: str | None = None) -> CommandResult:
         async with self._command_lock:
-            self._require(Event.STOP)
+            self._check(Command.PAUSE)
+            await self._halt()
+            params: dict[str, Any] = {"interrupted": interrupted,
+                                      "position": self.state.machine.context.position.model_dump()}
+            if reason:
+                params["reason"] = reason
+            await self._halted_transition(Event.PAUSE, actor, params)
+        return CommandResult(Command.PAUSE, Event.PAUSE,
+                             "Marked interrupted." if interrupted else f"Paused by {actor or SYSTEM_ACTOR}.")
+
+    async def _resume(self, actor: str | None) -> CommandResult:
+        async with self._command_lock:
+            self._check(Command.RESUME)
+            if self.state.status is State.IDLE:  # created but never started: start it now
+                person = actor if actor and actor != SYSTEM_ACTOR else None
+                await self._transition(Event.START, actor=person or self.state.created_by or None)
+                self.ensure_running()
+                return CommandResult(Command.RESUME, Event.START, f"Started by {actor or SYSTEM_ACTOR}.")
+            await self._transition(Event.RESUME, actor=actor)
+            self.ensure_running()
+        return CommandResult(Command.RESUME, Event.RESUME, f"Resumed by {actor or SYSTEM_ACTOR}.")
+
+    async def _stop(self, verdict: bool, reason: str, actor: str | None) -> CommandResult:
+        async with self._command_lock:
+            self._check(Command.STOP)
             # Stopping with a verdict while the judge is already at work: let it finish rather than
             # cancel and pay for the same judging twice.
             if not (verdict and self.state.status is State.JUDGING):
                 await self._halt()
-            await self._transition(Event.STOP, actor=actor, verdict=verdict, reason=reason,
-                                   position=self.state.machine.context.position.model_dump())
+            await self._halted_transition(Event.STOP, actor, {
+                "verdict": verdict, "reason": reason, "position": self.state.machine.context.position.model_dump()})
             self.ensure_running()
+            judged = self.state.status is State.JUDGING
+        who = actor or SYSTEM_ACTOR
+        return CommandResult(Command.STOP, Event.STOP, f"Stopped by {who}; the judge rules on what was said."
+                             if judged else f"Stopped by {who} without a verdict.")
 
-    async def retry(self, actor: str | None = None) -> None:
+    async def _retry(self, actor: str | None) -> CommandResult:
+        """A person's retry (any actor but the system) runs the failed step again whatever automatic
+        retries were used, and grants a fresh automatic budget; the system's retry needs one left."""
+        manual = bool(actor) and actor != SYSTEM_ACTOR
         async with self._command_lock:
-            await self._transition(Event.RETRY, actor=actor)
+            state = self.state
+            if manual:
+                self._check(Command.RETRY)
+            else:
+                state.machine.require(Event.RETRY)
+            exhausted = not state.machine.can(Event.RETRY)  # the automatic budget was used up
+            error = state.error or {}
+            params: dict[str, Any] = {"manual": True} if manual else {}
+            await self._transition(Event.RETRY, actor=actor, **params)
             self.ensure_running()
+        what = f" ({error.get('provider') or 'error'}: {error.get('message')})" if error.get("message") else ""
+        if not manual:
+            message = f"Retrying the failed step automatically{what}."
+        elif exhausted:
+            message = (f"Retried by {actor}: the failed step{what} runs again. Its {state.max_retries} automatic "
+                       f"retries had been used up; it has a fresh budget of {state.max_retries}.")
+        else:
+            message = f"Retried by {actor}: the failed step{what} runs again."
+        return CommandResult(Command.RETRY, Event.RETRY, message)
 
-    async def acknowledge_warning(self, actor: str | None = None) -> None:
+    async def _acknowledge(self, actor: str | None) -> CommandResult:
         async with self._command_lock:
+            self._check(Command.ACKNOWLEDGE_WARNING)
             await self._transition(Event.ACKNOWLEDGE_WARNING, actor=actor)
             self.ensure_running()
+        return CommandResult(Command.ACKNOWLEDGE_WARNING, Event.ACKNOWLEDGE_WARNING,
+                             f"Spending warning acknowledged by {actor or SYSTEM_ACTOR}; the debate continues.")
+
+    async def _answer(self, answers: dict[str, list[str]], actor: str | None) -> CommandResult:
+        async with self._command_lock:
+            self._check(Command.ANSWER_CLARIFICATION)
+            iteration = len(self.state.clarifications)
+            clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
+            answer: dict[str, Any] = {"iteration": iteration, "answers": clean}
+            if actor:
+                answer["actor"] = actor
+            await self._commit(EventKind.CLARIFICATION_ANSWER, answer, idem_key=f"answer/{iteration}")
+            await self._transition(Event.CLARIFICATION_ANSWERED, actor=actor)
+            self.ensure_running()
+        return CommandResult(Command.ANSWER_CLARIFICATION, Event.CLARIFICATION_ANSWERED,
+                             "Answers recorded; the debate continues.")
+
+    async def _halted_transition(self, event: Event, actor: str | None, params: dict[str, Any]) -> None:
+        """A transition sent after the runner was halted: if storage fails, nobody drives the debate
+        any more, so it is interrupted until the record can be finished."""
+        try:
+            await self._transition(event, actor=actor, **params)
+        except Exception as exc:
+            if is_storage_error(exc) and self.state.status in ACTIVE_STATES:
+                self._storage_failed(exc)
+            raise
 
     async def record_action(self, action: str, actor: str, detail: dict[str, Any] | None = None) -> None:
         """Note in the log something a person did that is not a transition (a share link created or
@@ -166,63 +422,63 @@ class DebateSession(ProviderCalls, SpendingGuard):
             data["detail"] = detail
         await self._commit(EventKind.ACTION, data)
 
-    async def answer_clarification(self, answers: dict[str, list[str]], actor: str | None = None) -> None:
-        """Record the user's answers (per participant, in question order; '' = unanswered)."""
-        async with self._command_lock:
-            self._require(Event.CLARIFICATION_ANSWERED)
-            iteration = len(self.state.clarifications)
-            clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
-            answer: dict[str, Any] = {"iteration": iteration, "answers": clean}
-            if actor:
-                answer["actor"] = actor
-            await self._commit(EventKind.CLARIFICATION_ANSWER, answer, idem_key=f"answer/{iteration}")
-            await self._transition(Event.CLARIFICATION_ANSWERED, actor=actor)
-            self.ensure_running()
-
     async def catch_up(self) -> int:
         """Fold in and broadcast events another process appended to this debate's log (a debate run
         by the CLI, say, watched from the web app); returns how many. Nothing to do while this
-        process runs the debate itself."""
-        if self.running:
+        process runs the debate itself, nor while its storage is unavailable."""
+        if self.running or self._storage_problem is not None:
             return 0
         async with self._commit_lock:
             newer = await self.store.events_after(self.id, self.state.last_seq)
+            if not newer:
+                return 0
+            state = self.state.fork()
             try:
                 for event in newer:
-                    self.state.apply(event)
-            except TransitionNotAllowed:  # cannot happen with a sound log; rebuild rather than guess
+                    state.apply(event)
+            except (TransitionNotAllowed, ValueError):  # cannot happen with a sound log; rebuild, not guess
                 await self._reload()
+            else:
+                self.state.adopt(state)
         for event in newer:
             self._publish(event)
         return len(newer)
 
     async def shutdown(self) -> None:
         """Stop working without recording anything (a process exit is like a crash)."""
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None and not recorder.done():
+            recorder.cancel()
+            await asyncio.wait({recorder})
         await self._halt()
 
     def _require(self, event: Event) -> None:
         self.state.machine.require(event)
 
     async def _halt(self) -> None:
-        task, self._task = self._task, None
+        """Cancel the runner and wait until it has stopped. Cancelling the caller stops the wait (the
+        runner, already cancelled, still ends; `running` stays true until it has)."""
+        task = self._task
         if task is not None and not task.done() and task is not asyncio.current_task():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})  # raises the caller's own cancellation, never swallows it
+        if self._task is task:
+            self._task = None
         for key in list(self.live):
             self._abort_live(key, "cancelled")
 
     # --- committing ------------------------------------------------------------------------
 
-    async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
+    async def _commit(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None = None,
                       transition: tuple[Event, dict[str, Any]] | None = None,
                       actor: str | None = None) -> DebateEvent | None:
-        """Persist, then apply and broadcast, one event. Shielded: a cancelled caller cannot leave
+        """Persist, then swap in and broadcast, one event. Shielded: a cancelled caller cannot leave
         the in-memory state and the log disagreeing."""
         inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition, actor))
+        inner.add_done_callback(_retrieve)
         return await asyncio.shield(inner)
 
-    async def _commit_inner(self, kind: EventKind, data: dict[str, Any], idem_key: str | None,
+    async def _commit_inner(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None,
                             transition: tuple[Event, dict[str, Any]] | None,
                             actor: str | None = None) -> DebateEvent | None:
         async with self._commit_lock:
@@ -230,23 +486,35 @@ class DebateSession(ProviderCalls, SpendingGuard):
             at = utcnow()
             if kind is EventKind.TURN and idem_key in state.turn_keys:
                 return None
+            # Fold into a copy: until the log has the event, the state (and everyone reading it) is
+            # exactly as before, whatever fails on the way.
+            new = state.fork()
             if transition is not None:
                 event, params = transition
-                source, target = state.machine.send(event, at=at, **params)  # raises, changing nothing
+                source, target = new.machine.send(event, at=at, **params)  # raises, changing nothing
                 data = {"event": event.value, "from": source.value, "to": target.value, "params": params}
-                if actor:  # transitions the runner makes by itself are the system's (the default)
+                if actor and actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
                     data["actor"] = actor
-            record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=data)
+            payload = data if isinstance(data, Payload) else parse_payload(kind, data)
+            if payload_kind(payload) is not kind:
+                raise ValueError(f"a {payload_kind(payload)} payload cannot be stored as a {kind} event")
+            stored_data = payload.to_data()
+            record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=stored_data)
+            record.__dict__["payload"] = payload  # already validated: `DebateEvent.payload` need not parse again
+            new.apply(record, sent=transition is not None)
             try:
-                state.apply(record, sent=transition is not None)
-                stored = await self.store.append(state.id, kind, data, idem_key=idem_key,
-                                                 summary=state.summary(), at=at, expected_seq=record.seq)
-            except BaseException:  # nothing half-applied survives: rebuild the view from the log
+                stored = await self.store.append(state.id, kind, stored_data, idem_key=idem_key,
+                                                 summary=new.summary(), at=at, expected_seq=record.seq)
+            except StaleWrite:  # another process wrote to this debate: read the log as it now is
                 await self._reload()
                 raise
             if stored is None:  # already in the log (a replay): the log wins
                 await self._reload()
                 return None
+            if transition is None or "position" not in transition[1]:
+                # where the debate is may have been noted meanwhile (a turn just started): keep it
+                new.machine.context.position = state.machine.context.position
+            state.adopt(new)  # the swap: no await between the commit and it
         self._publish(record)
         return record
 
@@ -262,37 +530,112 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
         return await self._commit(EventKind.TRANSITION, {}, transition=(event, params), actor=actor)
 
+    # --- storage faults --------------------------------------------------------------------
+
+    def _storage_failed(self, exc: BaseException) -> None:
+        """Storage failed while nobody else will write for this debate: interrupt it in memory and
+        keep trying to record the interruption until storage is back."""
+        if self._storage_problem is not None:
+            return
+        self._storage_problem = _describe_storage(exc)
+        log.error("debate %s: storage unavailable (%s); interrupted until it can be recorded",
+                  self.id, self._storage_problem)
+        for key in list(self.live):
+            self._abort_live(key, "storage unavailable")
+        self.broadcaster.emit(LiveStatus(self.id, "storage_unavailable", self._storage_problem))
+        self._recorder = self._task_factory(self._finish_record())
+
+    async def _finish_record(self) -> None:
+        """Retry (with backoff) until the interruption is in the log, then lift the in-memory one."""
+        delay = self.storage_retry_base
+        problem = self._storage_problem or "storage unavailable"
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                try:
+                    await self._record_interruption(problem)
+                except StaleWrite as exc:  # another process drives it now; our view was reloaded
+                    log.warning("%s", exc)
+                except Exception as exc:
+                    if not is_storage_error(exc):
+                        log.exception("debate %s: recording the interruption failed", self.id)
+                    else:
+                        delay = min(delay * 2, STORAGE_RETRY_CAP)
+                        continue
+                break
+        finally:
+            if self._recorder is asyncio.current_task():
+                self._recorder = None
+        self._storage_problem = None
+        log.warning("debate %s: storage is back; the debate is %s", self.id, self.state.status.value)
+        self.broadcaster.emit(LiveStatus(self.id, "storage_restored"))
+        if self._on_release is not None:
+            self._on_release(self)
+
+    async def _record_interruption(self, problem: str) -> None:
+        async with self._command_lock:
+            async with self._commit_lock:
+                await self._reload()  # the log is the truth: a write that failed may yet have landed
+            state = self.state
+            if state.status in ACTIVE_STATES or state.status is State.IDLE:
+                await self._transition(Event.PAUSE, interrupted=True, reason=f"storage was unavailable: {problem}",
+                                       position=state.machine.context.position.model_dump())
+
     # --- the loop --------------------------------------------------------------------------
 
     async def _run(self) -> None:
         try:
-            while True:
-                status = self.state.status
-                if status in TERMINAL_STATES or status in WAITING_STATES:
-                    return
-                if status is State.IDLE:  # started on behalf of whoever created it
-                    await self._transition(Event.START, actor=self.state.created_by or None)
-                elif status is State.INITIALIZING:
-                    await self._initialize()
-                elif status is State.CLARIFYING:
-                    await self._clarify()
-                elif status in (State.PREPARATION, State.DEBATING):
-                    await self._advance()
-                elif status is State.JUDGING:
-                    await self._judge()
+            await self._drive()
         except asyncio.CancelledError:
             raise
-        except BudgetExceeded as exc:
-            await self._stop_for_budget(exc.what, exc.estimate)
-        except StaleWrite as exc:
-            # Another process now drives this debate (e.g. a web app that restarted and marked it
-            # interrupted): stop here and leave the log as it wrote it; our view was reloaded.
-            log.warning("%s", exc)
-        except ProviderError as exc:
-            await self._fail(exc)
         except Exception as exc:
-            log.exception("debate %s failed", self.id)
-            await self._fail(ProviderError(ErrorKind.FATAL, "rostrum", f"internal error: {exc}", reason="internal"))
+            await self._handle_failure(exc)
+        finally:
+            if self._on_release is not None and self.state.status in TERMINAL_STATES:
+                self._on_release(self)
+
+    async def _drive(self) -> None:
+        while True:
+            status = self.state.status
+            if status in TERMINAL_STATES or status in WAITING_STATES:
+                return
+            if status is State.IDLE:  # started on behalf of whoever created it
+                await self._transition(Event.START, actor=self.state.created_by or None)
+            elif status is State.INITIALIZING:
+                await self._initialize()
+            elif status is State.CLARIFYING:
+                await self._clarify()
+            elif status in (State.PREPARATION, State.DEBATING):
+                await self._advance()
+            elif status is State.JUDGING:
+                await self._judge()
+
+    async def _handle_failure(self, exc: Exception) -> None:
+        """Take the proper path for what stopped the loop — also when it comes out of a parallel
+        phase's TaskGroup as an exception group."""
+        problem = primary_failure(exc)
+        try:
+            if isinstance(problem, StaleWrite):
+                # Another process now drives this debate (e.g. a web app that restarted and marked it
+                # interrupted): stop here and leave the log as it wrote it; our view was reloaded.
+                log.warning("%s", problem)
+            elif is_storage_error(problem):
+                self._storage_failed(problem)
+            elif isinstance(problem, BudgetExceeded):
+                await self._stop_for_budget(problem.what, problem.estimate)
+            elif isinstance(problem, ProviderError):
+                await self._fail(problem)
+            else:
+                log.error("debate %s failed", self.id, exc_info=problem)
+                await self._fail(ProviderError(ErrorKind.FATAL, "rostrum", f"internal error: {problem}",
+                                               reason="internal"))
+        except StaleWrite as again:
+            log.warning("%s", again)
+        except Exception as again:
+            if is_storage_error(again):  # recording the failure failed too
+                self._storage_failed(again)
+            else:
+                log.exception("debate %s: recording its failure failed", self.id)
 
     async def _fail(self, exc: ProviderError) -> None:
         for key in list(self.live):
@@ -363,38 +706,39 @@ class DebateSession(ProviderCalls, SpendingGuard):
 
     async def _close_markers(self) -> None:
         """Send PHASE_COMPLETE / ROUND_COMPLETE for groups finished but not yet marked (crash-safe)."""
-        state = self.state
-        block = {p.id for p in round_phases(state.format)}
+        fmt = self.state.format
+        block = {p.id for p in round_phases(fmt)}
         for phase, round_no in self._phase_groups():
             if self._first_unfinished(phase, round_no) is not None:
                 return
-            if (phase.id, round_no) not in state.phase_marks:
-                if state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
+            # `self.state` is read afresh after every commit: each one swaps in a new state.
+            if (phase.id, round_no) not in self.state.phase_marks:
+                if self.state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
                     continue
                 await self._transition(Event.PHASE_COMPLETE, phase=phase.id, round=round_no,
-                                       position=state.machine.context.position.model_dump())
-            last_of_block = phase.id in block and phase.id == round_phases(state.format)[-1].id
-            if last_of_block and round_no not in state.round_marks:
+                                       position=self.state.machine.context.position.model_dump())
+            last_of_block = phase.id in block and phase.id == round_phases(fmt)[-1].id
+            if last_of_block and round_no not in self.state.round_marks:
                 await self._transition(Event.ROUND_COMPLETE, round=round_no,
-                                       position=state.machine.context.position.model_dump())
+                                       position=self.state.machine.context.position.model_dump())
             if self.state.status is not State.DEBATING and self.state.status is not State.PREPARATION:
                 return
 
     async def _next_step(self) -> Step | None:
-        state, fmt = self.state, self.state.format
+        fmt, total = self.state.format, self.state.total_rounds
         for phase in pre_phases(fmt):
             if step := self._first_unfinished(phase, 1):
                 return step
         kind = fmt.termination.kind
-        for round_no in range(1, state.total_rounds + 1):
+        for round_no in range(1, total + 1):
             for phase in round_phases(fmt):
                 if step := self._first_unfinished(phase, round_no):
                     return step
             decision: dict[str, Any] = {}
             if kind != "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
-                decision = state.round_decisions.get(round_no) or await self._decide_round(round_no)
+                decision = self.state.round_decisions.get(round_no) or await self._decide_round(round_no)
             if round_phases(fmt):
-                last = bool(decision.get("stop")) or round_no == state.total_rounds
+                last = bool(decision.get("stop")) or round_no == total
                 await self._after_round(round_no, last)
             if decision.get("stop"):
                 break
@@ -498,8 +842,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 notes.append(rejection_note(word_count(text), limit))
                 second = await self._call(participant, shorter_request(request, text, limit), slot=slot)
                 result.usage = result.usage + second.usage
-                result.cost_usd = None if None in (result.cost_usd, second.cost_usd) else (
-                    result.cost_usd + second.cost_usd)
+                first_usd, second_usd = result.cost_usd, second.cost_usd
+                result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
                 text = second.text.strip()
                 notes.append(f"the shorter answer has {word_count(text)} words")
             if word_count(text) > limit:
@@ -530,6 +874,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _judge(self) -> None:
         state = self.state
         config = state.config
+        if state.verdict is not None:  # committed before an interruption: never ask (and pay) again
+            await self._transition(Event.VERDICT_READY)
+            return
         calls: list[dict[str, Any]] = []
 
         async def call(spec: JudgeSpec, request: ProviderRequest) -> str:
@@ -552,9 +899,15 @@ class DebateSession(ProviderCalls, SpendingGuard):
             if synthesis is not None:
                 verdict.synthesis, record = synthesis
                 calls.append(record)
-        verdict.ended_because = state.ended_because or (
-            None if state.machine.context.stopping else "all rounds completed")
+        now = self.state  # a stop may have arrived while the judge worked
+        verdict.ended_because = now.ended_because or (None if now.stopping else "all rounds completed")
         await self._commit(EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": calls},
                            idem_key="verdict")
         await self._transition(Event.VERDICT_READY)
 
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a shielded commit's outcome as seen (its caller may have been cancelled meanwhile)."""
+    if not task.cancelled():
+        task.exception()

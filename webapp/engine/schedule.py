@@ -7,12 +7,17 @@ how the log knows a turn is finished and must never be requested again.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
 
 from webapp.engine.formats import Format, Phase, get_format
-from webapp.models import DebateConfig, Participant
+from webapp.hygiene import has_visible_text
+from webapp.models import TEMPERATURE_IGNORED_BY, DebateConfig, Participant
+
+# A participant's colour goes into the pages' style attributes: only #rgb or #rrggbb.
+COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 
 
 class ConfigError(ValueError):
@@ -67,8 +72,35 @@ def default_cast(fmt: Format) -> list[Participant]:
     return [Participant(name=seat.name, position=seat.position) for seat in fmt.cast]
 
 
+def _check_input(config: DebateConfig) -> None:
+    """What a new debate must not be given, checked here rather than in the model so that a debate
+    stored before these checks existed still loads."""
+    if not has_visible_text(config.topic):
+        raise ConfigError("topic", "the topic has no visible text (only invisible characters such as zero-width "
+                                   "spaces, byte-order marks or control characters)")
+    for index, participant in enumerate(config.participants):
+        if participant.color and not COLOR.match(participant.color):
+            raise ConfigError(f"participants[{index}].color",
+                              f"{participant.color!r} is not a colour; use #rgb or #rrggbb, e.g. #2563eb")
+
+
+def speaks(fmt: Format, participant: Participant, config: DebateConfig) -> bool:
+    """Whether any phase of the format gives this participant a turn."""
+    return any(p.id == participant.id for phase in fmt.phases for slot in phase.speakers
+               for p in speakers_for(slot.side, config))
+
+
+def _who_speaks(fmt: Format) -> str:
+    if any(slot.side == "*" for phase in fmt.phases for slot in phase.speakers):
+        return f"{fmt.title} gives turns to every position except moderator"
+    sides = sorted(fmt.sides)
+    return f"{fmt.title} gives turns only to the position{'s' if len(sides) > 1 else ''} " + \
+        " and ".join(repr(side) for side in sides)
+
+
 def prepare_config(config: DebateConfig) -> DebateConfig:
     """Fill the default cast and check the config against its format; raises `ConfigError`."""
+    _check_input(config)
     try:
         fmt = get_format(config.format)
     except KeyError as exc:
@@ -94,6 +126,12 @@ def prepare_config(config: DebateConfig) -> DebateConfig:
     debaters = [p for p in config.participants if p.position != "moderator"]
     if not debaters:
         raise ConfigError("participants", "at least one participant must not be a moderator")
+    for index, participant in enumerate(config.participants):
+        if not speaks(fmt, participant, config):  # silent, yet a judge would score them (and they could win)
+            raise ConfigError(
+                f"participants[{index}].position",
+                f"{participant.name} ({participant.position}) would never speak: {_who_speaks(fmt)}",
+            )
     if config.rounds is not None:
         term = fmt.termination
         if not fmt.has_rounds:
@@ -104,6 +142,22 @@ def prepare_config(config: DebateConfig) -> DebateConfig:
                 f"{fmt.title} takes {term.min_rounds} to {term.max_rounds} rounds, got {config.rounds}",
             )
     return config
+
+
+def config_notes(config: DebateConfig) -> list[str]:
+    """Warnings about a valid config: settings that will have no effect. Shown before a debate starts
+    (the CLI prints them); never a reason to refuse it."""
+    notes: list[str] = []
+    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
+    if config.judge.enabled:
+        specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
+        if config.judge.fallback is not None:
+            specs.append(("judge.fallback", config.judge.fallback))
+    for field, spec in specs:
+        if spec.temperature is not None and spec.provider in TEMPERATURE_IGNORED_BY:
+            notes.append(f"{field}.temperature: {spec.provider.title()} does not accept a temperature, so "
+                         f"{spec.temperature:g} is not sent (the model's default is used)")
+    return notes
 
 
 def total_rounds(fmt: Format, config: DebateConfig) -> int:

@@ -2,24 +2,53 @@
 
 `DebateState.from_events(events)` rebuilds everything — machine state and context, finished turns,
 costs, warnings, verdict — so a restarted process resumes exactly where the log says it stopped.
+
+Every event kind has exactly one handler (`HANDLERS`, checked at import and by a test), called with
+the event's typed payload (`webapp.engine.events`). The runner folds a new event into a `fork()` of
+the state and swaps it in (`adopt`) only once the event is committed, so a failed write leaves the
+state it had; a fork copies the machine and, on first write, only the containers the event changes.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from webapp.engine.budget import Ledger
+from webapp.engine.events import (
+    ActionPayload,
+    ClarificationAnswerPayload,
+    ClarificationQuestionsPayload,
+    CreatedPayload,
+    ErrorPayload,
+    Payload,
+    RoundDecisionPayload,
+    RoundScoresPayload,
+    SummaryPayload,
+    TransitionPayload,
+    TurnPayload,
+    VerdictPayload,
+)
 from webapp.engine.formats import Format, get_format
-from webapp.engine.machine import DebateMachine, MachineContext, State
+from webapp.engine.machine import DebateMachine, Event, MachineContext, Position, State
 from webapp.engine.schedule import total_rounds
-from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Usage, Verdict
+from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Verdict
 
 SYSTEM_ACTOR = "system"  # transitions the runner makes by itself
 
+# Containers a handler may change: a fork shares them until it first writes to one (copy on write).
+_CONTAINERS = ("turns", "turn_keys", "transitions", "actions", "warnings", "errors", "notes", "round_decisions",
+               "round_scores", "clarifications", "answers", "summaries", "phase_marks", "round_marks", "ledger")
+
 
 class DebateState:
-    """Everything known about one debate, derived from its events."""
+    """Everything known about one debate, derived from its events.
+
+    Read it, never change it: it is replaced (not mutated) as events are committed. The read-only
+    properties below (`status`, `position`, `interrupted`, `error`, …) are the public view of the
+    machine; `machine` itself is the engine's."""
 
     def __init__(self, debate_id: str, config: DebateConfig, created_at: datetime) -> None:
         self.id = debate_id
@@ -41,6 +70,8 @@ class DebateState:
         self.actions: list[dict[str, Any]] = []  # what people did: commands and other actions, by whom
         self.warnings: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
+        # Retry notes ({"type": "retry", "turn": key or purpose, "attempt", "error", "wait_s", "at"}),
+        # on-topic checks and "no more questions": kept in the log, so a reload shows them too.
         self.notes: list[dict[str, Any]] = []
         self.verdict: Verdict | None = None
         self.ledger = Ledger()
@@ -54,12 +85,56 @@ class DebateState:
         self.cost_warned = False
         self.last_seq = 0
         self.total_rounds = total_rounds(self.format, config)
+        self._shared: set[str] = set()
 
     # --- derived views ---------------------------------------------------------------------
 
     @property
     def status(self) -> State:
         return self.machine.state
+
+    @property
+    def position(self) -> Position:
+        """Where in the format the debate is (the turn being taken, or the one cut off)."""
+        return self.machine.context.position.model_copy()
+
+    @property
+    def interrupted(self) -> bool:
+        """Paused by a restart, a crash or unavailable storage, rather than by a person."""
+        return self.status is State.PAUSED and self.machine.context.interrupted
+
+    @property
+    def interruption(self) -> str | None:
+        """Why it was interrupted, when the log says (None for a person's pause)."""
+        return self.machine.context.interruption if self.interrupted else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The provider error the debate stopped on (while in `error`), as recorded."""
+        error = self.machine.context.error
+        return dict(error) if error is not None else None
+
+    @property
+    def retries_used(self) -> int:
+        """Automatic retries used since a person last retried."""
+        return self.machine.context.retries_used
+
+    @property
+    def max_retries(self) -> int:
+        return self.machine.context.max_retries
+
+    @property
+    def stopping(self) -> bool:
+        """A stop was asked for (the verdict may still be coming)."""
+        return self.machine.context.stopping
+
+    @property
+    def phase_durations(self) -> dict[str, float]:
+        return dict(self.machine.context.phase_durations)
+
+    def elapsed(self, now: datetime | None = None) -> float:
+        """Active seconds so far (paused and waiting time excluded)."""
+        return self.machine.elapsed(now)
 
     @property
     def ended_because(self) -> str | None:
@@ -83,8 +158,34 @@ class DebateState:
             "cost_usd": round(self.ledger.total_usd, 6),
             "turn_count": len(self.turns),
             "unpriced": int(bool(self.ledger.unpriced_models)),
-            "interrupted": int(self.status is State.PAUSED and self.machine.context.interrupted),
+            "interrupted": int(self.interrupted),
         }
+
+    # --- copies ----------------------------------------------------------------------------
+
+    def fork(self) -> DebateState:
+        """A state to fold new events into without touching this one: the machine is copied now,
+        each container on the fork's first write to it."""
+        twin = copy.copy(self)
+        twin.machine = self.machine.copy()
+        twin._shared = set(_CONTAINERS)
+        return twin
+
+    def adopt(self, fork: DebateState) -> None:
+        """Take over the contents of a fork of this state once its events are committed: the swap.
+        This object stays the debate's state (whoever holds it sees the committed events), and only
+        a reload from the log replaces it."""
+        self.__dict__.update(fork.__dict__)
+        self._shared = set()
+
+    def _own(self, name: str) -> Any:
+        """The container `name`, copied first if it is still shared with the state this was forked from."""
+        value = getattr(self, name)
+        if name in self._shared:
+            value = copy.deepcopy(value) if name == "ledger" else copy.copy(value)
+            setattr(self, name, value)
+            self._shared.discard(name)
+        return value
 
     # --- the fold --------------------------------------------------------------------------
 
@@ -93,92 +194,120 @@ class DebateState:
         if not events or events[0].kind is not EventKind.CREATED:
             raise ValueError("a debate's log must start with its CREATED event")
         first = events[0]
-        state = cls(first.debate_id, DebateConfig.model_validate(first.data["config"]), first.at)
-        state.created_by = str(first.data.get("actor") or "")
+        created = first.payload
+        assert isinstance(created, CreatedPayload)
+        state = cls(first.debate_id, created.config, first.at)
         for event in events:
             state.apply(event)
         return state
 
     def apply(self, event: DebateEvent, sent: bool = False) -> None:
         """Fold one event in. `sent=True`: a live transition already applied to the machine."""
-        self.last_seq = event.seq
+        payload = event.payload  # validated before anything changes
         if event.kind is EventKind.TRANSITION:
-            self._on_transition(event, sent)
-            return
-        handler = getattr(self, f"_on_{event.kind.value}", None)
-        if handler is not None:
-            handler(event)
+            assert isinstance(payload, TransitionPayload)
+            self._on_transition(event, payload, sent)
+        else:
+            HANDLERS[event.kind](self, event, payload)
+        self.last_seq = event.seq
 
-    def _on_transition(self, event: DebateEvent, sent: bool = False) -> None:
-        data = event.data
-        params = dict(data.get("params") or {})
+    def _on_created(self, event: DebateEvent, payload: CreatedPayload) -> None:
+        self.created_by = payload.actor or ""
+
+    def _on_transition(self, event: DebateEvent, payload: TransitionPayload, sent: bool = False) -> None:
+        params = payload.params.for_machine()
         if not sent:
-            self.machine.send(data["event"], at=event.at, **params)
-        if data["event"] == "PHASE_COMPLETE" and params.get("phase"):
-            self.phase_marks.add((params["phase"], int(params.get("round", 1))))
-        if data["event"] == "ROUND_COMPLETE" and params.get("round"):
-            self.round_marks.add(int(params["round"]))
-        actor = str(data.get("actor") or SYSTEM_ACTOR)
-        self.transitions.append(
-            {"from": data["from"], "to": data["to"], "event": data["event"], "at": event.at.isoformat(),
-             "params": params, "actor": actor}
+            self.machine.send(payload.event, at=event.at, **params)
+        if payload.event is Event.PHASE_COMPLETE and payload.params.phase:
+            self._own("phase_marks").add((payload.params.phase, int(payload.params.round or 1)))
+        if payload.event is Event.ROUND_COMPLETE and payload.params.round:
+            self._own("round_marks").add(int(payload.params.round))
+        actor = payload.actor or SYSTEM_ACTOR
+        self._own("transitions").append(
+            {"from": payload.from_.value, "to": payload.to.value, "event": payload.event.value,
+             "at": event.at.isoformat(), "params": params, "actor": actor}
         )
         if actor != SYSTEM_ACTOR:
-            self.actions.append({"action": data["event"].lower(), "actor": actor, "at": event.at.isoformat(),
-                                 "params": params})
+            self._own("actions").append({"action": payload.event.value.lower(), "actor": actor,
+                                         "at": event.at.isoformat(), "params": params})
 
-    def _on_action(self, event: DebateEvent) -> None:
-        self.actions.append({"action": event.data.get("action", ""), "actor": event.data.get("actor", ""),
-                             "at": event.at.isoformat(), "params": dict(event.data.get("detail") or {})})
+    def _on_action(self, event: DebateEvent, payload: ActionPayload) -> None:
+        self._own("actions").append({"action": payload.action, "actor": payload.actor, "at": event.at.isoformat(),
+                                     "params": dict(payload.detail)})
 
-    def _on_turn(self, event: DebateEvent) -> None:
-        turn = Turn.model_validate(event.data["turn"])
+    def _on_turn(self, event: DebateEvent, payload: TurnPayload) -> None:
+        turn = payload.turn
         if turn.key in self.turn_keys:
             return
-        self.turns.append(turn)
-        self.turn_keys.add(turn.key)
+        self._own("turns").append(turn)
+        self._own("turn_keys").add(turn.key)
         label = f"{turn.provider}:{turn.model}"
-        self.ledger.add(label, turn.speaker, turn.round, turn.usage, turn.cost_usd,
-                        event.data.get("cost_source", ""))
+        self._own("ledger").add(label, turn.speaker, turn.round, turn.usage, turn.cost_usd, payload.cost_source)
 
-    def _on_warning(self, event: DebateEvent) -> None:
-        self.warnings.append({**event.data, "at": event.at.isoformat()})
-        if event.data.get("type") == "cost_warning":
+    def _on_warning(self, event: DebateEvent, payload: Payload) -> None:
+        self._own("warnings").append({**event.data, "at": event.at.isoformat()})
+        if getattr(payload, "type", None) == "cost_warning":
             self.cost_warned = True
 
-    def _on_error(self, event: DebateEvent) -> None:
-        self.errors.append({**event.data, "at": event.at.isoformat()})
+    def _on_error(self, event: DebateEvent, payload: ErrorPayload) -> None:
+        self._own("errors").append({**event.data, "at": event.at.isoformat()})
 
-    def _on_verdict(self, event: DebateEvent) -> None:
-        self.verdict = Verdict.model_validate(event.data["verdict"])
-        self._charge(event)
+    def _on_verdict(self, event: DebateEvent, payload: VerdictPayload) -> None:
+        self.verdict = payload.verdict
+        self._charge(event, payload)
 
-    def _on_round_decision(self, event: DebateEvent) -> None:
-        self.round_decisions[int(event.data["round"])] = dict(event.data)
-        self._charge(event)
+    def _on_round_decision(self, event: DebateEvent, payload: RoundDecisionPayload) -> None:
+        self._own("round_decisions")[payload.round] = dict(event.data)
+        self._charge(event, payload)
 
-    def _on_round_scores(self, event: DebateEvent) -> None:
-        self.round_scores.append(dict(event.data))
-        self._charge(event)
+    def _on_round_scores(self, event: DebateEvent, payload: RoundScoresPayload) -> None:
+        self._own("round_scores").append(dict(event.data))
+        self._charge(event, payload)
 
-    def _on_clarification_questions(self, event: DebateEvent) -> None:
-        self.clarifications.append(dict(event.data))
-        self._charge(event)
+    def _on_clarification_questions(self, event: DebateEvent, payload: ClarificationQuestionsPayload) -> None:
+        self._own("clarifications").append(dict(event.data))
+        self._charge(event, payload)
 
-    def _on_clarification_answer(self, event: DebateEvent) -> None:
-        self.answers.append(dict(event.data))
+    def _on_clarification_answer(self, event: DebateEvent, payload: ClarificationAnswerPayload) -> None:
+        self._own("answers").append(dict(event.data))
 
-    def _on_summary(self, event: DebateEvent) -> None:
-        self.summaries[event.data["key"]] = dict(event.data)
-        self._charge(event)
+    def _on_summary(self, event: DebateEvent, payload: SummaryPayload) -> None:
+        self._own("summaries")[payload.key] = dict(event.data)
+        self._charge(event, payload)
 
-    def _on_note(self, event: DebateEvent) -> None:
-        self.notes.append({**event.data, "at": event.at.isoformat()})
-        self._charge(event)
+    def _on_note(self, event: DebateEvent, payload: Payload) -> None:
+        self._own("notes").append({**event.data, "at": event.at.isoformat()})
+        self._charge(event, payload)
 
-    def _charge(self, event: DebateEvent) -> None:
+    def _charge(self, event: DebateEvent, payload: Payload) -> None:
         """Auxiliary model calls (judge checks, summaries, questions) cost money too."""
-        for call in event.data.get("calls", []):
-            self.ledger.add(call["model"], call.get("participant", "judge"), int(event.data.get("round", 0)),
-                            Usage.model_validate(call.get("usage") or {}), call.get("cost_usd"),
-                            call.get("cost_source", ""))
+        calls = getattr(payload, "calls", None) or []
+        if not calls:
+            return
+        ledger = self._own("ledger")
+        round_no = int(getattr(payload, "round", 0) or 0)
+        for call in calls:
+            ledger.add(call.model, call.participant, round_no, call.usage, call.cost_usd, call.cost_source)
+
+
+Handler = Callable[[DebateState, DebateEvent, Any], None]
+
+# One handler per event kind; a kind without one is a programming error caught at import.
+HANDLERS: dict[EventKind, Handler] = {
+    EventKind.CREATED: DebateState._on_created,
+    EventKind.TRANSITION: lambda state, event, payload: state._on_transition(event, payload),
+    EventKind.TURN: DebateState._on_turn,
+    EventKind.WARNING: DebateState._on_warning,
+    EventKind.ERROR: DebateState._on_error,
+    EventKind.VERDICT: DebateState._on_verdict,
+    EventKind.ROUND_DECISION: DebateState._on_round_decision,
+    EventKind.ROUND_SCORES: DebateState._on_round_scores,
+    EventKind.CLARIFICATION_QUESTIONS: DebateState._on_clarification_questions,
+    EventKind.CLARIFICATION_ANSWER: DebateState._on_clarification_answer,
+    EventKind.SUMMARY: DebateState._on_summary,
+    EventKind.NOTE: DebateState._on_note,
+    EventKind.ACTION: DebateState._on_action,
+}
+_unhandled = set(EventKind) - set(HANDLERS)
+if _unhandled:  # pragma: no cover - a programming error caught at import
+    raise RuntimeError(f"event kinds without a handler in DebateState: {sorted(_unhandled)}")

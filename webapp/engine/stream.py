@@ -57,7 +57,18 @@ class LiveTurnAborted:
     reason: str
 
 
-LiveMessage = LiveEvent | LiveTurnStarted | LiveChunk | LiveTurnAborted
+@dataclass(frozen=True)
+class LiveStatus:
+    """Something about the session changed that is not (yet) in the log — storage became unavailable
+    (`storage_unavailable`: the debate is interrupted) or it is back (`storage_restored`). Re-read the
+    session's read model."""
+
+    debate_id: str
+    change: str
+    detail: str = ""
+
+
+LiveMessage = LiveEvent | LiveTurnStarted | LiveChunk | LiveTurnAborted | LiveStatus
 Listener = Callable[[LiveMessage], None]
 
 
@@ -82,8 +93,9 @@ class LiveTurn:
 class Broadcaster:
     """Fan-out to listeners; a failing listener is logged and never breaks the engine."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_empty: Callable[[], None] | None = None) -> None:
         self._listeners: list[Listener] = []
+        self.on_empty = on_empty  # called when the last listener leaves
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -91,6 +103,8 @@ class Broadcaster:
         def unsubscribe() -> None:
             if listener in self._listeners:
                 self._listeners.remove(listener)
+                if not self._listeners and self.on_empty is not None:
+                    self.on_empty()
 
         return unsubscribe
 

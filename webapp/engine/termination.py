@@ -10,7 +10,6 @@ Judge-side calls go to the first judge; when it fails, the configured fallback j
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,23 +23,18 @@ from webapp.engine.judge import (
 )
 from webapp.engine.prompts import render_history
 from webapp.engine.schedule import TurnSlot
+from webapp.engine.spending import BudgetExceeded
 from webapp.models import JudgeSpec, Participant, Turn
 from webapp.providers.base import Message, ProviderError, ProviderRequest
+from webapp.providers.lexical import content_words, lexical_on_topic  # noqa: F401 (importable from here too)
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
 
-AuxCall = Callable[[Any, ProviderRequest], Awaitable[tuple[str, dict[str, Any]]]]
+# `call(spec, request)` → (text, cost record); with `commit_cost=True` the cost is committed at once.
+AuxCall = Callable[..., Awaitable[tuple[str, dict[str, Any]]]]
 RequestFor = Callable[[JudgeSpec], ProviderRequest]
 
-_STOPWORD_TEXT = """
-a an the of to in on for and or but is are was were be been it this that these those with as by at from
-should would could will can we you they he she i our your their not no do does did have has had than
-then there what which who whom whose why how all any each more most other some such only own same so
-too very just also into over under about against between through during before after above below
-up down out off again further once here when where both few nor
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 # --- judge calls with fallback -----------------------------------------------------------------
@@ -62,9 +56,7 @@ def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, **c
         json_mode=purpose not in ("synthesis", "summary"),
         purpose=purpose,
         context={"topic": state.config.topic, "seed": state.config.seed, **context},
-        connect_timeout=state.config.timeouts.connect,
-        first_token_timeout=state.config.timeouts.first_token,
-    )
+    )  # time limits: set per call for the provider's kind
 
 
 async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) -> tuple[str, list[dict]]:
@@ -251,7 +243,8 @@ def brief(state: DebateState) -> str:
     lines: list[str] = []
     for asked in state.clarifications:
         iteration = asked.get("iteration")
-        answers = next((a["answers"] for a in state.answers if a.get("iteration") == iteration), {})
+        answers: dict[str, list[str]] = next(
+            (a["answers"] for a in state.answers if a.get("iteration") == iteration), {})
         for pid, questions in (asked.get("questions") or {}).items():
             given = answers.get(pid, [])
             for i, question in enumerate(questions):
@@ -331,7 +324,7 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
         return {p.id: [] for p in config.participants}, []
     known = brief(state)
 
-    async def ask(participant: Participant) -> tuple[list[str], dict[str, Any]]:
+    async def ask(participant: Participant) -> list[str]:
         follow_up = iteration > 1
         prompt = (f"Problem: {config.topic}\nYou are {participant.name} ({participant.position}).\n"
                   + (f"What the user already told us:\n{known}\n" if known else "")
@@ -347,9 +340,8 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
             context={"topic": config.topic, "seed": config.seed, "iteration": iteration, "speaker": participant.id,
                      "max_questions": config.clarification_questions,
                      "turn_key": f"clarify/{iteration}/{participant.id}"},
-            connect_timeout=config.timeouts.connect, first_token_timeout=config.timeouts.first_token,
-        )
-        text, record = await call(participant, request)
+        )  # time limits: set per call for the provider's kind
+        text, _ = await call(participant, request, commit_cost=True)
         try:
             raw = extract_json(text).get("questions") or []
             if not isinstance(raw, list):
@@ -357,59 +349,45 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
         except VerdictInvalid:
             raw = [line.strip("-•* ").strip() for line in text.splitlines() if line.strip().endswith("?")]
         items = [str(q).strip()[:500] for q in raw if str(q).strip()]
-        return items[: config.clarification_questions], record
+        return items[: config.clarification_questions]
 
-    results = await asyncio.gather(*(ask(p) for p in config.participants))
-    questions = {p.id: items for p, (items, _) in zip(config.participants, results, strict=True)}
-    return questions, [record for _, record in results]
+    # Side by side, each call's cost committed as it completes: when one fails the others are
+    # cancelled (not left running after the debate errored), and no call's cost is lost.
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(ask(p)) for p in config.participants]
+    except BaseExceptionGroup as failed:
+        raise first_error(failed) from failed
+    questions = {p.id: task.result() for p, task in zip(config.participants, tasks, strict=True)}
+    return questions, []
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first failure inside a (nested) exception group, for callers that expect one error."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
 
 
 # --- strict mode -------------------------------------------------------------------------------
-
-
-def _stem(word: str) -> str:
-    """A very light stemmer: enough for "cities"/"city" or "cars"/"car" to meet in the lexical check."""
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
-        return word[:-2]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    if word.endswith("s") and len(word) >= 4 and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased, lightly stemmed content words (stop words removed)."""
-    return {_stem(w) for w in re.findall(r"[a-z][a-z'-]{2,}", text.lower()) if w not in _STOPWORDS}
-
-
-def lexical_on_topic(topic: str, text: str) -> bool:
-    """The offline check: does the turn share at least one content word with the topic?"""
-    return bool(content_words(text) & content_words(topic))
 
 
 async def check_on_topic(call: AuxCall, state: DebateState, participant: Participant,
                          text: str) -> tuple[str | None, list[dict]]:
     """Strict mode: a note flagging an off-topic turn (else None), and the judge calls made.
 
-    The judge model decides; with the offline demo judge a cheap lexical check is used instead.
+    The judge model decides (the offline demo judge answers from the words of the topic and the turn).
     """
     if not state.config.strict:
         return None, []
-    if state.config.judge.judges[0].provider == "demo":
-        if lexical_on_topic(state.config.topic, text):
-            return None, []
-        return "off-topic: shares no key words with the topic (lexical check)", []
     prompt = (f"Topic: {state.config.topic}\n\nTurn by {participant.name}:\n{text}\n\nIs this turn on topic? "
               'Reply with JSON: {"on_topic": true or false, "reason": "one sentence"}')
     calls: list[dict[str, Any]] = []
     try:
         data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "on_topic",
                                                                   speaker=participant.id), calls)
-    except (VerdictInvalid, ProviderError) as exc:
+    except (VerdictInvalid, ProviderError, BudgetExceeded) as exc:  # the turn itself is paid for: keep it
         return f"on-topic check unavailable: {exc}", calls
     verdict = data.get("on_topic")
     if verdict is False or str(verdict).strip().lower() in ("false", "no"):
@@ -441,7 +419,10 @@ async def synthesize(call: AuxCall, state: DebateState) -> tuple[str, dict[str, 
     prompt = (f"Problem: {state.config.topic}\n" + (f"User's clarifications:\n{known}\n" if known else "")
               + f"\nAll rounds of proposals, critiques and refinements:\n{transcript}\n\n"
               "Write the final solution, drawing on the best of every round.")
-    text, calls = await _ask_text(call, state, lambda spec: _request(spec, state, prompt, "synthesis",
-                                                                     turn_key="synthesis"))
+    try:
+        text, calls = await _ask_text(call, state, lambda spec: _request(spec, state, prompt, "synthesis",
+                                                                         turn_key="synthesis"))
+    except BudgetExceeded:  # the verdict is in; there is no money left for the synthesis
+        return None
     return text, calls[0]
 

@@ -1,9 +1,12 @@
 """The offline demo provider: deterministic, topic-, position- and phase-aware prose, no key needed.
 
 It streams word by word at a configurable rate (`demo` ≈ 40 tokens/s, `demo-instant` without delay;
-`ROSTRUM_DEMO_SPEED` overrides both without changing a word), reports token usage, answers judge
-requests with valid JSON, and can be told to fail at a chosen turn for tests. Every request it
-receives is kept in `received` so tests can check what each speaker was shown.
+the `demo_speed` setting, `ROSTRUM_DEMO_SPEED`, overrides both without changing a word), stops at the
+request's `max_tokens` like a real model, reports token usage, answers judge requests with valid
+JSON worked out from the request, and can be told to fail at a chosen turn for tests. It keeps
+nothing of what it is asked (`RecordingDemoProvider`, a test double, does).
+
+Its simulated price is not here: it comes from the price table (`webapp.engine.budget`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import random
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webapp.models import Usage
 from webapp.providers.base import (
@@ -28,10 +31,12 @@ from webapp.providers.base import (
     estimate_request_tokens,
     estimate_tokens,
 )
+from webapp.providers.lexical import lexical_on_topic
+
+if TYPE_CHECKING:
+    from webapp.settings import Settings
 
 DEMO_MODELS = {"demo": 40.0, "demo-instant": 0.0}
-# Clearly simulated prices (USD per million tokens) so budgets and warnings can be tried offline.
-DEMO_PRICE_PER_MTOK = {"input": 3.0, "output": 15.0}
 FAILURE_KINDS = ("timeout", "rate_limit", "cut", "server", "auth")
 
 _STANCE = {
@@ -113,14 +118,20 @@ def _fit(sentences: list[tuple[int, str]], limit: int) -> str:
     return text if len(parts) <= limit else " ".join(parts[:limit])
 
 
-def _env_speed() -> float | None:
-    raw = os.environ.get("ROSTRUM_DEMO_SPEED")
-    if raw in (None, ""):
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None
+# The on-topic question of `webapp.engine.termination.check_on_topic`.
+_ON_TOPIC = re.compile(r"Topic: (?P<topic>.*?)\n\nTurn by [^\n]*:\n(?P<turn>.*)\n\nIs this turn on topic\?", re.S)
+
+
+def _within(words: list[str], max_tokens: int) -> tuple[list[str], str]:
+    """The words that fit in `max_tokens` (counted as usage counts them), and the finish reason."""
+    kept: list[str] = []
+    size = 0
+    for word in words:
+        size += len(word)
+        if (size + 3) // 4 > max_tokens:  # `estimate_tokens` of the text so far
+            return kept, "length"
+        kept.append(word)
+    return kept, "stop"
 
 
 def parse_failures(spec: str | None) -> dict[int, str]:
@@ -144,26 +155,27 @@ class DemoProvider:
         model: str = "demo",
         speed: float | None = None,
         failures: dict[int, str] | None = None,
+        settings: Settings | None = None,
     ) -> None:
+        """`speed` (tokens per second, 0 = instant) wins over the settings' `demo_speed`, which wins
+        over the model's own pace."""
         self.model = model
-        env_speed = _env_speed()
-        self.speed = speed if speed is not None else env_speed
-        if self.speed is None:
-            self.speed = DEMO_MODELS.get(model, 40.0)
+        if speed is None and settings is not None:
+            speed = settings.demo_speed
+        self.speed = speed if speed is not None else DEMO_MODELS.get(model, 40.0)
         self.failures = failures if failures is not None else parse_failures(os.environ.get("ROSTRUM_DEMO_FAIL"))
         self._failed: set[int] = set()
-        self.received: list[ProviderRequest] = []
 
     async def aclose(self) -> None:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
-        self.received.append(request)
         text = self.compose(request)
         failure = self._failure_for(request)
         if failure in ("rate_limit", "server", "auth"):
             raise self._error(failure)
-        words = re.findall(r"\S+\s*", text)
+        words, finish_reason = _within(re.findall(r"\S+\s*", text), request.max_tokens)
+        text = "".join(words)
         cut_at = len(words) // 2 if failure == "cut" else None
         delay = 1.0 / self.speed if self.speed else 0.0
         for i, word in enumerate(words):
@@ -177,11 +189,13 @@ class DemoProvider:
                 await asyncio.sleep(0)
             yield TextDelta(word)
         usage = Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(text))
-        yield Completion(usage=usage, finish_reason="stop", request_id=None)
+        yield Completion(usage=usage, finish_reason=finish_reason, request_id=None)
 
     def _failure_for(self, request: ProviderRequest) -> str | None:
         number = request.context.get("turn_number")
-        kind = self.failures.get(number) if isinstance(number, int) else None
+        if not isinstance(number, int):
+            return None
+        kind = self.failures.get(number)
         if kind is None:
             return None
         if kind.endswith("!"):
@@ -202,10 +216,15 @@ class DemoProvider:
     # --- writing -------------------------------------------------------------------------------
 
     def compose(self, request: ProviderRequest) -> str:
-        """The full text this request produces (deterministic for a seed and a turn)."""
+        """The full text this request produces (deterministic for a seed and a turn), before any cut
+        at `max_tokens`."""
         ctx = request.context
-        writer = getattr(self, f"_write_{request.purpose}", None)
         rng = _seeded(ctx.get("seed", 0), ctx.get("turn_key", ""), request.purpose, self.model)
+        if request.purpose == "on_topic":
+            return self._write_on_topic(request)
+        if request.purpose == "verdict":
+            return self._write_verdict(rng, ctx, request.max_tokens)
+        writer = getattr(self, f"_write_{request.purpose}", None)
         if writer is None:
             return self._write_turn(rng, ctx)
         return writer(rng, ctx)
@@ -251,7 +270,9 @@ class DemoProvider:
             sentences.append((1, f"For these reasons I stand {stance} on {topic}."))
         return _fit(sentences, limit)
 
-    def _write_verdict(self, rng: random.Random, ctx: dict[str, Any]) -> str:
+    def _write_verdict(self, rng: random.Random, ctx: dict[str, Any], max_tokens: int | None = None) -> str:
+        """A verdict in the judge's JSON schema; a big panel's notes are left out rather than let the
+        JSON be cut off at `max_tokens`."""
         labels: list[str] = list(ctx.get("labels") or ["A", "B"])
         criteria: list[str] = list(ctx.get("criteria") or ["argument quality"])
         lengths: dict[str, int] = dict(ctx.get("label_words") or {})
@@ -282,7 +303,13 @@ class DemoProvider:
             "reasoning": reasoning,
             "confidence": round(0.6 + rng.random() * 0.3, 2),
         }
-        return json.dumps(verdict)
+        text = json.dumps(verdict)
+        if max_tokens is not None and estimate_tokens(text) > max_tokens:
+            for per_label in per_criterion.values():
+                for entry in per_label.values():
+                    entry["note"] = ""
+            text = json.dumps(verdict, separators=(",", ":"))
+        return text
 
     def _write_round_check(self, rng: random.Random, ctx: dict[str, Any]) -> str:
         round_no = int(ctx.get("round", 1))
@@ -320,8 +347,13 @@ class DemoProvider:
         joined = "; ".join(points) if points else "earlier turns restated each side's position"
         return f"Summary of earlier turns: {joined}."
 
-    def _write_on_topic(self, rng: random.Random, ctx: dict[str, Any]) -> str:
-        return json.dumps({"on_topic": True, "reason": "the turn addresses the topic"})
+    def _write_on_topic(self, request: ProviderRequest) -> str:
+        """Judge a turn's relevance the offline way, from the request itself: does the turn share a
+        key word with the topic?"""
+        asked = _ON_TOPIC.search(request.messages[-1].content if request.messages else "")
+        if asked is None or lexical_on_topic(asked["topic"], asked["turn"]):
+            return json.dumps({"on_topic": True, "reason": "the turn addresses the topic"})
+        return json.dumps({"on_topic": False, "reason": "shares no key words with the topic (lexical check)"})
 
     def _write_synthesis(self, rng: random.Random, ctx: dict[str, Any]) -> str:
         topic = _short_topic(str(ctx.get("topic", "the problem")))
@@ -332,13 +364,29 @@ class DemoProvider:
         )
 
 
+class RecordingDemoProvider(DemoProvider):
+    """A test double: the demo model keeping every request it receives in `received`, so a test can
+    check what each speaker and judge was shown. Never made by the app (a server would keep every
+    prompt it ever sent)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.received: list[ProviderRequest] = []
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamItem]:
+        self.received.append(request)
+        async for item in super().stream(request):
+            yield item
+
+
 class OneProvider:
     """A provider source that hands the same provider to every participant and judge — for tests,
     benchmarks and offline runs of the engine without the registry. Defaults to an instant demo
-    model with no injected failures."""
+    model with no injected failures that records what it is asked (`provider.received`)."""
 
     def __init__(self, provider: Any = None) -> None:
-        self.provider = provider if provider is not None else DemoProvider("demo-instant", speed=0, failures={})
+        self.provider = provider if provider is not None else RecordingDemoProvider("demo-instant", speed=0,
+                                                                                    failures={})
 
     def get(self, spec: object) -> Any:
         return self.provider

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx2
-import openai
 
 from webapp.models import Usage
 from webapp.providers.base import (
@@ -43,6 +42,8 @@ def map_error(
     base_url: str | None = None,
 ) -> ProviderError:
     """Map an OpenAI SDK / httpx2 exception to a `ProviderError`, keeping the server's own message."""
+    import openai  # loaded already: the client that raised `exc` imported it
+
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
         error_type = body.get("type") if isinstance(body, Mapping) else None
@@ -63,11 +64,19 @@ def map_error(
     return generic_error(exc, provider, request_id, base_url)
 
 
+def _client(**kwargs: Any) -> Any:
+    """An `openai.AsyncOpenAI`. The SDK takes ~0.4 s to import, so it is imported when the first
+    provider is made, not when the app starts (a demo-only app never loads it)."""
+    import openai
+
+    return openai.AsyncOpenAI(**kwargs)
+
+
 class OpenAIProvider(SDKProvider):
     """Streams chat completions from OpenAI or any server speaking its API."""
 
     name: str = "openai"
-    sdk_client = openai.AsyncOpenAI
+    sdk_client = staticmethod(_client)
     map_error = staticmethod(map_error)
     max_tokens_field: str = "max_completion_tokens"  # OpenAI-compatible servers take `max_tokens`
 

@@ -4,6 +4,9 @@ Keys are read only through `webapp.settings.read_env_var`, at the moment a provi
 go straight into the SDK client: they never appear in messages, status reports, logs or reprs.
 `ProviderCache` hands out one provider (one HTTP client, one connection pool) per provider, base
 URL and key variable, so every turn of a debate reuses the same connections.
+
+The adapters are imported when a provider is made: importing the vendor SDKs takes over a second,
+which the app would otherwise spend at every start even when only the demo provider is used.
 """
 
 from __future__ import annotations
@@ -14,11 +17,9 @@ import re
 from typing import Any
 
 from webapp.models import JudgeSpec, Participant
-from webapp.providers.anthropic import AnthropicProvider
 from webapp.providers.base import ErrorKind, Provider, ProviderError
-from webapp.providers.compatible import PRESETS, CompatibleProvider, Preset, get_preset
-from webapp.providers.openai import OpenAIProvider
-from webapp.settings import read_env_var
+from webapp.providers.compatible import PRESETS, Preset, get_preset
+from webapp.settings import Settings, get_settings, read_env_var
 
 Spec = Participant | JudgeSpec
 
@@ -105,27 +106,34 @@ def provider_status() -> list[dict[str, Any]]:
     ]
 
 
-def _create(spec: Spec, connect_timeout: float) -> Provider:
+def _create(spec: Spec, connect_timeout: float, settings: Settings | None = None) -> Provider:
     """A new provider for a spec that `check_spec` passed."""
     if spec.provider == "demo":
         from webapp.providers.demo import DemoProvider
 
-        return DemoProvider(model=spec.model)
+        return DemoProvider(model=spec.model, settings=settings or get_settings())
     env = key_env_for(spec)
     api_key = read_env_var(env) if env else None
     base_url = base_url_for(spec)
     if spec.provider == "openai":
+        from webapp.providers.openai import OpenAIProvider
+
         return OpenAIProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout)
     if spec.provider == "anthropic":
+        from webapp.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout)
+    from webapp.providers.compatible import CompatibleProvider
+
     return CompatibleProvider(base_url or "", api_key, connect_timeout, preset=_preset(spec))
 
 
 class ProviderCache:
     """One provider per (provider, base URL, key variable): a debate's turns share HTTP connections."""
 
-    def __init__(self, connect_timeout: float = 10.0) -> None:
+    def __init__(self, connect_timeout: float = 10.0, settings: Settings | None = None) -> None:
         self.connect_timeout = connect_timeout
+        self.settings = settings  # None: the process-wide settings, read when a provider is made
         self._providers: dict[tuple[str | None, ...], Provider] = {}
 
     def _key(self, spec: Spec) -> tuple[str | None, ...]:
@@ -146,7 +154,7 @@ class ProviderCache:
         key = self._key(spec)
         provider = self._providers.get(key)
         if provider is None:
-            provider = self._providers[key] = _create(spec, self.connect_timeout)
+            provider = self._providers[key] = _create(spec, self.connect_timeout, self.settings)
         return provider
 
     def __len__(self) -> int:

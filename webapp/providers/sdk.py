@@ -18,7 +18,6 @@ from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
 
 import httpx2
-import openai
 
 from webapp.providers.base import ErrorKind, ProviderError, ProviderRequest, StreamItem
 
@@ -82,6 +81,8 @@ def _transport_message(exc: BaseException, base_url: str | None) -> str:
 
 
 def _is_timeout(exc: BaseException) -> bool:
+    import openai  # imported when first needed, not at start-up (see `webapp.providers.openai._client`)
+
     return isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException | TimeoutError)
 
 

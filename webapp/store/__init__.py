@@ -1,5 +1,25 @@
-"""Persistence: the append-only event log in SQLite (aiosqlite, WAL) and its migrations."""
+"""Persistence: the append-only event log in SQLite (WAL, group commit) and its named migrations."""
 
-from webapp.store.repository import DebateRow, StaleWrite, Store, StoreCorrupt
+from webapp.store.errors import (
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreIOError,
+    StoreTooNew,
+    StoreUnwritable,
+)
+from webapp.store.repository import DebateRow, StaleWrite, Store
 
-__all__ = ["DebateRow", "StaleWrite", "Store", "StoreCorrupt"]
+__all__ = [
+    "DebateRow",
+    "StaleWrite",
+    "Store",
+    "StoreBusy",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreFull",
+    "StoreIOError",
+    "StoreTooNew",
+    "StoreUnwritable",
+]

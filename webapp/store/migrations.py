@@ -1,13 +1,37 @@
-"""Numbered, forward-only schema migrations. Never edit a released migration: add the next one.
+"""Named, forward-only schema migrations. Never edit a released migration: add a new one.
 
-`MIGRATIONS[n]` takes a database at version n to version n+1.
+Each migration has a name; a database records the names it has applied in `_rostrum_migrations`
+(like simonw/llm's `_llm_migrations`), and opening it applies, in list order, every migration it has
+not applied yet. Inserting a migration anywhere in the list therefore never renumbers the others.
+
+Before migrations had names, Rostrum recorded numbers in `schema_version` (1..5, one row per applied
+migration). Such a database is adopted on first open: version n means the first n migrations below
+(`LEGACY_VERSIONS`). Every migrated database then also carries `schema_version` row `LEGACY_MARK`, so a
+Rostrum from before named migrations refuses it as newer instead of migrating it again.
+
+All of it happens in one write transaction taken *before* anything is read (`BEGIN IMMEDIATE`):
+processes opening a fresh database together wait for each other, and only the first migrates.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[str] = [
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from webapp.models import utcnow
+from webapp.store.errors import StoreTooNew
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    sql: str
+
+
+MIGRATIONS: list[Migration] = [
     # 1: debates (a projection kept for listing) and the append-only event log (the truth).
-    """
+    Migration("001_debates_and_events", """
     CREATE TABLE debates (
         id TEXT PRIMARY KEY,
         topic TEXT NOT NULL,
@@ -35,30 +59,30 @@ MIGRATIONS: list[str] = [
         UNIQUE (debate_id, idem_key)
     );
     CREATE INDEX debates_created ON debates (created_at DESC);
-    """,
+    """),
     # 2: listing by status and whether any turn was unpriced.
-    """
+    Migration("002_status_index_and_unpriced", """
     CREATE INDEX debates_status ON debates (status, created_at DESC);
     ALTER TABLE debates ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
-    """,
+    """),
     # 3: a lower-cased topic column so topic search does not scan JSON.
-    """
+    Migration("003_topic_search", """
     ALTER TABLE debates ADD COLUMN topic_search TEXT NOT NULL DEFAULT '';
     UPDATE debates SET topic_search = lower(topic);
-    """,
+    """),
     # 4: whether a paused debate was interrupted by a restart (the dashboard shows it), backfilled
     # from each debate's last transition.
-    """
+    Migration("004_interrupted", """
     ALTER TABLE debates ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     UPDATE debates SET interrupted = 1 WHERE status = 'paused' AND coalesce((
         SELECT json_extract(e.data, '$.params.interrupted') FROM events e
         WHERE e.debate_id = debates.id AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1), 0) = 1;
-    """,
+    """),
     # 5: team access. Accounts (argon2 hashes; NULL for users known only through a proxy's identity
     # header), read-only share links (only a hash of each token is kept), the audit trail of control
     # actions (no foreign key: the record of a deletion outlives the debate), and who created each debate
     # (per-person daily spending).
-    """
+    Migration("005_team_access", """
     CREATE TABLE users (
         username TEXT PRIMARY KEY COLLATE NOCASE,
         password_hash TEXT,
@@ -90,7 +114,112 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_at ON audit (at DESC, id DESC);
     ALTER TABLE debates ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
     CREATE INDEX debates_creator ON debates (created_by, created_at);
-    """,
+    """),
 ]
 
-LATEST = len(MIGRATIONS)
+NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)
+# What the numbered `schema_version` rows meant: version n = the first n of these (never change it).
+LEGACY_VERSIONS: tuple[str, ...] = (
+    "001_debates_and_events", "002_status_index_and_unpriced", "003_topic_search", "004_interrupted",
+    "005_team_access",
+)
+# Written to `schema_version` once named migrations are in use: a numbered-era Rostrum (which knew
+# versions up to 5) then says the database is newer than it, rather than migrating it again.
+LEGACY_MARK = len(LEGACY_VERSIONS) + 1
+
+assert len(set(NAMES)) == len(NAMES), "migration names must be unique"
+assert NAMES[: len(LEGACY_VERSIONS)] == LEGACY_VERSIONS, "the numbered migrations keep their place"
+
+
+def statements(script: str) -> Iterator[str]:
+    """The statements of a script, one by one (`executescript` would commit the open transaction)."""
+    buffer = ""
+    for part in script.split(";"):
+        buffer += part + ";"
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            if statement.strip(";").strip():
+                yield statement
+            buffer = ""
+    if buffer.strip(" \t\n;"):
+        raise ValueError(f"incomplete SQL statement in a migration: {buffer.strip()[:80]!r}")
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def _legacy_version(conn: sqlite3.Connection) -> int:
+    if not _table_exists(conn, "schema_version"):
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def refuse_newer(conn: sqlite3.Connection) -> None:
+    """Raise `StoreTooNew` if a newer Rostrum migrated this database (read only: callers check before
+    changing anything, and `migrate` checks again under the write lock)."""
+    if _table_exists(conn, "_rostrum_migrations"):
+        unknown = [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")
+                   if r[0] not in NAMES]
+        if unknown:
+            raise StoreTooNew(
+                f"the database schema is newer than this Rostrum: it has migration(s) {', '.join(unknown)} "
+                "that this version does not know"
+            )
+        return
+    version = _legacy_version(conn)
+    if version > len(LEGACY_VERSIONS):
+        raise StoreTooNew(f"the database schema v{version} is newer than this Rostrum (it knows v1 to "
+                          f"v{len(LEGACY_VERSIONS)} and named migrations up to {NAMES[-1]})")
+
+
+def _applied(conn: sqlite3.Connection) -> list[str]:
+    """The names applied so far, adopting a numbered (`schema_version`) database the first time.
+    Called inside the write transaction."""
+    refuse_newer(conn)
+    if _table_exists(conn, "_rostrum_migrations"):
+        return [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")]
+    version = _legacy_version(conn)
+    conn.execute("CREATE TABLE _rostrum_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    adopted = list(LEGACY_VERSIONS[:version])
+    now = utcnow().isoformat()
+    conn.executemany("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)",
+                     [(name, f"{now} (schema v{version})") for name in adopted])
+    return adopted
+
+
+def migrate(conn: sqlite3.Connection, only: Iterable[str] | None = None) -> list[str]:
+    """Apply every migration this database has not applied yet (or only those named in `only`: tests
+    use it to build an older database), in one transaction; returns the names applied.
+
+    `conn` must be in autocommit mode (`isolation_level=None`): the transaction is this function's.
+    Raises `StoreTooNew` when the database has a migration this code does not know.
+    """
+    wanted = None if only is None else set(only)
+    conn.execute("BEGIN IMMEDIATE")  # the write lock first: nobody migrates between our read and our write
+    try:
+        done = set(_applied(conn))
+        pending = [m for m in MIGRATIONS if m.name not in done and (wanted is None or m.name in wanted)]
+        now = utcnow().isoformat()
+        for migration in pending:
+            for statement in statements(migration.sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        if conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (LEGACY_MARK,)).fetchone() is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (LEGACY_MARK,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return [m.name for m in pending]
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """The names recorded in a database (empty for a database without named migrations)."""
+    if not _table_exists(conn, "_rostrum_migrations"):
+        return []
+    return [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")]

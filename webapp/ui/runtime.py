@@ -15,6 +15,7 @@ from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
 from webapp.live import LiveHub
 from webapp.settings import get_settings
+from webapp.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ class Runtime:
                             len(recovered), ", ".join(recovered))
         except BaseException as exc:
             self.failure = exc
-            log.error("Rostrum could not start: %s", exc)
+            advice = f"; {exc.advice}" if isinstance(exc, StoreError) else ""
+            log.error("Rostrum could not start: %s%s", exc, advice)
             app.shutdown()
             raise
         finally:

@@ -8,6 +8,7 @@ from typing import Any
 
 from nicegui import ui
 
+from webapp.engine.api import SessionView
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.badges import money
@@ -15,22 +16,30 @@ from webapp.ui.components.badges import money
 Command = Callable[..., Awaitable[None]]
 
 
-def banner_signature(state: DebateState) -> tuple:
-    ctx = state.machine.context
-    return (state.status.value, ctx.interrupted, ctx.retries_used, str(ctx.error), len(state.clarifications),
-            len(state.answers), len(state.warnings))
+def banner_signature(view: SessionView, state: DebateState) -> tuple:
+    return (view.status.value, view.interrupted, view.interruption, view.storage_problem, view.retries_used,
+            str(view.error), len(state.clarifications), len(state.answers), len(state.warnings))
 
 
-def render_banners(state: DebateState, run: Command, answers: dict[int, dict[str, list[str]]]) -> None:
-    status, ctx = state.status, state.machine.context
+def render_banners(view: SessionView, state: DebateState, run: Command,
+                   answers: dict[int, dict[str, list[str]]]) -> None:
+    status = view.status
+    if view.storage_problem:
+        with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert") \
+                .mark("storage-problem"), ui.row().classes("items-center gap-2"):
+            ui.icon("storage").classes("text-2xl text-negative")
+            ui.label(f"Storage is unavailable ({view.storage_problem}). The debate is halted and nothing is "
+                     "billed; it is recorded as interrupted as soon as the database can be written again.")
+        return
     if status is State.ERROR:
-        _error_panel(state, run)
-    if status is State.PAUSED and ctx.interrupted:
+        _error_panel(view, state, run)
+    if status is State.PAUSED and view.interrupted:
         with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \
                 .mark("interrupted"), ui.row().classes("items-center gap-2"):
             ui.icon("restart_alt").classes("text-2xl text-orange-8")
-            ui.label("This debate was interrupted by a server restart. Resume continues exactly where "
-                     "it stopped; finished turns are never asked again.")
+            why = view.interruption or "a server restart"
+            ui.label(f"This debate was interrupted ({why}). Resume continues exactly where it stopped; "
+                     "finished turns are never asked again.")
             ui.button("Resume", icon="play_arrow", on_click=lambda: run("resume")).props("unelevated no-caps") \
                 .mark("interrupted-resume")
     elif status is State.PAUSED:
@@ -43,10 +52,9 @@ def render_banners(state: DebateState, run: Command, answers: dict[int, dict[str
         _clarification_panel(state, run, answers)
 
 
-def _error_panel(state: DebateState, run: Command) -> None:
-    ctx = state.machine.context
-    error: dict[str, Any] = ctx.error or (state.errors[-1] if state.errors else {})
-    left = max(0, ctx.max_retries - ctx.retries_used)
+def _error_panel(view: SessionView, state: DebateState, run: Command) -> None:
+    error: dict[str, Any] = view.error or (state.errors[-1] if state.errors else {})
+    left = max(0, view.max_retries - view.retries_used)
     with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered").mark("error-panel"):
         with ui.row().classes("items-center gap-2"):
             ui.icon("error").classes("text-2xl text-negative")
@@ -58,11 +66,14 @@ def _error_panel(state: DebateState, run: Command) -> None:
         if details:
             ui.label(" · ".join(details)).classes("text-xs text-grey-7")
         with ui.row().classes("items-center gap-2"):
-            retry = ui.button(f"Retry ({left} left)", icon="replay", on_click=lambda: run("retry")) \
+            ui.button("Retry now", icon="replay", on_click=lambda: run("retry")) \
                 .props("unelevated no-caps color=orange-8").mark("error-retry")
-            retry.set_enabled(left > 0)
             if left == 0:
-                ui.label("No retries left: stop the debate to get a verdict on what was said.").classes("text-sm")
+                ui.label(f"All {view.max_retries} automatic retries were used. Fix the cause (a key, a server, "
+                         "a model name) and retry, or stop the debate to get a verdict on what was said.") \
+                    .classes("text-sm").mark("retries-used")
+            else:
+                ui.label(f"{left} automatic retr{'y' if left == 1 else 'ies'} left.").classes("text-sm")
 
 
 def last_cost_warning(state: DebateState) -> dict[str, Any]:

@@ -15,15 +15,17 @@ from collections.abc import Callable
 from nicegui import ui
 
 from webapp.access.gate import COMMANDS, Gate
-from webapp.engine.machine import Event, TransitionNotAllowed
+from webapp.engine.api import Command
+from webapp.engine.machine import TransitionNotAllowed
 from webapp.engine.runner import DebateSession
+from webapp.store import StoreError
 
-# command -> (label, icon, machine event that must be allowed, colour when enabled)
+# button -> (label, icon, the command it sends, colour when enabled)
 BUTTONS = {
-    "pause": ("Pause", "pause", Event.PAUSE, "amber-8"),
-    "resume": ("Resume", "play_arrow", Event.RESUME, "primary"),
-    "retry": ("Retry", "replay", Event.RETRY, "orange-8"),
-    "stop": ("Stop", "stop", Event.STOP, "negative"),
+    "pause": ("Pause", "pause", Command.PAUSE, "amber-8"),
+    "resume": ("Resume", "play_arrow", Command.RESUME, "primary"),
+    "retry": ("Retry", "replay", Command.RETRY, "orange-8"),
+    "stop": ("Stop", "stop", Command.STOP, "negative"),
 }
 
 
@@ -56,9 +58,9 @@ class Controls:
         self.update()
 
     def allowed(self) -> dict[str, bool]:
-        machine, principal = self.session.state.machine, self.gate.principal
-        return {name: machine.can(event) and principal.can(COMMANDS[name], self.session.id)
-                for name, (_, _, event, _) in BUTTONS.items()}
+        allowed, principal = self.session.allowed_commands, self.gate.principal
+        return {name: command in allowed and principal.can(COMMANDS[name], self.session.id)
+                for name, (_, _, command, _) in BUTTONS.items()}
 
     def update(self) -> None:
         """Called on every committed event: re-style the buttons only when what they show changed."""
@@ -80,8 +82,10 @@ class Controls:
         self.update()
         try:
             await self.gate.command(self.session, command, **kwargs)
-        except (TransitionNotAllowed, PermissionError) as exc:
+        except (TransitionNotAllowed, PermissionError, ValueError) as exc:
             ui.notify(f"Not done: {exc}", type="warning", multi_line=True)
+        except StoreError as exc:
+            ui.notify(f"Not done: {exc} ({exc.advice})", type="negative", multi_line=True)
         finally:
             self.busy = False
             self.after()

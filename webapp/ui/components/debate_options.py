@@ -3,7 +3,8 @@ evaluated (shown only for formats that read those settings), and the budget, dis
 timeout and retry settings of any debate.
 
 Every input is registered under its `DebateConfig` path (`timeouts.first_token`, `context.window`…),
-so a validation error lands on the field that caused it.
+so a validation error lands on the field that caused it. A timeout left empty takes the default of
+each provider's kind, which its field shows (local servers get far more time than hosted APIs).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.formats import Format
+from webapp.models import HOSTED_TIMEOUTS, LOCAL_TIMEOUTS
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.presets import format_options
 
@@ -21,6 +23,19 @@ EVALUATIONS = {"quality": "Judge rates the solution's quality", "convergence": "
 WORD_LIMIT_ACTIONS = {"truncate": "Cut the turn at the limit", "reject": "Reject the turn and ask again"}
 CONTEXT_STRATEGIES = {"truncate": "Truncate oldest turns", "sliding-window": "Sliding window",
                       "summarize": "Summarise older turns"}
+
+
+def timeout_placeholder(key: str) -> str:
+    """What an empty timeout field means: the default of each provider's kind."""
+    hosted, local = HOSTED_TIMEOUTS[key], LOCAL_TIMEOUTS[key]
+    return f"{hosted:g}" if hosted == local else f"{hosted:g} / local {local:g}"
+
+
+def timeout_hint(key: str, most: int) -> str:
+    hosted, local = HOSTED_TIMEOUTS[key], LOCAL_TIMEOUTS[key]
+    default = (f"default {hosted:g} s" if hosted == local
+               else f"default {hosted:g} s, {local:g} s for local servers")
+    return f"{default}; up to {most}"
 
 
 def format_settings(form: FormFields, values: dict[str, Any], fmt: Format) -> None:
@@ -68,7 +83,7 @@ def limits_card(form: FormFields, values: dict[str, Any]) -> None:
                 .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"').classes("w-56")
             form.field("budget.warn_at", warn.bind_value(budget, "warn_at"))
             limit = ui.number("Hard limit (USD)", min=0, step=0.01, format="%.2f") \
-                .props('outlined dense prefix="$" hint="no call that could cross it is made"').classes("w-56")
+                .props('outlined dense prefix="$" hint="never crossed: answers are cut to fit"').classes("w-56")
             form.field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
             form.field("word_limit", number("Word limit", "empty = each phase's own limit", "w-44", precision=0)
                        .bind_value(values, "word_limit"))
@@ -88,9 +103,10 @@ def limits_card(form: FormFields, values: dict[str, Any]) -> None:
         with form.section("Timeouts and retries", "timer", ("timeouts", "max_retries"), "section-timeouts"), \
                 ui.row().classes("w-full items-start gap-2"):
             timeouts = values["timeouts"]
-            for key, label, hint in (("connect", "Connect timeout (s)", "up to 300"),
-                                     ("first_token", "First token timeout (s)", "up to 900"),
-                                     ("turn", "Turn timeout (s)", "up to 3600")):
-                form.field(f"timeouts.{key}", number(label, hint, "w-48").bind_value(timeouts, key))
+            for key, label, most in (("connect", "Connect timeout (s)", 300),
+                                     ("first_token", "First token timeout (s)", 900),
+                                     ("turn", "Turn timeout (s)", 3600)):
+                form.field(f"timeouts.{key}", number(label, timeout_hint(key, most), "w-64")
+                           .props(f'placeholder="{timeout_placeholder(key)}"').bind_value(timeouts, key))
             form.field("max_retries", number("Retries per debate", "0–20 automatic retries", "w-44", precision=0)
                        .bind_value(values, "max_retries"))

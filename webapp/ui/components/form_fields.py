@@ -14,8 +14,9 @@ from typing import Any
 
 from nicegui import ui
 
+from webapp.models import TEMPERATURE_IGNORED_BY
 from webapp.providers.compatible import PRESETS
-from webapp.providers.registry import provider_status
+from webapp.providers.registry import TITLES, provider_status
 from webapp.ui.components.presets import DEFAULT_MODELS
 
 
@@ -108,12 +109,18 @@ class FormFields:
         self.field(f"{prefix}.model", model.bind_value(row, "model"))
 
     def provider_extras(self, prefix: str, row: dict[str, Any]) -> None:
-        """Below the row: which variable a keyless provider needs, and a compatible server's address."""
+        """Below the row: which variable a keyless provider needs, that a provider ignores the row's
+        temperature, and a compatible server's address."""
         if row["provider"] in self.missing_keys:
             with ui.row().classes("items-center gap-1 text-warning text-sm").mark(f"missing-key-{prefix}"):
                 ui.icon("key_off")
                 ui.label(f"Unavailable: set {self.missing_keys[row['provider']]} in the environment or .env "
                          "and restart, or pick another provider.")
+        if "temperature" in row and row["provider"] in TEMPERATURE_IGNORED_BY:
+            with ui.row().classes("items-center gap-1 text-grey-8 text-sm").mark(f"temperature-note-{prefix}"):
+                ui.icon("info")
+                ui.label(f"{TITLES.get(row['provider'], row['provider'])} does not accept a temperature: the "
+                         "Temperature field is not sent (the model's default is used).")
         if row["provider"] == "compatible":
             with ui.row().classes("w-full items-center gap-2"):
                 row["preset"] = row.get("preset") or ""

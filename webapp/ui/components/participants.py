@@ -7,6 +7,7 @@ from nicegui import ui
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveTurn
+from webapp.models import TEMPERATURE_IGNORED_BY
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.transcript import phase_visible
 
@@ -42,6 +43,9 @@ class ParticipantsPanel:
                             ui.label(p.name).classes("font-medium")
                             ui.label(f"({p.position})").classes("text-xs text-grey-7")
                         ui.label(f"{p.provider}:{p.model}").classes("text-xs text-grey-6 font-mono")
+                        if p.temperature is not None and p.provider in TEMPERATURE_IGNORED_BY:
+                            ui.label(f"temperature {p.temperature:g} not sent ({p.provider} does not accept it)") \
+                                .classes("text-xs text-grey-6").mark(f"temperature-note-{p.id}")
                     self.indicators[p.id] = ui.label().classes("text-xs text-primary font-medium") \
                         .mark(f"activity-{p.id}")
             if state.config.judge.enabled:

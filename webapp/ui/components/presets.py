@@ -12,6 +12,7 @@ from typing import Any
 
 from webapp.engine.formats import FORMATS, Format
 from webapp.models import DEFAULT_CRITERIA, PALETTE, ContextPolicy, DebateConfig, Timeouts
+from webapp.settings import Settings, get_settings
 
 QUICK_DEMO_TOPIC = "Should cities ban private cars from their centres?"
 SAMPLE_TOPICS = {
@@ -75,9 +76,11 @@ FORMAT_OPTIONS = ("convergence_threshold", "evaluation", "quality_threshold", "c
                   "clarification_questions", "clarification_iterations", "questions", "show_preparation")
 
 
-def blank_form(defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A new form, from the saved defaults (Settings page) where there are any."""
+def blank_form(defaults: dict[str, Any] | None = None, settings: Settings | None = None) -> dict[str, Any]:
+    """A new form, from the saved defaults (Settings page) where there are any, and the process
+    settings (`ROSTRUM_MAX_RETRIES`); `settings` defaults to the process-wide object."""
     d = defaults or {}
+    settings = settings or get_settings()
     fmt = FORMATS.get(d.get("format") or "classic", FORMATS["classic"])
     model = d.get("demo_model") or "demo"
     fields = DebateConfig.model_fields
@@ -93,7 +96,7 @@ def blank_form(defaults: dict[str, Any] | None = None) -> dict[str, Any]:
                   "frequency": "end"},
         "budget": {"warn_at": d.get("warn_at"), "cost_limit": d.get("cost_limit")},
         "timeouts": timeouts,
-        "max_retries": fields["max_retries"].default,
+        "max_retries": settings.max_retries,
         "word_limit": d.get("word_limit"),
         "word_limit_action": fields["word_limit_action"].default,
         "strict": fields["strict"].default,
@@ -165,9 +168,11 @@ def _context_config(context: dict[str, Any]) -> dict[str, Any]:
     return {"strategy": strategy, **(_given(context, {"window": int}) if strategy == "sliding-window" else {})}
 
 
-def form_to_config(form: dict[str, Any]) -> dict[str, Any]:
-    """The form as `DebateConfig` input (validated by pydantic, then by the engine)."""
+def form_to_config(form: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The form as `DebateConfig` input (validated by pydantic, then by the engine). An emptied retries
+    field means `ROSTRUM_MAX_RETRIES` (from `settings`, by default the process-wide object)."""
     fmt = FORMATS.get(form["format"])
+    max_retries = _num(form.get("max_retries"), int)
     # What the form hides (a disabled judge, an unused window…) is not sent: it cannot block a start.
     data: dict[str, Any] = {
         "topic": form["topic"] or "",
@@ -183,7 +188,7 @@ def form_to_config(form: dict[str, Any]) -> dict[str, Any]:
         "strict": bool(form.get("strict")),
         "context": _context_config(form.get("context") or {}),
         "seed": _num(form.get("seed"), int) or 0,
-        **_given(form, {"max_retries": int}),
+        "max_retries": (settings or get_settings()).max_retries if max_retries is None else max_retries,
     }
     for name in filter(lambda name: _shown(form, name), format_options(fmt)):
         value = form.get(name)
@@ -205,9 +210,9 @@ def form_to_config(form: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def quick_demo_config(topic: str | None = None) -> DebateConfig:
-    form = blank_form()
+def quick_demo_config(topic: str | None = None, settings: Settings | None = None) -> DebateConfig:
+    form = blank_form(settings=settings)
     if topic:
         form["topic"] = topic
     apply_preset(form, "quick-demo")
-    return DebateConfig.model_validate(form_to_config(form))
+    return DebateConfig.model_validate(form_to_config(form, settings))

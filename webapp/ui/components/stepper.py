@@ -9,14 +9,14 @@ from webapp.engine.state import DebateState
 
 
 def stepper_signature(state: DebateState) -> tuple:
-    pos = state.machine.context.position
+    pos = state.position
     return (state.status.value, pos.phase, pos.round, state.total_rounds, len(state.phase_marks),
             state.verdict is not None)
 
 
 def render_stepper(state: DebateState) -> None:
     fmt = state.format
-    pos = state.machine.context.position
+    pos = state.position
     ids = [p.id for p in fmt.phases]
     current = ids.index(pos.phase) if pos.phase in ids else -1
     finished = state.status in TERMINAL_STATES or state.status is State.JUDGING

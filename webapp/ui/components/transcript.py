@@ -8,6 +8,7 @@ whole text again). When the turn is committed, the deltas are replaced by one sa
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from nicegui import ui
@@ -226,10 +227,17 @@ def _retry_text(note: dict[str, Any]) -> str:
             f"retried after {note.get('wait_s', 0):g} s")
 
 
-def render_aux_notes(state: DebateState) -> None:
-    """Retries of calls that are not turns (judge, summaries, questions): shown small and grey."""
+def aux_notes_signature(state: DebateState, live_keys: Iterable[str]) -> tuple:
+    return len(state.notes), len(state.turn_keys), tuple(sorted(live_keys))
+
+
+def render_aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> None:
+    """Retries of calls that are not turns (judge, summaries, questions), and of turns that have no card
+    (never finished, not streaming: e.g. the debate ended on the error): shown small and grey."""
+    carded = set(state.turn_keys) | set(live_keys)
     for note in state.notes:
-        if note.get("type") != "retry" or TURN_KEY.match(str(note.get("turn"))):
+        turn = str(note.get("turn"))
+        if note.get("type") != "retry" or (TURN_KEY.match(turn) and turn in carded):
             continue  # a turn's retries are shown on its card
         with ui.row().classes("items-center gap-1 text-xs text-grey-6 italic").mark("aux-note"):
             ui.icon("replay").classes("text-sm")

@@ -17,7 +17,7 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.schedule import ConfigError
-from webapp.store import DebateRow
+from webapp.store import DebateRow, StoreError
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -132,6 +132,9 @@ async def start_demo(gate: Gate) -> None:
         session = await gate.start(quick_demo_config())
     except (PermissionError, ConfigError) as exc:
         ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
+        return
+    except StoreError as exc:
+        ui.notify(f"Not started: {exc} ({exc.advice})", type="negative", multi_line=True)
         return
     ui.navigate.to(f"/debate/{session.id}")
 

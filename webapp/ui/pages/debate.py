@@ -19,12 +19,13 @@ from nicegui import context, ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.formats import get_format
 from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveEvent, LiveTurnStarted
+from webapp.engine.stream import LiveEvent, LiveStatus, LiveTurnStarted
 from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.live import Aborted, Batch, ChunkDelta
 from webapp.ui import runtime
@@ -42,7 +43,7 @@ from webapp.ui.components.cost import cost_signature, render_cost
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import render_stepper, stepper_signature
-from webapp.ui.components.transcript import Transcript, render_aux_notes
+from webapp.ui.components.transcript import Transcript, aux_notes_signature, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
 
@@ -169,16 +170,15 @@ class DebateView:
 
     def sync(self) -> None:
         """Bring every part of the page up to the session's current state (idempotent)."""
-        state, live = self.state, self.session.live
-        ctx = state.machine.context
+        state, live, view = self.state, self.session.live_turns, self.session.view()
         self.transcript.sync(state, live)
-        self._section("status", (state.status.value, ctx.interrupted, state.ended_because),
-                      lambda: self._render_status(state))
+        self._section("status", (view.status.value, view.interrupted, state.ended_because),
+                      lambda: self._render_status(view, state))
         self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
-        self._section("banners", banner_signature(state),
-                      lambda: self._render_banners(state))
+        self._section("banners", banner_signature(view, state),
+                      lambda: self._render_banners(view, state))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
-        self._section("aux-notes", len(state.notes), lambda: render_aux_notes(state))
+        self._section("aux-notes", aux_notes_signature(state, live), lambda: render_aux_notes(state, live))
         self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
         # A verdict is replaced, never changed in place: compare it, do not serialise it on every event.
         self._section("verdict", (state.verdict, state.ended_because), lambda: render_verdict(state))
@@ -198,8 +198,8 @@ class DebateView:
         """Whether this principal may send any command to this debate (else the page is read-only)."""
         return any(self.gate.principal.can(action, self.session.id) for action in COMMANDS.values())
 
-    def _render_banners(self, state: DebateState) -> None:
-        render_banners(state, self.command, self.answers)
+    def _render_banners(self, view: SessionView, state: DebateState) -> None:
+        render_banners(view, state, self.command, self.answers)
         if not self.operates:  # the gate refuses them anyway; do not offer them
             for element in self.sections["banners"].descendants():
                 if isinstance(element, ui.button | ui.input | ui.textarea):
@@ -227,8 +227,8 @@ class DebateView:
         ui.notify("Debate deleted", type="positive")
         ui.navigate.to("/")
 
-    def _render_status(self, state) -> None:
-        status_badge(state.status.value, state.machine.context.interrupted)
+    def _render_status(self, view: SessionView, state: DebateState) -> None:
+        status_badge(view.status.value, view.interrupted)
         if state.status in TERMINAL_STATES and state.ended_because:
             ui.label(state.ended_because).classes("text-xs text-grey-7")
 
@@ -250,7 +250,7 @@ class DebateView:
         if self.session.deleted:
             self._show_deleted()
             return
-        state, live = self.state, self.session.live
+        state, live = self.state, self.session.live_turns
         committed = False
         for item in batch:
             if isinstance(item, ChunkDelta):
@@ -259,8 +259,8 @@ class DebateView:
                 self.transcript.started(state, item)
             elif isinstance(item, Aborted):
                 self.transcript.aborted(state, item)
-            elif isinstance(item, LiveEvent) and item.event.seq > self.seen_seq:
-                committed = True
+            elif (isinstance(item, LiveEvent) and item.event.seq > self.seen_seq) or isinstance(item, LiveStatus):
+                committed = True  # a committed event, or storage lost or back (banners and badge change)
         if committed:
             self.sync()
         else:

@@ -22,6 +22,7 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
 from webapp.models import MAX_PARTICIPANTS, PALETTE, TOPIC_MAX_CHARS, DebateConfig
+from webapp.store import StoreError
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -215,6 +216,14 @@ class DebateForm(FormFields):
             for path, message in self.errors.items():
                 ui.label(f"{path}: {message}").classes("text-sm")
 
+    def _show_store_error(self, exc: StoreError) -> None:
+        self.banner.clear()
+        with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props('flat bordered role=alert') \
+                .mark("store-error"):
+            ui.label("The debate could not be saved, so it did not start.").classes("font-medium")
+            ui.label(f"{exc} ({exc.advice}).").classes("text-sm")
+        ui.notify(f"Not started: {exc}", type="negative", multi_line=True)
+
     # --- editing ----------------------------------------------------------------------------
 
     def preset(self, name: str) -> None:
@@ -248,6 +257,15 @@ class DebateForm(FormFields):
         self.errors.pop("format", None)
         self.render()
 
+    def _new_position(self) -> str:
+        """A position the format gives turns to: any ('free') where every position speaks, else the
+        format's side with the fewest participants so far."""
+        fmt = FORMATS.get(self.form.get("format") or "")
+        if fmt is None or any(slot.side == "*" for phase in fmt.phases for slot in phase.speakers):
+            return "free"
+        taken = [str(r.get("position") or "") for r in self.form["participants"]]
+        return min(sorted(fmt.sides), key=taken.count, default="free")
+
     def add_participant(self) -> None:
         rows = self.form["participants"]
         if len(rows) >= MAX_PARTICIPANTS:
@@ -255,8 +273,8 @@ class DebateForm(FormFields):
         template = rows[-1]  # never empty: a debate has at least two participants
         used = {r.get("color") for r in rows}
         color = next((c for c in PALETTE if c not in used), PALETTE[len(rows) % len(PALETTE)])
-        new = participant_row(f"Participant {len(rows) + 1}", "free", len(rows), template["provider"],
-                              template["model"])
+        new = participant_row(f"Participant {len(rows) + 1}", self._new_position(), len(rows),
+                              template["provider"], template["model"])
         new.update(color=color, base_url=template.get("base_url", ""), preset=template.get("preset"))
         rows.append(new)
         self.drop_errors("participants[")
@@ -312,6 +330,9 @@ class DebateForm(FormFields):
                     errors = {FIELD_FOR.get(exc.field, exc.field): exc.message}
                 except PermissionError as exc:
                     ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
+                    return
+                except StoreError as exc:  # nothing was stored; what was typed stays in the form
+                    self._show_store_error(exc)
                     return
                 else:  # dashboards hear of it from the debate's first transition
                     ui.navigate.to(f"/debate/{session.id}")

@@ -1,0 +1,59 @@
+"""What `python main.py` does before its first page: it does not import the vendor SDKs (over a second
+of start-up for a demo-only app), and it checks the database's integrity once, not twice (main.py's
+check before serving, then the app's own open of the same file). A fresh interpreter each time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import asyncio, json, os, runpy, sqlite3, sys
+
+from webapp.store import repository
+
+checks = []
+real_connect = repository._connect
+
+def counting_connect(path):
+    conn = real_connect(path)
+    conn.set_trace_callback(lambda sql: checks.append(sql) if "quick_check" in sql else None)
+    return conn
+
+repository._connect = counting_connect
+main = runpy.run_path(sys.argv[1], run_name="startup_probe")  # imports and page set-up, as `python main.py`
+main["_preflight"]()  # what `python main.py` does before serving
+
+from webapp.engine.engine import Engine
+from webapp.settings import get_settings
+
+async def app_start():  # what the app's start-up does (webapp.ui.runtime): open the engine on the database
+    engine = await Engine.open(get_settings().db)
+    await engine.close()
+
+asyncio.run(app_start())
+print(json.dumps({"sdks": sorted(m for m in ("openai", "anthropic") if m in sys.modules), "checks": len(checks)}))
+"""
+
+
+def _probe(workdir: Path, db: Path) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "ROSTRUM_"))}
+    env["ROSTRUM_DB"] = str(db)
+    result = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "main.py")], cwd=workdir, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_start_up_imports_no_sdk_and_checks_the_database_once(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "rostrum.sqlite3"
+    first = _probe(tmp_path, db)  # a new database: nothing to check yet
+    assert first == {"sdks": [], "checks": 0}
+    second = _probe(tmp_path, db)  # an existing one: checked before serving, not again by the app
+    assert second == {"sdks": [], "checks": 1}

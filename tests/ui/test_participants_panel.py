@@ -1,0 +1,22 @@
+"""The debate page's participants panel says when a provider ignores a participant's temperature."""
+
+from __future__ import annotations
+
+import pytest
+from nicegui.testing import User
+
+from tests.ui.helpers import engine
+from webapp.models import DebateConfig, Participant
+
+
+async def test_the_panel_notes_a_temperature_anthropic_is_not_sent(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # created, never started: nothing is called
+    config = DebateConfig(topic="Temperature", format="oxford", participants=[
+        Participant(name="Ada", provider="anthropic", model="claude-test", position="pro", temperature=0.7),
+        Participant(name="Bo", position="con", temperature=0.7)])
+    await user.open("/")
+    debate_id = await (await engine()).create(config)
+    await user.open(f"/debate/{debate_id}")
+    await user.should_see("temperature 0.7 not sent (anthropic does not accept it)")
+    await user.should_see(marker="temperature-note-ada")
+    await user.should_not_see(marker="temperature-note-bo")

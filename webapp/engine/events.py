@@ -1,0 +1,312 @@
+"""The typed payload of every kind of log event: one pydantic model per `EventKind` (and per sub-kind
+of notes and warnings), joined in one discriminated union.
+
+A stored event is `(kind, data)`: `data` is the JSON object in the log. `parse_payload(kind, data)`
+validates it into the model for its kind; `Payload.to_data()` gives back the JSON object to store.
+Payloads keep fields they do not declare (`extra="allow"`), so a log written by an older or newer
+version loads, and round trips leave `data` exactly as stored: `to_data()` returns only the fields
+that were given (or the sub-kind tag), never defaults that were not there.
+
+The kind itself is not a field of the stored data (an error's `kind` is "retryable"/"fatal"): it is
+injected as `event_kind` for validation only and excluded from every dump.
+
+Adding an `EventKind` without a payload model here fails at import (`PAYLOADS` must cover every
+kind), and `DebateState` refuses to import without a handler for it: nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, model_validator
+
+from webapp.engine.machine import Event, Position, State
+from webapp.models import DebateConfig, EventKind, Turn, Usage, Verdict
+
+# Sub-kind tags that are always written, even when the model filled them in by default.
+_TAGS = ("type",)
+
+
+class Payload(BaseModel):
+    """Base of every event payload."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # A tag filled in by its default still has to be stored, or the event could not be read back.
+        for tag in _TAGS:
+            if tag in type(self).model_fields:
+                self.model_fields_set.add(tag)
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON object stored in the log (what was given, validated; no invented defaults)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class ErrorInfo(BaseModel):
+    """A provider failure as recorded (`ProviderError.to_dict()`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str = "fatal"  # "retryable" | "fatal"
+    provider: str = ""
+    message: str = ""
+    status: int | None = None
+    request_id: str | None = None
+    retry_after: float | None = None
+    reason: str = "error"
+
+
+class CallRecord(BaseModel):
+    """The cost record of one auxiliary model call (judge, summary, question, check)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    cost_source: str = ""
+    purpose: str = ""
+    participant: str = "judge"
+
+
+# --- one model per kind ------------------------------------------------------------------------
+
+
+class CreatedPayload(Payload):
+    event_kind: Literal[EventKind.CREATED] = Field(EventKind.CREATED, exclude=True)
+    config: DebateConfig
+    actor: str | None = None  # who created the debate (absent in logs older than team access)
+    _stored_config: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_stored_config(cls, data: Any, handler: Any) -> Any:
+        # The config's validators normalise it (ids, colours, defaults): keep what was stored, so
+        # `to_data()` gives the event back exactly.
+        model = handler(data)
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            model._stored_config = copy.deepcopy(data["config"])
+        return model
+
+    def to_data(self) -> dict[str, Any]:
+        data = super().to_data()
+        if self._stored_config is not None:
+            data["config"] = copy.deepcopy(self._stored_config)
+        return data
+
+
+class TransitionParams(BaseModel):
+    """Parameters of a transition, as given to `DebateMachine.send` (only those given are stored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    position: Position | None = None
+    interrupted: bool | None = None
+    reason: str | None = None
+    verdict: bool | None = None
+    error: ErrorInfo | None = None
+    phase: str | None = None
+    round: int | None = None
+    manual: bool | None = None  # RETRY: asked for by a person (fresh automatic budget)
+
+    def for_machine(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class TransitionPayload(Payload):
+    event_kind: Literal[EventKind.TRANSITION] = Field(EventKind.TRANSITION, exclude=True)
+    event: Event
+    from_: State = Field(alias="from")
+    to: State
+    params: TransitionParams = Field(default_factory=TransitionParams)
+    actor: str | None = None  # a person (or `cli`, `share-link`); absent: the system
+
+
+class TurnPayload(Payload):
+    event_kind: Literal[EventKind.TURN] = Field(EventKind.TURN, exclude=True)
+    turn: Turn
+    cost_source: str = ""
+
+
+class CostWarning(Payload):
+    """Spending reached warn-at (once per debate)."""
+
+    event_kind: Literal[EventKind.WARNING] = Field(EventKind.WARNING, exclude=True)
+    type: Literal["cost_warning"] = "cost_warning"
+    message: str
+    spent_usd: float = 0.0
+    warn_at: float | None = None
+
+
+class CostLimit(Payload):
+    """A call was not made because of the hard limit."""
+
+    event_kind: Literal[EventKind.WARNING] = Field(EventKind.WARNING, exclude=True)
+    type: Literal["cost_limit"] = "cost_limit"
+    message: str
+    spent_usd: float = 0.0
+    estimate_usd: float | None = None
+    limit_usd: float | None = None
+    judge_runs: bool = False
+
+
+WarningPayload = Annotated[CostWarning | CostLimit, Field(discriminator="type")]
+
+
+class ErrorPayload(ErrorInfo, Payload):
+    event_kind: Literal[EventKind.ERROR] = Field(EventKind.ERROR, exclude=True)
+    state: State | None = None
+    position: Position | None = None
+
+
+class VerdictPayload(Payload):
+    event_kind: Literal[EventKind.VERDICT] = Field(EventKind.VERDICT, exclude=True)
+    verdict: Verdict
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class RoundDecisionPayload(Payload):
+    event_kind: Literal[EventKind.ROUND_DECISION] = Field(EventKind.ROUND_DECISION, exclude=True)
+    round: int
+    stop: bool = False
+    reason: str = ""
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class RoundScoresPayload(Payload):
+    event_kind: Literal[EventKind.ROUND_SCORES] = Field(EventKind.ROUND_SCORES, exclude=True)
+    round: int
+    scores: dict[str, float] = Field(default_factory=dict)
+    winner: str | None = None
+    available: bool = True
+    error: str | None = None
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class ClarificationQuestionsPayload(Payload):
+    event_kind: Literal[EventKind.CLARIFICATION_QUESTIONS] = Field(EventKind.CLARIFICATION_QUESTIONS,
+                                                                    exclude=True)
+    iteration: int
+    questions: dict[str, list[str]] = Field(default_factory=dict)
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class ClarificationAnswerPayload(Payload):
+    event_kind: Literal[EventKind.CLARIFICATION_ANSWER] = Field(EventKind.CLARIFICATION_ANSWER, exclude=True)
+    iteration: int
+    answers: dict[str, list[str]] = Field(default_factory=dict)
+    actor: str | None = None
+
+
+class SummaryPayload(Payload):
+    event_kind: Literal[EventKind.SUMMARY] = Field(EventKind.SUMMARY, exclude=True)
+    key: str
+    participant: str = ""
+    covered: int = 0
+    turn_keys: list[str] = Field(default_factory=list)
+    extends: str | None = None
+    text: str = ""
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class RetryNote(Payload):
+    """A call failed and is retried automatically (`turn`: a turn key, or the purpose of an
+    auxiliary call such as "verdict")."""
+
+    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    type: Literal["retry"] = "retry"
+    turn: str
+    attempt: int = 1
+    error: ErrorInfo = Field(default_factory=ErrorInfo)
+    wait_s: float = 0.0
+
+
+class OnTopicNote(Payload):
+    """The judge's on-topic check of a turn (strict mode): its flag and its cost."""
+
+    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    type: Literal["on_topic"] = "on_topic"
+    turn: str
+    round: int = 0
+    flag: str | None = None
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class ClarificationDoneNote(Payload):
+    """The participants had no (more) questions."""
+
+    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    type: Literal["clarification_done"] = "clarification_done"
+    iteration: int
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+class CallCostNote(Payload):
+    """The cost of a call that is not part of another event: an attempt cut off, timed out or
+    cancelled (billed all the same), or an auxiliary call recorded as it completed."""
+
+    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    type: Literal["call_cost"] = "call_cost"
+    turn: str = ""
+    purpose: str = ""
+    reason: str = ""
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
+NotePayload = Annotated[RetryNote | OnTopicNote | ClarificationDoneNote | CallCostNote, Field(discriminator="type")]
+
+
+class ActionPayload(Payload):
+    """Something a person did that is not a transition (a share link created or revoked)."""
+
+    event_kind: Literal[EventKind.ACTION] = Field(EventKind.ACTION, exclude=True)
+    action: str
+    actor: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+EventPayload = Annotated[
+    CreatedPayload | TransitionPayload | TurnPayload | WarningPayload | ErrorPayload | VerdictPayload
+    | RoundDecisionPayload | RoundScoresPayload | ClarificationQuestionsPayload | ClarificationAnswerPayload
+    | SummaryPayload | NotePayload | ActionPayload,
+    Field(discriminator="event_kind"),
+]
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(EventPayload)
+
+
+def _members(annotation: Any) -> list[type[Payload]]:
+    """The payload classes of a (nested, annotated) union."""
+    args = get_args(annotation)
+    if not args:
+        return [annotation]
+    found: list[type[Payload]] = []
+    for arg in args:
+        if isinstance(arg, type) and issubclass(arg, Payload):
+            found.append(arg)
+        elif get_args(arg):
+            found += _members(arg)
+    return found
+
+
+# kind -> the payload classes of that kind (several for notes and warnings, told apart by `type`).
+PAYLOADS: dict[EventKind, tuple[type[Payload], ...]] = {}
+for _cls in _members(EventPayload):
+    _kind = _cls.model_fields["event_kind"].default
+    PAYLOADS[_kind] = (*PAYLOADS.get(_kind, ()), _cls)
+_missing = set(EventKind) - set(PAYLOADS)
+if _missing:  # pragma: no cover - a programming error caught at import
+    raise RuntimeError(f"event kinds without a payload model: {sorted(_missing)}")
+
+
+def parse_payload(kind: EventKind | str, data: dict[str, Any]) -> Payload:
+    """Validate an event's data into its kind's payload model (raises `pydantic.ValidationError`)."""
+    payload: Payload = _ADAPTER.validate_python({**data, "event_kind": EventKind(kind)})
+    return payload
+
+
+def payload_kind(payload: Payload) -> EventKind:
+    kind: EventKind = type(payload).model_fields["event_kind"].default
+    return kind
