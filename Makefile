@@ -42,6 +42,7 @@ typecheck: install
 
 test: install chromium
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 bench: install

@@ -112,9 +112,10 @@ class Gate:
 
     async def command(self, session: DebateSession, name: Command | str, **kwargs: Any) -> None:
         """Run one of `COMMANDS` on a debate, as this principal."""
-        action = COMMANDS.get(name)
-        if action is None:
-            raise ValueError(f"unknown command {name!r}")
+        try:
+            action = COMMANDS[Command(name)]
+        except (ValueError, KeyError):
+            raise ValueError(f"unknown command {name!r}") from None
         principal = await self.authorize(action, session.id)
         detail = {k: v for k, v in kwargs.items() if k != "answers"}
         try:

@@ -93,7 +93,9 @@ class ProviderCalls:
         backoff_base: float
         broadcaster: Broadcaster
         live: dict[str, LiveTurn]
-        id: str
+
+        @property
+        def id(self) -> str: ...
 
         async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
                           transition: Any = None) -> DebateEvent | None: ...

@@ -11,7 +11,7 @@ status 200; `map_error` handles both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anthropic
@@ -87,7 +87,7 @@ class AnthropicProvider(SDKProvider):
     async def _open(self, request: ProviderRequest, timeout: httpx2.Timeout) -> Any:
         return await self._client.messages.create(**self.build_params(request), timeout=timeout)
 
-    async def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncIterator[StreamItem]:
+    async def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncGenerator[StreamItem, None]:
         call.request_id = stream.response.headers.get("request-id")
         counts = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         output_tokens = 0

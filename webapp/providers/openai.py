@@ -8,7 +8,7 @@ what it shares with the Anthropic adapter lives in `webapp.providers.sdk`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx2
@@ -116,7 +116,7 @@ class OpenAIProvider(SDKProvider):
     async def _open(self, request: ProviderRequest, timeout: httpx2.Timeout) -> Any:
         return await self._client.chat.completions.create(**self.build_params(request), timeout=timeout)
 
-    async def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncIterator[StreamItem]:
+    async def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncGenerator[StreamItem, None]:
         headers = stream.response.headers
         call.request_id = headers.get("x-request-id") or headers.get("request-id")
         parts: list[str] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -235,7 +235,7 @@ class SDKProvider:
     async def _open(self, request: ProviderRequest, timeout: httpx2.Timeout) -> Any:
         raise NotImplementedError
 
-    def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncIterator[StreamItem]:
+    def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncGenerator[StreamItem, None]:
         raise NotImplementedError
 
     def cut_stream(self, missing: str, request_id: str | None) -> ProviderError:
