@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from nicegui import ui
 from nicegui.testing import User
 
 from tests.ui.helpers import another_user, demo_speed, engine, notified, one, start_demo, stream_text, texts
@@ -299,3 +300,35 @@ async def test_a_restart_shows_a_running_debate_as_interrupted_with_resume(
     reloaded = await (await engine()).session(session.id)
     assert reloaded is not session and await reloaded.join() is State.COMPLETED
     await user.should_see(marker="winner", retries=30)
+
+
+async def test_a_person_can_retry_after_the_automatic_retries_are_used(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "2:auth")
+    session = await start_demo("Are automatic retries enough?", max_retries=0)
+    assert await session.join() is State.ERROR
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="retries-used")
+    await user.should_see("All 0 automatic retries were used")
+    assert one(user, "error-retry").enabled and enabled(user)["retry"]
+    user.find(marker="error-retry").click()
+    await user.should_see(marker="winner", retries=50)
+    retry = [t for t in session.state.transitions if t["event"] == "RETRY"]
+    assert retry and retry[-1]["actor"] == "local"  # a person's retry, recorded as theirs
+
+
+async def test_retry_notes_of_a_turn_that_never_finished_are_shown_after_a_reload(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "2:server!")  # the second turn fails on every attempt
+    eng = await engine()
+    monkeypatch.setattr(eng, "backoff_base", 0.0)
+    session = await start_demo("Do retries leave a trace?")
+    assert await session.join() is State.ERROR
+    notes = [n for n in session.state.notes if n.get("type") == "retry"]
+    assert notes, "the automatic retries were recorded"
+    unfinished = str(notes[0]["turn"])
+    assert unfinished not in session.state.turn_keys
+    await user.open(f"/debate/{session.id}")
+    rows = sorted(user.find(marker="aux-note").elements, key=lambda e: e.id)
+    shown = [next(d.text for d in row.descendants() if isinstance(d, ui.label)) for row in rows]
+    assert len(shown) == len(notes) and all(t.startswith(f"{unfinished}:") for t in shown), shown

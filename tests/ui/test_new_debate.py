@@ -371,3 +371,22 @@ async def test_a_silent_participant_a_bad_colour_and_an_invisible_topic_are_refu
     _set(user, "field-participants[1].color", "#16a34a")
     config = await _started_config(user)
     assert [p.position for p in config.participants] == ["pro", "con", "con"]
+
+
+async def test_a_database_that_cannot_be_written_shows_on_the_form_and_keeps_the_input(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp.store import StoreBusy
+
+    eng = await engine()
+
+    async def locked(*args: object, **kwargs: object) -> None:
+        raise StoreBusy(f"database {eng.store.path} is locked by another process", eng.store.path)
+
+    monkeypatch.setattr(eng.store, "create_debate", locked)
+    await user.open("/new")
+    _set(user, "field-topic", "Should libraries lend tools?")
+    user.find(marker="start").click()
+    await user.should_see(marker="store-error")
+    await user.should_see("another process holds the database")
+    assert one(user, "field-topic").value == "Should libraries lend tools?"
+    assert eng.sessions == {}
