@@ -459,7 +459,7 @@ async def test_word_limit_truncates_at_a_sentence_boundary(open_engine: Opener) 
                         word_limit=30)
     for turn in session.state.turns:
         assert word_count(turn.text) <= 30 and turn.text.endswith(".")
-        assert turn.notes == [truncation_note(LONG_WORDS, 30)]
+        assert turn.notes == [truncation_note(LONG_WORDS, 30, turn.text)]
     assert len(provider.of("turn")) == 2  # truncation never asks again
 
 
@@ -481,7 +481,7 @@ async def test_word_limit_reject_then_truncate_when_still_too_long(open_engine: 
                         word_limit=30, word_limit_action="reject")
     for turn in session.state.turns:
         assert turn.notes == [rejection_note(LONG_WORDS, 30), f"the shorter answer has {LONG_WORDS} words",
-                              truncation_note(LONG_WORDS, 30)]
+                              truncation_note(LONG_WORDS, 30, turn.text)]
         assert word_count(turn.text) <= 30
     assert len(provider.of("turn")) == 4  # exactly one more request per turn
 

@@ -37,8 +37,7 @@ from webapp.engine.context import build_history, turns_to_summarise
 from webapp.engine.discipline import (
     rejection_note,
     shorter_request,
-    truncate_to_words,
-    truncation_note,
+    truncate,
     word_count,
 )
 from webapp.engine.events import Payload, parse_payload, payload_kind
@@ -846,9 +845,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
                 text = second.text.strip()
                 notes.append(f"the shorter answer has {word_count(text)} words")
-            if word_count(text) > limit:
-                notes.append(truncation_note(word_count(text), limit))
-                text = truncate_to_words(text, limit)
+            text, note = truncate(text, limit)
+            if note is not None:
+                notes.append(note)
         flag, topic_calls = await termination.check_on_topic(self._aux_call, state, participant, text)
         if flag:
             notes.append(flag)
