@@ -543,7 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
     debate.add_argument("--stop-at-warning", action="store_true", help="stop instead of continuing at warn-at")
     debate.add_argument("--seed", type=int)
     debate.add_argument("--word-limit", type=int)
-    debate.add_argument("--timeout", type=float, metavar="S", help="turn timeout in seconds (default 120; 900 for local servers)")
+    debate.add_argument("--timeout", type=float, metavar="S",
+                        help="turn timeout in seconds (default 120; 900 for local servers)")
     debate.add_argument("--no-clarification", action="store_true", help="collaborative: skip the questions")
     debate.add_argument("--export", metavar="PATH", help="write the transcript (.md, .json, .txt) at the end")
 

@@ -50,18 +50,24 @@ class Step(BaseModel):
     turns: list[TurnSlot]
 
 
+def model_specs(config: DebateConfig) -> list[tuple[str, Any]]:
+    """Every model the debate will call, with the config path that names it: participants, then
+    (when judging) the judges and the fallback judge."""
+    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
+    if config.judge.enabled:
+        specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
+        if config.judge.fallback is not None:
+            specs.append(("judge.fallback", config.judge.fallback))
+    return specs
+
+
 def provider_problem(config: DebateConfig) -> tuple[str, str] | None:
     """The first participant or judge whose provider cannot be used (no key, no URL…), as
     (field, message); checked when a debate is created and again each time it starts running,
     since the environment may have changed in between."""
     from webapp.providers.registry import check_spec  # the registry imports the providers; load late
 
-    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
-    if config.judge.enabled:
-        specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
-        if config.judge.fallback is not None:
-            specs.append(("judge.fallback", config.judge.fallback))
-    for field, spec in specs:
+    for field, spec in model_specs(config):
         problem = check_spec(spec)
         if problem:
             return f"{field}.provider", problem
@@ -148,12 +154,7 @@ def config_notes(config: DebateConfig) -> list[str]:
     """Warnings about a valid config: settings that will have no effect. Shown before a debate starts
     (the CLI prints them); never a reason to refuse it."""
     notes: list[str] = []
-    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
-    if config.judge.enabled:
-        specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
-        if config.judge.fallback is not None:
-            specs.append(("judge.fallback", config.judge.fallback))
-    for field, spec in specs:
+    for field, spec in model_specs(config):
         if spec.temperature is not None and spec.provider in TEMPERATURE_IGNORED_BY:
             notes.append(f"{field}.temperature: {spec.provider.title()} does not accept a temperature, so "
                          f"{spec.temperature:g} is not sent (the model's default is used)")
