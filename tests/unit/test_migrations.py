@@ -4,6 +4,7 @@ named migrations. Inserting a migration never renumbers the others; a newer data
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -22,6 +23,7 @@ from webapp.store.migrations import (
     NAMES,
     Migration,
     applied_migrations,
+    applied_migrations_async,
     migrate,
     statements,
 )
@@ -118,18 +120,19 @@ async def test_old_schema_migrates_with_data_intact(tmp_path: Path, kind: str, v
 
     store = await Store.open(path)
     try:
-        db = store._writer
-        assert applied_migrations(db) == list(NAMES)
-        versions = [r[0] for r in db.execute("SELECT version FROM schema_version ORDER BY version")]
+        assert await applied_migrations_async(store._writer) == list(NAMES)
+        versions = [r[0] for r in await store.fetchall("SELECT version FROM schema_version ORDER BY version")]
         assert versions == (list(range(1, version + 1)) if kind == "numbered" else []) + [LEGACY_MARK]
 
         # The migrated schema is exactly the schema of a brand-new database.
         fresh = await Store.open(tmp_path / "fresh.sqlite3")
         try:
-            assert _tables(db) == _tables(fresh._writer)
-            for table in _tables(fresh._writer):
-                assert _columns(db, table) == _columns(fresh._writer, table), table
-            assert _indexes(db) == _indexes(fresh._writer)
+            with contextlib.closing(sqlite3.connect(path)) as db, \
+                    contextlib.closing(sqlite3.connect(fresh.path)) as new:
+                assert _tables(db) == _tables(new)
+                for table in _tables(new):
+                    assert _columns(db, table) == _columns(new, table), table
+                assert _indexes(db) == _indexes(new)
         finally:
             await fresh.close()
 
@@ -174,8 +177,9 @@ async def test_migrating_twice_is_a_no_op(tmp_path: Path):
     await first.close()
     second = await Store.open(path)
     try:
-        assert applied_migrations(second._writer) == list(NAMES)
-        assert [r[0] for r in second._writer.execute("SELECT version FROM schema_version")] == [LEGACY_MARK]
+        assert await applied_migrations_async(second._writer) == list(NAMES)
+        assert [r[0] for r in await second._writer.execute_fetchall("SELECT version FROM schema_version")] == [
+            LEGACY_MARK]
     finally:
         await second.close()
     db = sqlite3.connect(path, isolation_level=None)

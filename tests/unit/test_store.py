@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from webapp.store import (
     repository,
 )
 from webapp.store.errors import classify
-from webapp.store.migrations import LEGACY_MARK, NAMES, applied_migrations
+from webapp.store.migrations import LEGACY_MARK, NAMES, applied_migrations_async
 
 
 @pytest.fixture
@@ -39,7 +40,8 @@ async def store(tmp_path: Path):
 
 async def _pragma(store: Store, name: str):
     """A setting of the store's writer connection."""
-    return await store._call(lambda: store._writer.execute(f"PRAGMA {name}").fetchone()[0])
+    [(value,)] = await store._writer.execute_fetchall(f"PRAGMA {name}")
+    return value
 
 
 def _digest(path: Path) -> str:
@@ -75,7 +77,7 @@ async def test_foreign_keys_are_enforced(store: Store):
 
 
 async def test_new_file_has_every_named_migration(store: Store):
-    assert await store._call(applied_migrations, store._writer) == list(NAMES)
+    assert await applied_migrations_async(store._writer) == list(NAMES)
     # A Rostrum from before named migrations finds a version it does not know, and refuses the file.
     assert await store.fetchall("SELECT version FROM schema_version") == [(LEGACY_MARK,)]
 
@@ -296,6 +298,57 @@ async def test_a_failing_append_in_a_group_leaves_no_trace_of_itself(store: Stor
     assert isinstance(bad, sqlite3.Error)
     assert (ok1.seq, ok2.seq) == (2, 3)
     assert [e.data for e in await store.events("abc")][1:] == [{"n": 1}, {"n": 2}]
+
+
+async def test_a_group_mixing_writes_has_the_outcome_of_the_writes_one_after_another(store: Store):
+    """The appends of a group are written together, yet each sees what the writes queued before it did:
+    a debate created, or deleted, earlier in the same group; its own earlier appends (numbering, a key
+    used twice, the listing row left by the last one)."""
+    await store.create_debate("gone", "Topic", "classic", {}, {})
+    commits = store.commits
+    results = await asyncio.gather(
+        store.create_debate("new", "Topic", "classic", {}, {"status": "idle"}),
+        store.append("new", EventKind.NOTE, {"n": 1}, expected_seq=2, summary={"status": "debating", "round": 1}),
+        store.append("new", EventKind.TURN, {"n": 2}, idem_key="k", summary={"turn_count": 1}),
+        store.append("new", EventKind.TURN, {"n": 3}, idem_key="k", summary={"turn_count": 9}),  # a replay
+        store.append("new", EventKind.NOTE, {"n": 4}, expected_seq=3, summary={"round": 2}),  # stale: 3 is taken
+        store.append("new", EventKind.NOTE, {"n": 5}, expected_seq=4, summary={"round": 3}),
+        store.delete_debate("gone"),
+        store.append("gone", EventKind.NOTE, {}),  # deleted just before, in the same group
+        return_exceptions=True,
+    )
+    assert store.commits == commits + 1
+    _, first, turn, replay, stale, last, deleted, ghost = results
+    assert (first.seq, turn.seq, last.seq) == (2, 3, 4) and replay is None and deleted is True
+    assert isinstance(stale, StaleWrite) and isinstance(ghost, KeyError)
+    assert [(e.seq, e.data) for e in await store.events("new")][1:] == [(2, {"n": 1}), (3, {"n": 2}), (4, {"n": 5})]
+    row = await store.get_row("new")
+    assert (row.status, row.round, row.turn_count) == ("debating", 3, 1)
+    assert row.updated_at == last.at
+    assert await store.get_row("gone") is None and await store.events("gone") == []
+
+
+def test_a_failed_open_leaves_no_thread_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Each connection has a thread; an open that fails stops the ones it started and waits for them, so
+    none is left running, or reporting later into an event loop that has closed (a CLI exiting on the
+    error used to print "Exception in thread ...: Event loop is closed")."""
+    errors: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the database directory should be")
+    (tmp_path / "garbage.sqlite3").write_bytes(b"not a database" * 500)
+    before = set(threading.enumerate())
+    for path in [blocker / "db.sqlite3", tmp_path / "garbage.sqlite3"] * 10:
+        loop = asyncio.new_event_loop()
+        try:
+            with pytest.raises((StoreUnwritable, StoreCorrupt)):
+                loop.run_until_complete(Store.open(path))
+        finally:
+            loop.close()  # at once, as a CLI that exits on the error
+    left = set(threading.enumerate()) - before
+    for thread in left:
+        thread.join(5)
+    assert [t for t in left if t.is_alive()] == [] and errors == []
 
 
 async def test_an_append_cancelled_while_queued_is_never_stored(store: Store):

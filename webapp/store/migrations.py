@@ -11,16 +11,25 @@ Rostrum from before named migrations refuses it as newer instead of migrating it
 
 All of it happens in one write transaction taken *before* anything is read (`BEGIN IMMEDIATE`):
 processes opening a fresh database together wait for each other, and only the first migrates.
+
+The store applies them on its `aiosqlite` connection (`migrate_async`); tools and tests use a plain
+`sqlite3` one (`migrate`). The steps are written once, as generators of queries, and both run them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import aiosqlite
 
 from webapp.models import utcnow
 from webapp.store.errors import StoreTooNew
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -145,49 +154,114 @@ def statements(script: str) -> Iterator[str]:
         raise ValueError(f"incomplete SQL statement in a migration: {buffer.strip()[:80]!r}")
 
 
-def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
-    return row is not None
+# --- the logic, written once --------------------------------------------------------------------
+#
+# Each step below is a generator that yields the queries it needs, `(sql, parameters)`, and receives each
+# query's rows. `_run` drives one on a `sqlite3` connection (tools, tests), `_run_async` on the store's
+# `aiosqlite` connection, so both kinds of connection apply exactly the same migrations.
+
+Query = tuple[str, tuple[Any, ...]]
+Rows = list[tuple[Any, ...]]
+Steps = Generator[Query, Rows, T]
 
 
-def _legacy_version(conn: sqlite3.Connection) -> int:
-    if not _table_exists(conn, "schema_version"):
+def _query(sql: str, *params: Any) -> Steps[Rows]:
+    return (yield (sql, params))
+
+
+def _table_exists(name: str) -> Steps[bool]:
+    return bool((yield from _query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)))
+
+
+def _legacy_version() -> Steps[int]:
+    if not (yield from _table_exists("schema_version")):
         return 0
-    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    rows = yield from _query("SELECT max(version) FROM schema_version")
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
-def refuse_newer(conn: sqlite3.Connection) -> None:
-    """Raise `StoreTooNew` if a newer Rostrum migrated this database (read only: callers check before
-    changing anything, and `migrate` checks again under the write lock)."""
-    if _table_exists(conn, "_rostrum_migrations"):
-        unknown = [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")
-                   if r[0] not in NAMES]
+def _recorded() -> Steps[list[str]]:
+    """The names recorded in a database (empty for a database without named migrations)."""
+    if not (yield from _table_exists("_rostrum_migrations")):
+        return []
+    return [r[0] for r in (yield from _query("SELECT name FROM _rostrum_migrations ORDER BY rowid"))]
+
+
+def _refuse_newer() -> Steps[None]:
+    if (yield from _table_exists("_rostrum_migrations")):
+        unknown = [name for name in (yield from _recorded()) if name not in NAMES]
         if unknown:
             raise StoreTooNew(
                 f"the database schema is newer than this Rostrum: it has migration(s) {', '.join(unknown)} "
                 "that this version does not know"
             )
         return
-    version = _legacy_version(conn)
+    version = yield from _legacy_version()
     if version > len(LEGACY_VERSIONS):
         raise StoreTooNew(f"the database schema v{version} is newer than this Rostrum (it knows v1 to "
                           f"v{len(LEGACY_VERSIONS)} and named migrations up to {NAMES[-1]})")
 
 
-def _applied(conn: sqlite3.Connection) -> list[str]:
+def _applied() -> Steps[list[str]]:
     """The names applied so far, adopting a numbered (`schema_version`) database the first time.
-    Called inside the write transaction."""
-    refuse_newer(conn)
-    if _table_exists(conn, "_rostrum_migrations"):
-        return [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")]
-    version = _legacy_version(conn)
-    conn.execute("CREATE TABLE _rostrum_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    Runs inside the write transaction."""
+    yield from _refuse_newer()
+    if (yield from _table_exists("_rostrum_migrations")):
+        return (yield from _recorded())
+    version = yield from _legacy_version()
+    yield from _query("CREATE TABLE _rostrum_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     adopted = list(LEGACY_VERSIONS[:version])
     now = utcnow().isoformat()
-    conn.executemany("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)",
-                     [(name, f"{now} (schema v{version})") for name in adopted])
+    for name in adopted:
+        yield from _query("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)",
+                          name, f"{now} (schema v{version})")
     return adopted
+
+
+def _apply(only: Iterable[str] | None) -> Steps[list[str]]:
+    """Everything `migrate` does inside its transaction; returns the names applied."""
+    wanted = None if only is None else set(only)
+    done = set((yield from _applied()))
+    pending = [m for m in MIGRATIONS if m.name not in done and (wanted is None or m.name in wanted)]
+    now = utcnow().isoformat()
+    for migration in pending:
+        for statement in statements(migration.sql):
+            yield from _query(statement)
+        yield from _query("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)", migration.name, now)
+    yield from _query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    if not (yield from _query("SELECT 1 FROM schema_version WHERE version = ?", LEGACY_MARK)):
+        yield from _query("INSERT INTO schema_version (version) VALUES (?)", LEGACY_MARK)
+    return [m.name for m in pending]
+
+
+def _run(conn: sqlite3.Connection, steps: Steps[T]) -> T:
+    """Drive `steps` on a `sqlite3` connection."""
+    try:
+        query = next(steps)
+        while True:
+            query = steps.send(conn.execute(*query).fetchall())
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
+async def _run_async(conn: aiosqlite.Connection, steps: Steps[T]) -> T:
+    """Drive `steps` on an `aiosqlite` connection (one call, one round trip to its thread, per query)."""
+    try:
+        query = next(steps)
+        while True:
+            rows = await conn.execute_fetchall(*query)
+            query = steps.send(cast(Rows, list(rows)))
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
+# --- on a sqlite3 connection ------------------------------------------------------------------------
+
+
+def refuse_newer(conn: sqlite3.Connection) -> None:
+    """Raise `StoreTooNew` if a newer Rostrum migrated this database (read only: callers check before
+    changing anything, and `migrate` checks again under the write lock)."""
+    _run(conn, _refuse_newer())
 
 
 def migrate(conn: sqlite3.Connection, only: Iterable[str] | None = None) -> list[str]:
@@ -197,29 +271,43 @@ def migrate(conn: sqlite3.Connection, only: Iterable[str] | None = None) -> list
     `conn` must be in autocommit mode (`isolation_level=None`): the transaction is this function's.
     Raises `StoreTooNew` when the database has a migration this code does not know.
     """
-    wanted = None if only is None else set(only)
     conn.execute("BEGIN IMMEDIATE")  # the write lock first: nobody migrates between our read and our write
     try:
-        done = set(_applied(conn))
-        pending = [m for m in MIGRATIONS if m.name not in done and (wanted is None or m.name in wanted)]
-        now = utcnow().isoformat()
-        for migration in pending:
-            for statement in statements(migration.sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO _rostrum_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now))
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        if conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (LEGACY_MARK,)).fetchone() is None:
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (LEGACY_MARK,))
+        applied = _run(conn, _apply(only))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return [m.name for m in pending]
+    return applied
 
 
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """The names recorded in a database (empty for a database without named migrations)."""
-    if not _table_exists(conn, "_rostrum_migrations"):
-        return []
-    return [r[0] for r in conn.execute("SELECT name FROM _rostrum_migrations ORDER BY rowid")]
+    return _run(conn, _recorded())
+
+
+# --- on an aiosqlite connection (the store's) -------------------------------------------------------
+
+
+async def refuse_newer_async(conn: aiosqlite.Connection) -> None:
+    """`refuse_newer` on an `aiosqlite` connection."""
+    await _run_async(conn, _refuse_newer())
+
+
+async def migrate_async(conn: aiosqlite.Connection, only: Iterable[str] | None = None) -> list[str]:
+    """`migrate` on an `aiosqlite` connection in autocommit mode (`isolation_level=None`)."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        applied = await _run_async(conn, _apply(only))
+        await conn.commit()
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            await conn.rollback()  # nothing to do when SQLite already rolled back
+        raise
+    return applied
+
+
+async def applied_migrations_async(conn: aiosqlite.Connection) -> list[str]:
+    """`applied_migrations` on an `aiosqlite` connection."""
+    return await _run_async(conn, _recorded())

@@ -1,12 +1,13 @@
-"""The debate repository: the event log in SQLite (WAL), written by one writer task with group commit.
+"""The debate repository: the event log in SQLite (WAL) through aiosqlite, written by one writer task
+with group commit.
 
-Writes go through one connection owned by one thread. `append`, `create_debate` and `delete_debate`
-queue their work; the writer task takes everything queued, runs it in ONE transaction (`BEGIN
-IMMEDIATE`, each write in its own SAVEPOINT) and commits once. `synchronous=FULL`: an event is on
-disk before `append` returns, and the engine broadcasts only after that, so what a spectator saw
-survives a power cut. With many
-live debates, one fsync then covers every event that arrived while the previous one was being
-written, instead of each event waiting for the fsyncs of all events queued before it.
+Writes go through one `aiosqlite` connection (its own thread). `append`, `create_debate` and
+`delete_debate` queue their work; the writer task takes everything queued, runs it in ONE transaction
+(`BEGIN IMMEDIATE`, each write in its own SAVEPOINT) and commits once. `synchronous=FULL`: an event is
+on disk before `append` returns, and the engine broadcasts only after that, so what a spectator saw
+survives a power cut. With many live debates, one fsync then covers every event that arrived while the
+previous one was being written, instead of each event waiting for the fsyncs of all events queued
+before it.
 
 A write that fails on its own (a stale `expected_seq`, an unknown debate, a bad value) rolls back its
 savepoint and fails alone; the others in the group commit. A storage fault (disk full, I/O error,
@@ -14,9 +15,19 @@ read-only file) fails every write of the group with the classified error (`webap
 A database locked by another process is retried with backoff for up to `lock_timeout` seconds
 (default 10 s), then reported as `StoreBusy`.
 
-Reads use a second, read-only connection on its own thread: in WAL mode they never wait for the
-writer and never see a group that has not committed yet. Both threads are pool threads, so a store
-that is never closed (a crash on the way out) does not keep the process from exiting.
+Every call to an aiosqlite connection is a round trip to its thread, so a group of appends is not
+written statement by statement: the appends of a group are checked against ONE read of their debates'
+`last_seq` and idempotency keys (stale, unknown, replayed: refused before anything is written, so
+alone), then their events go in with one `executemany` and their listing rows with one more. Only if
+SQLite refuses that batch (a value it cannot store, say) is the group redone write by write, each in
+its savepoint, so the failure stays with its own append. A group of 50 appends is thus about six round
+trips, not 250.
+
+Reads use a second `aiosqlite` connection, read-only, on its own thread: in WAL mode they never wait
+for the writer and never see a group that has not committed yet. aiosqlite's threads are not daemon
+threads, and one that is never closed (a crash on the way out) would keep the process from exiting;
+the store makes its connections from a short-lived daemon thread, whose daemon status the connection
+threads inherit (`threading.Thread`'s documented default), so they never do.
 """
 
 from __future__ import annotations
@@ -28,14 +39,15 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import aiosqlite
 from pydantic import BaseModel
 
 from webapp.models import DebateEvent, EventKind, utcnow
@@ -48,7 +60,7 @@ from webapp.store.errors import (
     StoreUnwritable,
     classify,
 )
-from webapp.store.migrations import migrate, refuse_newer
+from webapp.store.migrations import migrate_async, refuse_newer_async
 
 __all__ = [
     "DebateRow", "StaleWrite", "Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreFull", "StoreUnwritable",
@@ -59,6 +71,7 @@ log = logging.getLogger(__name__)
 
 LOCK_TIMEOUT = 10.0  # seconds a write waits, in all, for a lock another process holds
 MAX_GROUP = 512  # writes per group commit
+ITER_CHUNK_SIZE = 64  # aiosqlite's default: rows per round trip when a cursor is iterated
 
 
 class StaleWrite(RuntimeError):
@@ -90,6 +103,7 @@ ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
 )
+INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 
 
 class _NothingStored(Exception):
@@ -97,13 +111,40 @@ class _NothingStored(Exception):
 
 
 @dataclass(eq=False)
-class _Write:
-    """One queued write: `apply` runs in the writer thread inside its own savepoint."""
+class _Append:
+    """What an append writes, kept as data so that the appends of a group can be written together."""
 
-    apply: Callable[[sqlite3.Connection], Any]
+    debate_id: str
+    kind: str
+    at: str
+    payload: str
+    idem_key: str | None
+    summary: dict[str, Any]  # the listing columns it sets (of SUMMARY_COLUMNS)
+    expected_seq: int | None
+
+    def stale(self, seq: int) -> StaleWrite | None:
+        if self.expected_seq is None or seq == self.expected_seq:
+            return None
+        return StaleWrite(
+            f"debate {self.debate_id} was changed by another process (its log is at event {seq - 1}, "
+            f"this process expected {self.expected_seq - 1}); reload it"
+        )
+
+
+@dataclass(eq=False)
+class _Write:
+    """One queued write: `apply` runs on the writer connection inside its own savepoint; an append also
+    carries its data (`append`), so that it can be written with the others of its group."""
+
+    apply: Callable[[aiosqlite.Connection], Awaitable[Any]]
     future: asyncio.Future[Any]
+    append: _Append | None = None
     result: Any = None
     error: BaseException | None = field(default=None)
+
+
+class _BatchRefused(Exception):
+    """SQLite refused a batch of appends for a reason of one of them: redo the group write by write."""
 
 
 # --- integrity check, once per process start ------------------------------------------------------
@@ -145,45 +186,122 @@ def _ensure_directory(path: Path) -> None:
         raise StoreUnwritable(f"cannot create database {path}: its directory {parent} is not writable", path)
 
 
+def _existing_database(path: Path) -> bool:
+    """Whether a database is there already (its directory made if need be); refuses a read-only one."""
+    _ensure_directory(path)
+    existed = path.exists() and path.stat().st_size > 0
+    if existed and not os.access(path, os.W_OK):
+        raise StoreUnwritable(f"database {path} is read-only: Rostrum cannot write to it", path)
+    return existed
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    """The writer's connection: autocommit mode (transactions are explicit), usable from the writer thread."""
+    """The writer's sqlite3 connection, made on (and then used from) its aiosqlite thread: autocommit
+    mode, the transactions are explicit."""
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
-def _connect_reader(path: Path, lock_timeout: float) -> sqlite3.Connection:
-    """The read connection (reader thread): autocommit, so each query sees the latest commit; no writes."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def _connect_reader(path: Path) -> sqlite3.Connection:
+    """The read connection's sqlite3 connection (its aiosqlite thread): autocommit, so each query sees
+    the latest commit. `Store.open` makes it read-only."""
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+@dataclass(eq=False)
+class _Handover:
+    """A connection being made for a caller that may stop waiting for it (cancelled)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    conn: aiosqlite.Connection | None = None
+    abandoned: bool = False
+
+
+async def _aiosqlite_connect(connector: Callable[[], sqlite3.Connection]) -> aiosqlite.Connection:
+    """An aiosqlite connection on the sqlite3 connection `connector` makes, whose thread is a daemon
+    thread; `connector`'s errors are raised here. Made off the event loop (`_establish`); if the caller
+    is cancelled meanwhile, the connection is closed, not left for the garbage collector."""
+    handover = _Handover()
     try:
-        conn.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
-        conn.execute("PRAGMA query_only=ON")
-    except BaseException:
-        conn.close()
+        await asyncio.to_thread(_establish, connector, handover)
+    except asyncio.CancelledError:
+        with handover.lock:
+            handover.abandoned = True
+            made = handover.conn
+        if made is not None:
+            await made.close()
         raise
-    return conn
+    assert handover.conn is not None
+    return handover.conn
+
+
+def _establish(connector: Callable[[], sqlite3.Connection], handover: _Handover) -> None:
+    """Make an aiosqlite connection (into `handover`) in a daemon thread of its own, on an event loop of
+    its own.
+
+    - A daemon thread: aiosqlite starts a plain thread per connection, and a non-daemon thread blocked
+      on its queue keeps the interpreter from exiting when the connection is never closed. A thread's
+      daemon flag defaults to that of the thread creating it, and `aiosqlite.Connection` creates its
+      thread when it is constructed: constructed in a daemon thread, its thread is a daemon too.
+    - An event loop of its own: aiosqlite's thread hands each result to the loop of the call, and dies
+      ("Exception in thread ...: Event loop is closed") when that loop has closed. Awaited on the
+      caller's loop, connecting would be cut short if the caller were cancelled (an app stopped while
+      starting), and its result could then arrive at a closed loop. This loop closes only once the
+      connection is made, and closed again if the caller is gone or `connector` failed.
+    - A connector that raises would have aiosqlite stop its thread without waiting for it, with the same
+      result; so it never does: on error it hands over a stand-in connection, closed before the error
+      is raised.
+    """
+    failed: list[BaseException] = []
+
+    def connect() -> sqlite3.Connection:  # on the connection's thread
+        try:
+            return connector()
+        except BaseException as exc:
+            failed.append(exc)
+            return sqlite3.connect(":memory:", check_same_thread=False)
+
+    async def establish() -> None:
+        conn = await aiosqlite.Connection(connect, ITER_CHUNK_SIZE)
+        with handover.lock:
+            keep = not failed and not handover.abandoned
+            if keep:
+                handover.conn = conn
+        if not keep:
+            await conn.close()
+
+    def run() -> None:  # in a daemon thread
+        try:
+            asyncio.run(establish())
+        except BaseException as exc:
+            failed.append(exc)
+
+    maker = threading.Thread(target=run, name="rostrum-store-connect", daemon=True)
+    maker.start()
+    maker.join()
+    if failed:
+        raise failed[0]
 
 
 class _Transaction:
-    """What `Store.transaction()` yields: `await tx.execute(sql, params)` on the writer connection."""
+    """What `Store.transaction()` yields: `await tx.execute(sql, params)` on the writer connection,
+    which returns an `aiosqlite.Cursor` (`rowcount`, `lastrowid`, `await cursor.fetchall()`...)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
-        return await self._store._call(self._store._writer.execute, sql, tuple(params))
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Cursor:
+        return await self._store._guard(self._store._writer.execute(sql, tuple(params)))
 
 
 class Store:
     """Access to the event log. Open with `await Store.open(path)`."""
 
-    def __init__(self, path: Path, writer: sqlite3.Connection, executor: ThreadPoolExecutor,
-                 reader: sqlite3.Connection, read_executor: ThreadPoolExecutor,
+    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = path
         self.lock_timeout = lock_timeout
         self._writer = writer
-        self._executor = executor
         self._reader = reader
-        self._read_executor = read_executor
         self._lock = asyncio.Lock()  # one write transaction at a time on the writer connection
         self._pending: collections.deque[_Write] = collections.deque()
         self._wake = asyncio.Event()
@@ -215,72 +333,64 @@ class Store:
         """
         path = Path(path)
         lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostrum-store")
-        read_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostrum-store-read")
-        loop = asyncio.get_running_loop()
         busy_ms = max(20, min(1000, int(lock_timeout * 250)))
         deadline = time.monotonic() + lock_timeout
-        writer: sqlite3.Connection | None = None
-        reader: sqlite3.Connection | None = None
+        existed = False
+
+        def connect_writer() -> sqlite3.Connection:  # on the writer's thread
+            nonlocal existed
+            existed = _existing_database(path)
+            return _connect(path)
+
+        writer: aiosqlite.Connection | None = None
+        reader: aiosqlite.Connection | None = None
         try:
             remembered = _checked.pop(str(path.resolve()), None)
             trust = remembered is not None and remembered == _fingerprint(path)
-            writer = await _retry_busy(
-                lambda: loop.run_in_executor(executor, cls._open_writer, path, busy_ms, trust), deadline)
+            writer = await _aiosqlite_connect(connect_writer)
             conn = writer
-            await _retry_busy(lambda: loop.run_in_executor(executor, cls._prepare, conn, path), deadline)
-            reader = await loop.run_in_executor(read_executor, _connect_reader, path, lock_timeout)
+            await conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+            if existed and not trust:
+                await _retry_busy(lambda: cls._check(conn, path), deadline)
+            await _retry_busy(lambda: cls._prepare(conn, path), deadline)
+            reader = await _aiosqlite_connect(lambda: _connect_reader(path))
+            await reader.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
+            await reader.execute("PRAGMA query_only=ON")
         except BaseException as exc:
-            if reader is not None:
-                await loop.run_in_executor(read_executor, reader.close)
-            if writer is not None:
-                await loop.run_in_executor(executor, writer.close)
-            executor.shutdown(wait=False)
-            read_executor.shutdown(wait=False)
+            for opened in (reader, writer):
+                if opened is not None:
+                    with contextlib.suppress(Exception):
+                        await opened.close()
             if isinstance(exc, sqlite3.Error | OSError):
                 raise _open_error(exc, path) from exc
             raise
-        store = cls(path, writer, executor, reader, read_executor, lock_timeout)
+        store = cls(path, writer, reader, lock_timeout)
         store._remember_check = remember_check  # checked, or created, here: either way known to be sound
         return store
 
     @staticmethod
-    def _open_writer(path: Path, busy_ms: int, trust: bool) -> sqlite3.Connection:
-        """Connect and run the integrity check (writer thread); `trust`: this process already checked this
-        very file."""
-        _ensure_directory(path)
-        existed = path.exists() and path.stat().st_size > 0
-        if existed and not os.access(path, os.W_OK):
-            raise StoreUnwritable(f"database {path} is read-only: Rostrum cannot write to it", path)
-        conn = _connect(path)
-        try:
-            conn.execute(f"PRAGMA busy_timeout={busy_ms}")
-            if existed and not trust:
-                rows = [r[0] for r in conn.execute("PRAGMA quick_check")]
-                if rows != ["ok"]:
-                    raise StoreCorrupt(
-                        f"database {path} failed its integrity check: {'; '.join(rows[:3])}; it was left untouched",
-                        path)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    async def _check(conn: aiosqlite.Connection, path: Path) -> None:
+        """The integrity check of an existing file (this process did not check it already)."""
+        rows = [r[0] for r in await conn.execute_fetchall("PRAGMA quick_check")]
+        if rows != ["ok"]:
+            raise StoreCorrupt(
+                f"database {path} failed its integrity check: {'; '.join(rows[:3])}; it was left untouched", path)
 
     @staticmethod
-    def _prepare(conn: sqlite3.Connection, path: Path) -> None:
-        """WAL, FULL sync, foreign keys, migrations (writer thread; retried while another process holds a lock)."""
+    async def _prepare(conn: aiosqlite.Connection, path: Path) -> None:
+        """WAL, FULL sync, foreign keys, migrations (retried while another process holds a lock)."""
         try:
-            refuse_newer(conn)  # before anything changes the file, even its journal mode
+            await refuse_newer_async(conn)  # before anything changes the file, even its journal mode
         except StoreTooNew as exc:
             raise StoreTooNew(f"{path}: {exc}; it was left untouched", path) from None
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        [(mode,)] = await conn.execute_fetchall("PRAGMA journal_mode=WAL")
         if str(mode).lower() != "wal":
             raise StoreUnwritable(f"database {path} cannot use write-ahead logging (journal mode {mode}): "
                                   "is it on a read-only or network filesystem?", path)
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
+        await conn.execute("PRAGMA synchronous=FULL")
+        await conn.execute("PRAGMA foreign_keys=ON")
         try:
-            migrate(conn)
+            await migrate_async(conn)
         except StoreTooNew as exc:
             raise StoreTooNew(f"{path}: {exc}; it was left untouched", path) from None
 
@@ -291,34 +401,32 @@ class Store:
         task = self._writer_task
         if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
             await task
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._read_executor, self._reader.close)
-        await loop.run_in_executor(self._executor, self._writer.close)
-        self._read_executor.shutdown(wait=False)
-        self._executor.shutdown(wait=False)
+        await self._reader.close()
+        await self._writer.close()
         if self._remember_check:
             fingerprint = _fingerprint(self.path)
             if fingerprint is not None:
                 _checked[str(self.path.resolve())] = fingerprint
 
-    # --- the writer --------------------------------------------------------------------------
-
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn` on the writer connection's thread; storage faults come back classified."""
+    async def _guard(self, operation: Awaitable[T]) -> T:
+        """Await a call to a connection; storage faults come back classified."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            return await operation
         except (sqlite3.Error, OSError) as exc:
             classified = classify(exc, self.path)
             if classified is None:
                 raise
             raise classified from exc
 
-    async def _submit(self, apply: Callable[[sqlite3.Connection], Any]) -> Any:
+    # --- the writer --------------------------------------------------------------------------
+
+    async def _submit(self, apply: Callable[[aiosqlite.Connection], Awaitable[Any]],
+                      append: _Append | None = None) -> Any:
         """Queue a write for the next group commit; returns its result once that group has committed."""
         if self._closing:
             raise StoreError(f"database {self.path} is closed", self.path)
         loop = self._bind_loop()
-        write = _Write(apply, loop.create_future())
+        write = _Write(apply, loop.create_future(), append)
         self._pending.append(write)
         self._wake.set()
         if self._writer_task is None or self._writer_task.done():
@@ -369,11 +477,9 @@ class Store:
                         raise
 
     async def _commit_group(self, batch: list[_Write]) -> None:
-        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + self.lock_timeout
         try:
-            await _retry_busy(lambda: loop.run_in_executor(self._executor, self._run_group, batch), deadline,
-                              self._busy)
+            await _retry_busy(lambda: self._run_group(batch), deadline, self._busy)
         except Exception as exc:
             error: BaseException = exc
             if isinstance(exc, sqlite3.Error | OSError):
@@ -391,30 +497,113 @@ class Store:
             else:
                 write.future.set_result(write.result)
 
-    def _run_group(self, batch: list[_Write]) -> None:
-        """One transaction for the whole group, one savepoint per write (writer thread)."""
+    async def _run_group(self, batch: list[_Write]) -> None:
+        """One transaction for the whole group: its appends written together when SQLite takes them
+        all, and otherwise, like every other write, one at a time, each in its own savepoint."""
         conn = self._writer
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for write in batch:
-                write.result, write.error = None, None
-                conn.execute("SAVEPOINT write")
-                try:
-                    write.result = write.apply(conn)
-                except _NothingStored:
-                    conn.execute("ROLLBACK TO write")
-                except Exception as exc:
-                    if isinstance(exc, sqlite3.Error | OSError) and classify(exc, self.path) is not None:
-                        raise  # a storage fault: the whole group fails (or, if busy, is retried)
-                    conn.execute("ROLLBACK TO write")
-                    write.error = exc
-                conn.execute("RELEASE write")
-            conn.execute("COMMIT")
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await self._write_together(batch)
+            except _BatchRefused:
+                await conn.rollback()
+                await conn.execute("BEGIN IMMEDIATE")
+                for write in batch:
+                    await self._write_alone(write)
+            await conn.commit()
         except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
+            # Also when cancelled half-way: the connection is left with no transaction open. (aiosqlite
+            # runs calls in order, so this comes after any statement still in flight; a no-op when
+            # SQLite already rolled back, as it does on some faults.)
+            with contextlib.suppress(sqlite3.Error):
+                await conn.rollback()
             raise
+
+    async def _write_alone(self, write: _Write) -> None:
+        """One write in its own savepoint: its failure undoes only itself (a storage fault: the group)."""
+        conn = self._writer
+        write.result, write.error = None, None
+        await conn.execute("SAVEPOINT write")
+        try:
+            write.result = await write.apply(conn)
+        except _NothingStored:
+            await conn.execute("ROLLBACK TO write")
+        except Exception as exc:
+            if isinstance(exc, sqlite3.Error | OSError) and classify(exc, self.path) is not None:
+                raise  # a storage fault: the whole group fails (or, if busy, is retried)
+            await conn.execute("ROLLBACK TO write")
+            write.error = exc
+        await conn.execute("RELEASE write")
+
+    async def _write_together(self, batch: list[_Write]) -> None:
+        """The group in order, each run of consecutive appends written as one batch: one read of their
+        debates' `last_seq` and idempotency keys decides, append by append and exactly as if each ran
+        alone after the ones before it, its sequence number or its refusal (unknown debate, stale
+        `expected_seq`, a key already stored: nothing written, so no savepoint needed); then one
+        `executemany` for the events and one per shape of listing update, one row per debate with
+        what its last append left. Raises `_BatchRefused` if SQLite refuses any of it for another
+        reason (the caller redoes the group write by write)."""
+        run: list[_Write] = []
+        for write in [*batch, None]:
+            if write is not None and write.append is not None:
+                run.append(write)
+                continue
+            if run:
+                await self._append_together(run)
+                run = []
+            if write is not None:
+                await self._write_alone(write)
+
+    async def _append_together(self, writes: list[_Write]) -> None:
+        conn = self._writer
+        appends = [cast(_Append, w.append) for w in writes]
+        ids = sorted({a.debate_id for a in appends})
+        keyed = sorted({(a.debate_id, a.idem_key) for a in appends if a.idem_key is not None})
+        sql = f"SELECT id, last_seq, NULL FROM debates WHERE id IN ({','.join('?' * len(ids))})"
+        if keyed:  # in the same round trip: which of their idempotency keys are stored already
+            sql += (" UNION ALL SELECT debate_id, NULL, idem_key FROM events WHERE (debate_id, idem_key) IN "
+                    f"(VALUES {','.join(['(?,?)'] * len(keyed))})")
+        last: dict[str, int] = {}
+        stored: set[tuple[str, str]] = set()
+        for debate_id, last_seq, key in await conn.execute_fetchall(sql, [*ids, *(v for pair in keyed for v in pair)]):
+            if key is None:
+                last[debate_id] = int(last_seq)
+            else:
+                stored.add((debate_id, key))
+        events: list[tuple[Any, ...]] = []
+        listing: dict[str, dict[str, Any]] = {}  # per debate: the listing columns, in the order set
+        for write, item in zip(writes, appends, strict=True):
+            write.result, write.error = None, None
+            if item.debate_id not in last:
+                write.error = KeyError(f"no debate {item.debate_id!r}")
+                continue
+            seq = last[item.debate_id] + 1
+            if (stale := item.stale(seq)) is not None:
+                write.error = stale
+                continue
+            if item.idem_key is not None:
+                if (item.debate_id, item.idem_key) in stored:
+                    continue  # a replay: nothing stored, None returned
+                stored.add((item.debate_id, item.idem_key))
+            last[item.debate_id] = seq
+            events.append((item.debate_id, seq, item.kind, item.at, item.payload, item.idem_key))
+            columns = listing.setdefault(item.debate_id, {})
+            columns.update({"last_seq": seq, "updated_at": item.at}, **item.summary)
+            write.result = seq
+        if not events:
+            return
+        shapes: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        for debate_id, columns in listing.items():
+            shapes.setdefault(tuple(columns), []).append((*columns.values(), debate_id))
+        try:
+            await conn.executemany(INSERT_EVENT, events)
+            for names, rows in shapes.items():
+                await conn.executemany(
+                    f"UPDATE debates SET {', '.join(f'{name} = ?' for name in names)} WHERE id = ?", rows)
+        except (sqlite3.Error, OSError) as exc:
+            if classify(exc, self.path) is not None:
+                raise  # a storage fault: the whole group fails (or, if busy, is retried)
+            raise _BatchRefused from exc
 
     # --- generic access (used by the accounts repository) ------------------------------------
 
@@ -422,37 +611,31 @@ class Store:
     async def transaction(self) -> AsyncIterator[_Transaction]:
         """One write transaction (write lock taken at once, waiting out another process's lock with
         backoff), committed on exit, rolled back on error. `await tx.execute(sql, params)` inside."""
-        loop = self._bind_loop()
+        self._bind_loop()
         async with self._lock:
             deadline = time.monotonic() + self.lock_timeout
-            await _retry_busy(lambda: self._call(self._writer.execute, "BEGIN IMMEDIATE"), deadline, self._busy)
+            await _retry_busy(lambda: self._guard(self._writer.execute("BEGIN IMMEDIATE")), deadline, self._busy)
             try:
                 yield _Transaction(self)
-                await self._call(self._writer.execute, "COMMIT")
+                await self._guard(self._writer.commit())
             except BaseException:
-                if self._writer.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        await loop.run_in_executor(self._executor, self._writer.execute, "ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    await self._writer.rollback()  # a no-op when SQLite already rolled back
                 raise
-
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` on the read connection's thread (committed data only); storage faults classified."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._read_executor, fn, self._reader)
-        except (sqlite3.Error, OSError) as exc:
-            classified = classify(exc, self.path)
-            if classified is None:
-                raise
-            raise classified from exc
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
-        args = tuple(params)
-        return await self._read(lambda conn: conn.execute(sql, args).fetchall())
+        """All rows of a query on the read connection (committed data only); storage faults classified."""
+        rows = await self._guard(self._reader.execute_fetchall(sql, tuple(params)))
+        return cast(list[tuple[Any, ...]], list(rows))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        args = tuple(params)
-        row = await self._read(lambda conn: conn.execute(sql, args).fetchone())
-        return tuple(row) if row is not None else None
+        """The first row of a query (meant for one-row queries) on the read connection, or None.
+
+        The query runs to its end in one call: a statement left open on the read connection between
+        two calls would keep its snapshot, and the reads queued behind it would not see later commits.
+        """
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     # --- debates -----------------------------------------------------------------------------
 
@@ -473,14 +656,13 @@ class Store:
         )
         event_values = (debate_id, 1, EventKind.CREATED.value, now.isoformat(), json.dumps(data), "created")
 
-        def apply(conn: sqlite3.Connection) -> None:
-            conn.execute(
+        async def apply(conn: aiosqlite.Connection) -> None:
+            await conn.execute(
                 "INSERT INTO debates (id, topic, topic_search, format, config, status, total_rounds,"
                 " participants, created_at, updated_at, last_seq, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?)",
                 debate_values,
             )
-            conn.execute("INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
-                         event_values)
+            await conn.execute(INSERT_EVENT, event_values)
 
         await self._submit(apply)
         return DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data)
@@ -503,41 +685,36 @@ class Store:
         in the same group are not affected by either.
         """
         at = at or utcnow()
-        payload = json.dumps(data, default=str)
-        sets = ["last_seq = ?", "updated_at = ?"]
-        values: list[Any] = [at.isoformat()]
-        for column in SUMMARY_COLUMNS:
-            if summary and column in summary:
-                sets.append(f"{column} = ?")
-                values.append(summary[column])
-        update = f"UPDATE debates SET {', '.join(sets)} WHERE id = ?"
+        item = _Append(
+            debate_id=debate_id, kind=kind.value, at=at.isoformat(), payload=json.dumps(data, default=str),
+            idem_key=idem_key, expected_seq=expected_seq,
+            summary={column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary},
+        )
+        columns = ("last_seq", "updated_at", *item.summary)
+        update = f"UPDATE debates SET {', '.join(f'{column} = ?' for column in columns)} WHERE id = ?"
 
-        def apply(conn: sqlite3.Connection) -> int:
+        async def apply(conn: aiosqlite.Connection) -> int:
+            """The append on its own (when its group could not be written as one batch)."""
             # Inside the group's write transaction: nobody else can pick the same seq.
-            row = conn.execute("SELECT last_seq FROM debates WHERE id = ?", (debate_id,)).fetchone()
+            rows = await conn.execute_fetchall("SELECT last_seq FROM debates WHERE id = ?", (debate_id,))
+            row = next(iter(rows), None)
             if row is None:
                 raise KeyError(f"no debate {debate_id!r}")
             seq = int(row[0]) + 1
-            if expected_seq is not None and seq != expected_seq:
-                raise StaleWrite(
-                    f"debate {debate_id} was changed by another process (its log is at event {seq - 1}, "
-                    f"this process expected {expected_seq - 1}); reload it"
-                )
+            if (stale := item.stale(seq)) is not None:
+                raise stale
             try:
-                conn.execute(
-                    "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)",
-                    (debate_id, seq, kind.value, at.isoformat(), payload, idem_key),
-                )
+                await conn.execute(INSERT_EVENT, (debate_id, seq, item.kind, item.at, item.payload, idem_key))
             except sqlite3.IntegrityError:
-                if idem_key is not None and conn.execute(
+                if idem_key is not None and await conn.execute_fetchall(
                     "SELECT 1 FROM events WHERE debate_id = ? AND idem_key = ?", (debate_id, idem_key)
-                ).fetchone():
+                ):
                     raise _NothingStored from None
                 raise
-            conn.execute(update, (seq, *values, debate_id))
+            await conn.execute(update, (seq, item.at, *item.summary.values(), debate_id))
             return seq
 
-        seq = await self._submit(apply)
+        seq = await self._submit(apply, item)
         if seq is None:  # the idempotency key was already stored
             return None
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
@@ -607,8 +784,8 @@ class Store:
 
     async def delete_debate(self, debate_id: str) -> bool:
         """Remove a debate, its whole log and its share links (really removed, not hidden)."""
-        def apply(conn: sqlite3.Connection) -> bool:
-            return conn.execute("DELETE FROM debates WHERE id = ?", (debate_id,)).rowcount > 0
+        async def apply(conn: aiosqlite.Connection) -> bool:
+            return (await conn.execute("DELETE FROM debates WHERE id = ?", (debate_id,))).rowcount > 0
 
         return bool(await self._submit(apply))
 
@@ -626,7 +803,7 @@ class Store:
         return float(row[0]) if row else 0.0
 
     @staticmethod
-    def _row(r: sqlite3.Row | tuple[Any, ...]) -> DebateRow:
+    def _row(r: tuple[Any, ...]) -> DebateRow:
         values = dict(zip(ROW_COLUMNS, r, strict=True))
         values["participants"] = json.loads(values["participants"])
         return DebateRow.model_validate(values)
