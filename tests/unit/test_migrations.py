@@ -13,7 +13,7 @@ import pytest
 
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
-from webapp.store import Store, StoreTooNew
+from webapp.store import Store, StoreTooNew, repository
 from webapp.store import migrations as migrations_module
 from webapp.store.accounts import Accounts
 from webapp.store.migrations import (
@@ -25,6 +25,7 @@ from webapp.store.migrations import (
     applied_migrations,
     applied_migrations_async,
     migrate,
+    refuse_newer,
     statements,
 )
 
@@ -232,6 +233,51 @@ async def test_a_database_from_a_newer_rostrum_is_refused_untouched(tmp_path: Pa
         await Store.open(path)
     assert caught.value.path == path and str(path) in str(caught.value)
     assert path.read_bytes() == before
+
+
+def _migrated_by_another_process_midway(path: Path, conn: sqlite3.Connection) -> None:
+    """Have another connection migrate `path` (and commit) as soon as `conn` starts its first query on
+    `schema_version`: between the newer-schema check's queries, as when processes open a fresh file."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    done: list[str] = []
+
+    def trace(sql: str) -> None:
+        if "schema_version" in sql and not done:
+            done.append(sql)
+            migrate(other)
+            other.close()
+
+    conn.set_trace_callback(trace)
+
+
+@pytest.mark.parametrize("via", ["sqlite3", "store"])
+async def test_the_newer_schema_check_reads_one_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via: str
+):
+    """Another process migrating a fresh database between the check's queries is not mistaken for a
+    newer Rostrum (`schema_version` at LEGACY_MARK seen, `_rostrum_migrations` not yet)."""
+    path = tmp_path / "db.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as setup:
+        setup.execute("PRAGMA journal_mode=WAL")
+    if via == "sqlite3":
+        db = sqlite3.connect(path, isolation_level=None)
+        _migrated_by_another_process_midway(path, db)
+        refuse_newer(db)
+        assert not db.in_transaction
+        db.close()
+    else:
+        real_connect = repository._connect
+
+        def connect(p: Path) -> sqlite3.Connection:
+            conn = real_connect(p)
+            _migrated_by_another_process_midway(path, conn)
+            return conn
+
+        monkeypatch.setattr(repository, "_connect", connect)
+        store = await Store.open(path)
+        await store.close()
+    with contextlib.closing(sqlite3.connect(path)) as check:
+        assert applied_migrations(check) == list(NAMES)
 
 
 async def test_v4_backfills_interrupted_from_the_last_transition(tmp_path: Path):

@@ -300,6 +300,28 @@ async def test_a_failing_append_in_a_group_leaves_no_trace_of_itself(store: Stor
     assert [e.data for e in await store.events("abc")][1:] == [{"n": 1}, {"n": 2}]
 
 
+async def test_appends_sqlite_refuses_fail_alone_wherever_they_are_in_the_group(store: Store):
+    """Refused values first, in the middle and last of one group: each fails with its own error, and every
+    other append of the group is stored, numbered and listed as if the refused ones had not been there."""
+    await store.create_debate("abc", "Topic", "classic", {}, {"status": "idle"})
+    commits = store.commits
+    results = await asyncio.gather(
+        store.append("abc", EventKind.NOTE, {"n": "bad"}, summary={"phase": ["unbindable"]}),
+        store.append("abc", EventKind.NOTE, {"n": 1}, summary={"turn_count": 1}),
+        store.append("abc", EventKind.NOTE, {"n": "big"}, summary={"turn_count": 2**70}),
+        store.append("abc", EventKind.NOTE, {"n": 2}, expected_seq=3, summary={"status": "debating"}),
+        store.append("abc", EventKind.NOTE, {"n": "bad"}, summary={"round": {"no": "dict"}}),
+        return_exceptions=True,
+    )
+    assert store.commits == commits + 1
+    first, one, big, two, last = results
+    assert isinstance(first, sqlite3.Error) and isinstance(last, sqlite3.Error) and isinstance(big, OverflowError)
+    assert (one.seq, two.seq) == (2, 3)
+    assert [e.data for e in await store.events("abc")][1:] == [{"n": 1}, {"n": 2}]
+    row = await store.get_row("abc")
+    assert (row.status, row.turn_count, row.round, row.phase) == ("debating", 1, 0, None)
+
+
 async def test_a_group_mixing_writes_has_the_outcome_of_the_writes_one_after_another(store: Store):
     """The appends of a group are written together, yet each sees what the writes queued before it did:
     a debate created, or deleted, earlier in the same group; its own earlier appends (numbering, a key
@@ -308,11 +330,12 @@ async def test_a_group_mixing_writes_has_the_outcome_of_the_writes_one_after_ano
     commits = store.commits
     results = await asyncio.gather(
         store.create_debate("new", "Topic", "classic", {}, {"status": "idle"}),
-        store.append("new", EventKind.NOTE, {"n": 1}, expected_seq=2, summary={"status": "debating", "round": 1}),
+        store.append("new", EventKind.NOTE, {"n": 1}, expected_seq=2,
+                     summary={"status": "debating", "round": 1, "phase": "opening"}),
         store.append("new", EventKind.TURN, {"n": 2}, idem_key="k", summary={"turn_count": 1}),
         store.append("new", EventKind.TURN, {"n": 3}, idem_key="k", summary={"turn_count": 9}),  # a replay
         store.append("new", EventKind.NOTE, {"n": 4}, expected_seq=3, summary={"round": 2}),  # stale: 3 is taken
-        store.append("new", EventKind.NOTE, {"n": 5}, expected_seq=4, summary={"round": 3}),
+        store.append("new", EventKind.NOTE, {"n": 5}, expected_seq=4, summary={"round": 3, "phase": None}),
         store.delete_debate("gone"),
         store.append("gone", EventKind.NOTE, {}),  # deleted just before, in the same group
         return_exceptions=True,
@@ -323,7 +346,7 @@ async def test_a_group_mixing_writes_has_the_outcome_of_the_writes_one_after_ano
     assert isinstance(stale, StaleWrite) and isinstance(ghost, KeyError)
     assert [(e.seq, e.data) for e in await store.events("new")][1:] == [(2, {"n": 1}), (3, {"n": 2}), (4, {"n": 5})]
     row = await store.get_row("new")
-    assert (row.status, row.round, row.turn_count) == ("debating", 3, 1)
+    assert (row.status, row.round, row.turn_count, row.phase) == ("debating", 3, 1, None)
     assert row.updated_at == last.at
     assert await store.get_row("gone") is None and await store.events("gone") == []
 

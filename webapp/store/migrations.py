@@ -260,8 +260,20 @@ async def _run_async(conn: aiosqlite.Connection, steps: Steps[T]) -> T:
 
 def refuse_newer(conn: sqlite3.Connection) -> None:
     """Raise `StoreTooNew` if a newer Rostrum migrated this database (read only: callers check before
-    changing anything, and `migrate` checks again under the write lock)."""
-    _run(conn, _refuse_newer())
+    changing anything, and `migrate` checks again under the write lock).
+
+    Its queries read one snapshot (a read transaction, unless `conn` is in a transaction already): read
+    one by one, they could see the tables of another process's migration half before and half after it
+    commits (no `_rostrum_migrations` yet, then `schema_version` at `LEGACY_MARK`: "newer").
+    """
+    if conn.in_transaction:
+        _run(conn, _refuse_newer())
+        return
+    conn.execute("BEGIN")
+    try:
+        _run(conn, _refuse_newer())
+    finally:
+        conn.execute("ROLLBACK")
 
 
 def migrate(conn: sqlite3.Connection, only: Iterable[str] | None = None) -> list[str]:
@@ -291,8 +303,15 @@ def applied_migrations(conn: sqlite3.Connection) -> list[str]:
 
 
 async def refuse_newer_async(conn: aiosqlite.Connection) -> None:
-    """`refuse_newer` on an `aiosqlite` connection."""
-    await _run_async(conn, _refuse_newer())
+    """`refuse_newer` on an `aiosqlite` connection (one snapshot too)."""
+    if conn.in_transaction:
+        await _run_async(conn, _refuse_newer())
+        return
+    await conn.execute("BEGIN")
+    try:
+        await _run_async(conn, _refuse_newer())
+    finally:
+        await conn.rollback()
 
 
 async def migrate_async(conn: aiosqlite.Connection, only: Iterable[str] | None = None) -> list[str]:

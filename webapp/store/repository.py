@@ -1,33 +1,40 @@
 """The debate repository: the event log in SQLite (WAL) through aiosqlite, written by one writer task
 with group commit.
 
-Writes go through one `aiosqlite` connection (its own thread). `append`, `create_debate` and
+Writes go through one `aiosqlite` connection (it has its own thread). `append`, `create_debate` and
 `delete_debate` queue their work; the writer task takes everything queued, runs it in ONE transaction
-(`BEGIN IMMEDIATE`, each write in its own SAVEPOINT) and commits once. `synchronous=FULL`: an event is
-on disk before `append` returns, and the engine broadcasts only after that, so what a spectator saw
-survives a power cut. With many live debates, one fsync then covers every event that arrived while the
-previous one was being written, instead of each event waiting for the fsyncs of all events queued
-before it.
+(`BEGIN IMMEDIATE`) and commits once. `synchronous=FULL`: an event is on disk before `append` returns,
+and the engine broadcasts only after that, so what a spectator saw survives a power cut. With many
+live debates, one fsync then covers every event that arrived while the previous one was being
+written, instead of each event waiting for the fsyncs of all events queued before it.
 
-A write that fails on its own (a stale `expected_seq`, an unknown debate, a bad value) rolls back its
-savepoint and fails alone; the others in the group commit. A storage fault (disk full, I/O error,
-read-only file) fails every write of the group with the classified error (`webapp.store.errors`).
-A database locked by another process is retried with backoff for up to `lock_timeout` seconds
-(default 10 s), then reported as `StoreBusy`.
+A write that fails on its own (a stale `expected_seq`, an unknown debate, a bad value) fails alone;
+the others in the group commit. A storage fault (disk full, I/O error, read-only file) fails every
+write of the group with the classified error (`webapp.store.errors`). A database locked by another
+process is retried with backoff for up to `lock_timeout` seconds (default 10 s), then reported as
+`StoreBusy`.
 
-Every call to an aiosqlite connection is a round trip to its thread, so a group of appends is not
-written statement by statement: the appends of a group are checked against ONE read of their debates'
-`last_seq` and idempotency keys (stale, unknown, replayed: refused before anything is written, so
-alone), then their events go in with one `executemany` and their listing rows with one more. Only if
-SQLite refuses that batch (a value it cannot store, say) is the group redone write by write, each in
-its savepoint, so the failure stays with its own append. A group of 50 appends is thus about six round
-trips, not 250.
+Every call to an aiosqlite connection is a round trip to its thread (≈0.1 ms here, more on a busy
+machine), so appends are not written statement by statement (a savepoint, a read, two writes and a
+release each: five round trips per append). An append is ONE statement: a row inserted into
+`rostrum_append`, a TEMP table of the writer connection whose trigger applies it (`APPEND_SCHEMA`):
+the debate's next sequence number, its refusal (unknown debate, stale `expected_seq`: an error; an
+idempotency key stored before: None, nothing written), else the event and the listing row, and the
+outcome recorded in the row. SQLite applies a statement in full or not at all, so an append that fails
+(a value SQLite cannot store, a constraint) leaves no trace and fails alone, as a savepoint did. The
+appends of a group then go in with ONE `executemany`, which also begins the transaction (the writer's
+`isolation_level` is IMMEDIATE: `BEGIN IMMEDIATE` runs in the same call), one more call reads and
+clears their outcomes, one commits: three round trips per group, however large. Other writes
+(`create_debate`, `delete_debate`) run in their place in the group, each in its own SAVEPOINT.
 
-Reads use a second `aiosqlite` connection, read-only, on its own thread: in WAL mode they never wait
-for the writer and never see a group that has not committed yet. aiosqlite's threads are not daemon
-threads, and one that is never closed (a crash on the way out) would keep the process from exiting;
-the store makes its connections from a short-lived daemon thread, whose daemon status the connection
-threads inherit (`threading.Thread`'s documented default), so they never do.
+Reads use a second `aiosqlite` connection, read-only, with its own thread: in WAL mode they never wait
+for the writer and never see a group that has not committed yet. Each read runs to its end in one call.
+
+aiosqlite's threads are not daemon threads: one whose connection is never closed (a crash on the way
+out) would keep the process from exiting. The store makes its connections in a short-lived daemon
+thread, whose daemon status their threads inherit (`threading.Thread`'s documented default), and on an
+event loop of that thread's own, so that an open cut short (cancelled) never leaves a connection
+thread to report to a closed loop (`_establish`).
 """
 
 from __future__ import annotations
@@ -105,14 +112,51 @@ SUMMARY_COLUMNS = (
 )
 INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 
-
-class _NothingStored(Exception):
-    """Raised by a write that turned out to have nothing to store (its idempotency key exists)."""
+# An append is one row inserted into `rostrum_append`, a TEMP table of the writer connection (the temp
+# schema belongs to the connection: nothing of it is in the database file), whose trigger applies it:
+# it finds the debate and its next sequence number, refuses the append if the debate is unknown, if
+# `expected_seq` is stale or if its idempotency key is stored already (writing nothing), else inserts the
+# event and updates the listing row, and records the outcome in the row. One INSERT statement, so SQLite
+# applies all of it or, on an error, none of it; `executemany` then writes a whole group of appends in
+# one call to the writer's thread.
+APPEND_COLUMNS = (
+    "n", "debate_id", "kind", "at", "data", "idem_key", "expected_seq",
+    *(name for column in SUMMARY_COLUMNS for name in (column, f"set_{column}")),
+)
+INSERT_APPEND = (f"INSERT INTO rostrum_append ({', '.join(APPEND_COLUMNS)}) "
+                 f"VALUES ({', '.join('?' * len(APPEND_COLUMNS))})")
+APPEND_SCHEMA = (
+    # The listing values are untyped here (no conversion): the debates table's own columns convert them.
+    "CREATE TEMP TABLE IF NOT EXISTS rostrum_append (n INTEGER PRIMARY KEY, debate_id TEXT NOT NULL, "
+    "kind TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, idem_key TEXT, expected_seq INTEGER, "
+    + ", ".join(f"{column}, set_{column} INTEGER NOT NULL" for column in SUMMARY_COLUMNS)
+    + ", seq INTEGER, outcome TEXT)",
+    """CREATE TEMP TRIGGER IF NOT EXISTS rostrum_append_apply AFTER INSERT ON rostrum_append BEGIN
+        UPDATE rostrum_append SET
+            seq = (SELECT last_seq + 1 FROM debates WHERE id = NEW.debate_id),
+            outcome = CASE
+                WHEN NOT EXISTS (SELECT 1 FROM debates WHERE id = NEW.debate_id) THEN 'unknown'
+                WHEN NEW.expected_seq IS NOT NULL AND NEW.expected_seq
+                    IS NOT (SELECT last_seq + 1 FROM debates WHERE id = NEW.debate_id) THEN 'stale'
+                WHEN EXISTS (SELECT 1 FROM events WHERE debate_id = NEW.debate_id AND idem_key = NEW.idem_key)
+                    THEN 'stored before'
+                ELSE 'stored' END
+        WHERE n = NEW.n;
+        INSERT INTO events (debate_id, seq, kind, at, data, idem_key)
+            SELECT debate_id, seq, kind, at, data, idem_key FROM rostrum_append
+            WHERE n = NEW.n AND outcome = 'stored';
+        UPDATE debates SET last_seq = last_seq + 1, updated_at = NEW.at, """
+    + ", ".join(f"{column} = CASE WHEN NEW.set_{column} THEN NEW.{column} ELSE {column} END"
+                for column in SUMMARY_COLUMNS)
+    + """
+        WHERE id = NEW.debate_id AND (SELECT outcome FROM rostrum_append WHERE n = NEW.n) = 'stored';
+    END""",
+)
 
 
 @dataclass(eq=False)
 class _Append:
-    """What an append writes, kept as data so that the appends of a group can be written together."""
+    """What an append writes: its row of `rostrum_append`, but for its number in the group."""
 
     debate_id: str
     kind: str
@@ -122,29 +166,36 @@ class _Append:
     summary: dict[str, Any]  # the listing columns it sets (of SUMMARY_COLUMNS)
     expected_seq: int | None
 
-    def stale(self, seq: int) -> StaleWrite | None:
-        if self.expected_seq is None or seq == self.expected_seq:
-            return None
-        return StaleWrite(
-            f"debate {self.debate_id} was changed by another process (its log is at event {seq - 1}, "
-            f"this process expected {self.expected_seq - 1}); reload it"
-        )
+    def row(self, n: int) -> tuple[Any, ...]:
+        listing: list[Any] = []
+        for column in SUMMARY_COLUMNS:
+            listing += [self.summary[column], 1] if column in self.summary else [None, 0]
+        return (n, self.debate_id, self.kind, self.at, self.payload, self.idem_key, self.expected_seq, *listing)
+
+    def settle(self, seq: int | None, outcome: str) -> tuple[int | None, BaseException | None]:
+        """The append's result (its sequence number; None if its key was stored before) or its error."""
+        if outcome == "stored":
+            return seq, None
+        if outcome == "stored before":
+            return None, None
+        if outcome == "stale" and seq is not None and self.expected_seq is not None:
+            return None, StaleWrite(
+                f"debate {self.debate_id} was changed by another process (its log is at event {seq - 1}, "
+                f"this process expected {self.expected_seq - 1}); reload it"
+            )
+        return None, KeyError(f"no debate {self.debate_id!r}")
 
 
 @dataclass(eq=False)
 class _Write:
-    """One queued write: `apply` runs on the writer connection inside its own savepoint; an append also
-    carries its data (`append`), so that it can be written with the others of its group."""
+    """One queued write: an append (`append`), written with the other appends of its group, or another
+    write (`apply`), run on the writer connection inside its own savepoint."""
 
-    apply: Callable[[aiosqlite.Connection], Awaitable[Any]]
     future: asyncio.Future[Any]
     append: _Append | None = None
+    apply: Callable[[aiosqlite.Connection], Awaitable[Any]] | None = None
     result: Any = None
     error: BaseException | None = field(default=None)
-
-
-class _BatchRefused(Exception):
-    """SQLite refused a batch of appends for a reason of one of them: redo the group write by write."""
 
 
 # --- integrity check, once per process start ------------------------------------------------------
@@ -197,7 +248,7 @@ def _existing_database(path: Path) -> bool:
 
 def _connect(path: Path) -> sqlite3.Connection:
     """The writer's sqlite3 connection, made on (and then used from) its aiosqlite thread: autocommit
-    mode, the transactions are explicit."""
+    mode while it is opened and migrated (`Store.open` then sets `isolation_level`)."""
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
@@ -308,6 +359,7 @@ class Store:
         self._writer_task: asyncio.Task[None] | None = None
         self._closing = False
         self._remember_check = False
+        self._serial = 0  # numbers the appends' rows of `rostrum_append`
         self.commits = 0  # group commits so far (for tests and benchmarks)
         self.busy_waits = 0  # times a write found the database locked by another process and waited
         self.on_busy: Callable[[], None] | None = None  # called at each such wait (tests, monitoring)
@@ -353,6 +405,11 @@ class Store:
             if existed and not trust:
                 await _retry_busy(lambda: cls._check(conn, path), deadline)
             await _retry_busy(lambda: cls._prepare(conn, path), deadline)
+            for statement in APPEND_SCHEMA:  # the connection's own (temp) schema: the file is not touched
+                await conn.execute(statement)
+            # From now on the first INSERT of a group begins its transaction, in the same call (BEGIN
+            # IMMEDIATE, then the statement); every other transaction begins explicitly.
+            conn.isolation_level = "IMMEDIATE"
             reader = await _aiosqlite_connect(lambda: _connect_reader(path))
             await reader.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
             await reader.execute("PRAGMA query_only=ON")
@@ -420,13 +477,13 @@ class Store:
 
     # --- the writer --------------------------------------------------------------------------
 
-    async def _submit(self, apply: Callable[[aiosqlite.Connection], Awaitable[Any]],
-                      append: _Append | None = None) -> Any:
+    async def _submit(self, append: _Append | None = None,
+                      apply: Callable[[aiosqlite.Connection], Awaitable[Any]] | None = None) -> Any:
         """Queue a write for the next group commit; returns its result once that group has committed."""
         if self._closing:
             raise StoreError(f"database {self.path} is closed", self.path)
         loop = self._bind_loop()
-        write = _Write(apply, loop.create_future(), append)
+        write = _Write(loop.create_future(), append, apply)
         self._pending.append(write)
         self._wake.set()
         if self._writer_task is None or self._writer_task.done():
@@ -498,17 +555,22 @@ class Store:
                 write.future.set_result(write.result)
 
     async def _run_group(self, batch: list[_Write]) -> None:
-        """One transaction for the whole group: its appends written together when SQLite takes them
-        all, and otherwise, like every other write, one at a time, each in its own savepoint."""
+        """One transaction for the whole group, the writes in their order: each run of appends with one
+        `executemany` (which also begins the transaction, `isolation_level` being IMMEDIATE), any other
+        write on its own in a savepoint."""
         conn = self._writer
         try:
-            await conn.execute("BEGIN IMMEDIATE")
-            try:
-                await self._write_together(batch)
-            except _BatchRefused:
-                await conn.rollback()
-                await conn.execute("BEGIN IMMEDIATE")
-                for write in batch:
+            run: list[_Write] = []
+            for write in [*batch, None]:
+                if write is not None and write.append is not None:
+                    run.append(write)
+                    continue
+                if run:
+                    await self._append_run(run)
+                    run = []
+                if write is not None:
+                    if not conn.in_transaction:  # (nothing is in flight on the connection: the lock is ours)
+                        await conn.execute("BEGIN IMMEDIATE")
                     await self._write_alone(write)
             await conn.commit()
         except BaseException:
@@ -519,91 +581,59 @@ class Store:
                 await conn.rollback()
             raise
 
+    async def _append_run(self, writes: list[_Write]) -> None:
+        """Appends one after another, each in full or not at all (one INSERT statement each, through
+        `rostrum_append`), in one call; then one more reads (and clears) their outcomes.
+
+        An error of one append (a value SQLite cannot store, a constraint) stops `executemany` at its row,
+        whose statement SQLite has undone: the appends before it stand, that one fails alone, and the ones
+        after it are written by the next call. A storage fault fails the whole group (or, if busy, the
+        group is retried)."""
+        conn = self._writer
+        pending: list[tuple[int, _Write]] = []
+        for write in writes:
+            write.result, write.error = None, None
+            self._serial += 1
+            pending.append((self._serial, write))
+        while pending:
+            failure: Exception | None = None
+            try:
+                await conn.executemany(INSERT_APPEND, [cast(_Append, w.append).row(n) for n, w in pending])
+            except Exception as exc:
+                if isinstance(exc, sqlite3.Error | OSError) and classify(exc, self.path) is not None:
+                    raise  # a storage fault
+                if not conn.in_transaction:  # SQLite rolled the whole transaction back: not this row's alone
+                    raise
+                failure = exc
+            outcomes = {n: (seq, outcome) for n, seq, outcome in
+                        await conn.execute_fetchall("DELETE FROM rostrum_append RETURNING n, seq, outcome")}
+            settled = 0
+            for n, write in pending:
+                if n not in outcomes:
+                    break
+                write.result, write.error = cast(_Append, write.append).settle(*outcomes[n])
+                settled += 1
+            if settled == len(pending):
+                return
+            if failure is None:  # cannot happen: every row that ran has its outcome
+                raise StoreError(f"database {self.path}: an append was neither stored nor refused", self.path)
+            pending[settled][1].error = failure  # the row SQLite refused; the ones after it did not run
+            pending = pending[settled + 1:]
+
     async def _write_alone(self, write: _Write) -> None:
         """One write in its own savepoint: its failure undoes only itself (a storage fault: the group)."""
         conn = self._writer
+        assert write.apply is not None
         write.result, write.error = None, None
         await conn.execute("SAVEPOINT write")
         try:
             write.result = await write.apply(conn)
-        except _NothingStored:
-            await conn.execute("ROLLBACK TO write")
         except Exception as exc:
             if isinstance(exc, sqlite3.Error | OSError) and classify(exc, self.path) is not None:
                 raise  # a storage fault: the whole group fails (or, if busy, is retried)
             await conn.execute("ROLLBACK TO write")
             write.error = exc
         await conn.execute("RELEASE write")
-
-    async def _write_together(self, batch: list[_Write]) -> None:
-        """The group in order, each run of consecutive appends written as one batch: one read of their
-        debates' `last_seq` and idempotency keys decides, append by append and exactly as if each ran
-        alone after the ones before it, its sequence number or its refusal (unknown debate, stale
-        `expected_seq`, a key already stored: nothing written, so no savepoint needed); then one
-        `executemany` for the events and one per shape of listing update, one row per debate with
-        what its last append left. Raises `_BatchRefused` if SQLite refuses any of it for another
-        reason (the caller redoes the group write by write)."""
-        run: list[_Write] = []
-        for write in [*batch, None]:
-            if write is not None and write.append is not None:
-                run.append(write)
-                continue
-            if run:
-                await self._append_together(run)
-                run = []
-            if write is not None:
-                await self._write_alone(write)
-
-    async def _append_together(self, writes: list[_Write]) -> None:
-        conn = self._writer
-        appends = [cast(_Append, w.append) for w in writes]
-        ids = sorted({a.debate_id for a in appends})
-        keyed = sorted({(a.debate_id, a.idem_key) for a in appends if a.idem_key is not None})
-        sql = f"SELECT id, last_seq, NULL FROM debates WHERE id IN ({','.join('?' * len(ids))})"
-        if keyed:  # in the same round trip: which of their idempotency keys are stored already
-            sql += (" UNION ALL SELECT debate_id, NULL, idem_key FROM events WHERE (debate_id, idem_key) IN "
-                    f"(VALUES {','.join(['(?,?)'] * len(keyed))})")
-        last: dict[str, int] = {}
-        stored: set[tuple[str, str]] = set()
-        for debate_id, last_seq, key in await conn.execute_fetchall(sql, [*ids, *(v for pair in keyed for v in pair)]):
-            if key is None:
-                last[debate_id] = int(last_seq)
-            else:
-                stored.add((debate_id, key))
-        events: list[tuple[Any, ...]] = []
-        listing: dict[str, dict[str, Any]] = {}  # per debate: the listing columns, in the order set
-        for write, item in zip(writes, appends, strict=True):
-            write.result, write.error = None, None
-            if item.debate_id not in last:
-                write.error = KeyError(f"no debate {item.debate_id!r}")
-                continue
-            seq = last[item.debate_id] + 1
-            if (stale := item.stale(seq)) is not None:
-                write.error = stale
-                continue
-            if item.idem_key is not None:
-                if (item.debate_id, item.idem_key) in stored:
-                    continue  # a replay: nothing stored, None returned
-                stored.add((item.debate_id, item.idem_key))
-            last[item.debate_id] = seq
-            events.append((item.debate_id, seq, item.kind, item.at, item.payload, item.idem_key))
-            columns = listing.setdefault(item.debate_id, {})
-            columns.update({"last_seq": seq, "updated_at": item.at}, **item.summary)
-            write.result = seq
-        if not events:
-            return
-        shapes: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-        for debate_id, columns in listing.items():
-            shapes.setdefault(tuple(columns), []).append((*columns.values(), debate_id))
-        try:
-            await conn.executemany(INSERT_EVENT, events)
-            for names, rows in shapes.items():
-                await conn.executemany(
-                    f"UPDATE debates SET {', '.join(f'{name} = ?' for name in names)} WHERE id = ?", rows)
-        except (sqlite3.Error, OSError) as exc:
-            if classify(exc, self.path) is not None:
-                raise  # a storage fault: the whole group fails (or, if busy, is retried)
-            raise _BatchRefused from exc
 
     # --- generic access (used by the accounts repository) ------------------------------------
 
@@ -664,7 +694,7 @@ class Store:
             )
             await conn.execute(INSERT_EVENT, event_values)
 
-        await self._submit(apply)
+        await self._submit(apply=apply)
         return DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data)
 
     async def append(
@@ -690,31 +720,7 @@ class Store:
             idem_key=idem_key, expected_seq=expected_seq,
             summary={column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary},
         )
-        columns = ("last_seq", "updated_at", *item.summary)
-        update = f"UPDATE debates SET {', '.join(f'{column} = ?' for column in columns)} WHERE id = ?"
-
-        async def apply(conn: aiosqlite.Connection) -> int:
-            """The append on its own (when its group could not be written as one batch)."""
-            # Inside the group's write transaction: nobody else can pick the same seq.
-            rows = await conn.execute_fetchall("SELECT last_seq FROM debates WHERE id = ?", (debate_id,))
-            row = next(iter(rows), None)
-            if row is None:
-                raise KeyError(f"no debate {debate_id!r}")
-            seq = int(row[0]) + 1
-            if (stale := item.stale(seq)) is not None:
-                raise stale
-            try:
-                await conn.execute(INSERT_EVENT, (debate_id, seq, item.kind, item.at, item.payload, idem_key))
-            except sqlite3.IntegrityError:
-                if idem_key is not None and await conn.execute_fetchall(
-                    "SELECT 1 FROM events WHERE debate_id = ? AND idem_key = ?", (debate_id, idem_key)
-                ):
-                    raise _NothingStored from None
-                raise
-            await conn.execute(update, (seq, item.at, *item.summary.values(), debate_id))
-            return seq
-
-        seq = await self._submit(apply, item)
+        seq = await self._submit(item)
         if seq is None:  # the idempotency key was already stored
             return None
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
@@ -787,7 +793,7 @@ class Store:
         async def apply(conn: aiosqlite.Connection) -> bool:
             return (await conn.execute("DELETE FROM debates WHERE id = ?", (debate_id,))).rowcount > 0
 
-        return bool(await self._submit(apply))
+        return bool(await self._submit(apply=apply))
 
     async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float:
         """What debates `created_by` created since `since` have spent, or may still spend: a debate that
