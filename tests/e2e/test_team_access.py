@@ -75,7 +75,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     with sqlite3.connect(db) as connection:
         hashes = dict(connection.execute("SELECT username, password_hash FROM users").fetchall())
     assert set(hashes) == {"ada", "olga", "vic"} and all(h.startswith("$argon2") for h in hashes.values())
-    key = f"sk-e2e-secret-{secrets.token_hex(16)}"
+    key = f"placeholder-e2e-key-{secrets.token_hex(16)}"
     env = {"ROSTRUM_AUTH": "on", "OPENAI_API_KEY": key, "ROSTRUM_DEMO_SPEED": DEMO_SPEED}
     with launch_server(workdir, db=db, extra_env=env, log_name="e2e-team-server.log") as base:
         secret = (db.parent / SECRET_FILE_NAME).read_text(encoding="utf-8").strip()

@@ -272,7 +272,7 @@ async def test_the_gate_refuses_each_command_a_role_lacks(user: User, auth_on: N
 
 async def test_operator_settings_page_hides_keys_and_paths_and_cannot_save_defaults(
         user: User, auth_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-shown-123")
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder-openai-key-never-shown")
     await add_users(("ops", "operator"))
     await signed_in(user, "ops", page="/settings")
     await user.should_not_see(marker="providers")
