@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import queue
 import re
 import signal
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.child_env import child_env
 from webapp.cli import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, main, parse_spec
 from webapp.engine.formats import FORMATS
 from webapp.engine.machine import TRANSITIONS
@@ -330,8 +330,7 @@ def test_clarification_answers_typed_on_the_terminal_are_the_cli_s(
 
 def test_ctrl_c_pauses_as_cli_and_resume_continues_as_cli(tmp_path: Path) -> None:
     db = tmp_path / "sigint.sqlite3"
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST" and not k.startswith("ROSTRUM_")}
-    env.update(ROSTRUM_DEMO_SPEED="30", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env = child_env(ROSTRUM_DEMO_SPEED="30", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
         [sys.executable, "-m", "webapp", "debate", "Interrupt me", "--format", "oxford", "--rounds", "1",
          "--no-judge", "--db", str(db)],

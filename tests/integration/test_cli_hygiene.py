@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.child_env import child_env
 from tests.fakellm import FakeLLMServer
 from tests.integration.test_cli import count_debates, debate_id, read_until, run
 from webapp.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -170,8 +170,7 @@ def test_without_a_stdin_the_questions_wait_and_resume_answers_them(
 
 def test_ctrl_c_at_the_clarification_prompt_stops_waiting_and_resume_asks_again(tmp_path: Path) -> None:
     db = tmp_path / "sigint.sqlite3"
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST" and not k.startswith("ROSTRUM_")}
-    env.update(ROSTRUM_DEMO_SPEED="0", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env = child_env(ROSTRUM_DEMO_SPEED="0", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
         [sys.executable, "-m", "webapp", "debate", "Plan our offsite", "--format", "collaborative", "--rounds", "1",
          "--no-judge", "--db", str(db)],

@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import io
 import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.child_env import child_env
 from webapp.access.passwords import verify_password
 from webapp.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from webapp.store import Store
@@ -266,8 +266,7 @@ def test_an_unknown_user_is_named_in_the_error(cli, db: Path, argv: list[str]) -
 
 def test_the_readme_recipe_pipes_the_password_to_a_real_process(tmp_path: Path) -> None:
     db = tmp_path / "piped.sqlite3"
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST" and not k.startswith("ROSTRUM_")}
-    env.update(ROSTRUM_DB=str(db), PYTHONPATH=str(ROOT))  # run from elsewhere: no stray .env
+    env = child_env(ROSTRUM_DB=str(db), PYTHONPATH=str(ROOT))  # run from elsewhere: no stray .env
     done = subprocess.run([sys.executable, "-m", "webapp", "users", "add", "ada", "--role", "admin"],
                           input=f"{PASSWORD}\n", capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert done.returncode == 0, done.stderr

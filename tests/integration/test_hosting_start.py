@@ -4,7 +4,6 @@ suite: no `PYTEST_CURRENT_TEST`, no `NICEGUI_*`, its own working directory and d
 
 from __future__ import annotations
 
-import os
 import queue
 import socket
 import subprocess
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATE_ADMIN = "    python -m webapp users add NAME --role admin"
@@ -28,10 +29,9 @@ def free_port() -> int:
 
 
 def server_env(workdir: Path, **settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "ROSTRUM_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"ROSTRUM_DB": str(workdir / "data" / "rostrum.sqlite3"), "ROSTRUM_PORT": str(free_port()),
-                "PYTHONUNBUFFERED": "1", **settings})
+    env = child_env(("NICEGUI_", "ROSTRUM_", "OPENAI_", "ANTHROPIC_"),
+                    ROSTRUM_DB=str(workdir / "data" / "rostrum.sqlite3"), ROSTRUM_PORT=str(free_port()),
+                    PYTHONUNBUFFERED="1", **settings)
     return env
 
 

@@ -5,10 +5,11 @@ check before serving, then the app's own open of the same file). A fresh interpr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,9 +43,7 @@ print(json.dumps({"sdks": sorted(m for m in ("openai", "anthropic") if m in sys.
 
 
 def _probe(workdir: Path, db: Path) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "ROSTRUM_"))}
-    env["ROSTRUM_DB"] = str(db)
+    env = child_env(("NICEGUI_", "ROSTRUM_"), ROSTRUM_DB=str(db))
     result = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "main.py")], cwd=workdir, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

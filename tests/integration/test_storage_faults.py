@@ -5,7 +5,6 @@ never as "corrupt" unless the file is."""
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.child_env import child_env
 from webapp.cli import EXIT_FAILED, main
 from webapp.store import repository
 
@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _serve(workdir: Path, db: Path) -> subprocess.CompletedProcess[str]:
     """`python main.py` with `db` as its database, expected to stop before serving."""
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "ROSTRUM_"))}
-    env.update({"ROSTRUM_DB": str(db), "ROSTRUM_PORT": "1", "PYTHONUNBUFFERED": "1"})  # never bound
+    env = child_env(("NICEGUI_", "ROSTRUM_"), ROSTRUM_DB=str(db), ROSTRUM_PORT="1",  # never bound
+                    PYTHONUNBUFFERED="1")
     return subprocess.run([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=120)
 
