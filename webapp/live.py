@@ -232,7 +232,7 @@ class LiveHub:
         return channel
 
     def _on_any_event(self, message: LiveMessage) -> None:
-        if isinstance(message, LiveEvent):
+        if isinstance(message, LiveEvent | LiveStatus):
             self.debates_changed(message.debate_id)
 
     def debates_changed(self, debate_id: str) -> None:

@@ -390,6 +390,7 @@ async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: Use
     await user.should_see(marker="delete-dialog")
     user.find(marker="delete-confirm").click()
     await user.should_see(marker="empty-state")
+    await ops.should_see(marker="deleted")  # a page still open on it says so
     eng = await engine()
     assert await eng.store.get_row(session.id) is None
     assert await eng.store.events(session.id) == []

@@ -162,6 +162,7 @@ class Gate:
 
     async def delete(self, debate_id: str) -> None:
         principal = await self.authorize(Action.DELETE, debate_id)
+        debate_id = await self.engine.store.find_id(debate_id) or debate_id  # a unique prefix names it too
         row = await self.engine.store.get_row(debate_id)
         await self.engine.delete(debate_id)
         await self.accounts.audit(principal.actor, Action.DELETE.value, debate_id,

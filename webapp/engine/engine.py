@@ -21,8 +21,8 @@ from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, Transit
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
-from webapp.engine.stream import Broadcaster, Listener, LiveEvent
-from webapp.models import DebateConfig, DebateEvent, EventKind, utcnow
+from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
+from webapp.models import DebateConfig, DebateEvent, utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite, Store
 
@@ -211,13 +211,12 @@ class Engine:
         if session is not None:
             await session.shutdown()
         deleted = await self.store.delete_debate(full_id)
+        # Not an event of its log (the log is gone): a status change pages and dashboards re-read.
+        gone = LiveStatus(full_id, "deleted")
         if deleted and session is not None:
             session.deleted = True
-            session.broadcaster.emit(LiveEvent(full_id, DebateEvent(
-                debate_id=full_id, seq=session.state.last_seq + 1, kind=EventKind.ACTION, at=utcnow(),
-                data={"action": "deleted"})))
-        self.all_events.emit(LiveEvent(full_id, DebateEvent(
-            debate_id=full_id, seq=0, kind=EventKind.ACTION, at=utcnow(), data={"action": "deleted"})))
+            session.broadcaster.emit(gone)
+        self.all_events.emit(gone)
         return deleted
 
     async def events(self, debate_id: str) -> list[DebateEvent]:

@@ -60,8 +60,8 @@ class LiveTurnAborted:
 @dataclass(frozen=True)
 class LiveStatus:
     """Something about the session changed that is not (yet) in the log — storage became unavailable
-    (`storage_unavailable`: the debate is interrupted) or it is back (`storage_restored`). Re-read the
-    session's read model."""
+    (`storage_unavailable`: the debate is interrupted), it is back (`storage_restored`), or the debate
+    was deleted (`deleted`). Re-read the session's read model."""
 
     debate_id: str
     change: str
