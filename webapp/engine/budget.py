@@ -18,9 +18,6 @@ from decimal import Decimal
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
-
 from webapp.models import Usage
 from webapp.settings import Settings, get_settings
 
@@ -91,6 +88,10 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
         provider_id = HOSTED_PRESET_PROVIDER.get((spec.preset or "").strip().lower(), "")
         if not provider_id:
             return Cost(None, "unpriced")
+    # Imported on the first priced call: its price tables cost start-up time a demo-only server never needs.
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
     try:
         calc = calc_price(
             PriceUsage(

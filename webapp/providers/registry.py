@@ -18,7 +18,7 @@ from typing import Any
 
 from webapp.models import JudgeSpec, Participant
 from webapp.providers.base import ErrorKind, Provider, ProviderError
-from webapp.providers.compatible import PRESETS, Preset, get_preset
+from webapp.providers.presets import PRESETS, Preset, get_preset
 from webapp.settings import Settings, get_settings, read_env_var
 
 Spec = Participant | JudgeSpec

@@ -15,7 +15,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.models import TEMPERATURE_IGNORED_BY
-from webapp.providers.compatible import PRESETS
+from webapp.providers.presets import PRESETS
 from webapp.providers.registry import TITLES, provider_status
 from webapp.ui.components.presets import DEFAULT_MODELS
 

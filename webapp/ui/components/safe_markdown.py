@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import markdown2
 from nicegui import ui
 
 
 @lru_cache(maxsize=512)
 def render(content: str, extras: str) -> str:
+    import markdown2  # on the first transcript shown, not at start-up
+
     return markdown2.markdown(content, extras=extras.split(), safe_mode="escape")
 
 
