@@ -15,7 +15,7 @@ import pytest
 from webapp.engine import budget
 from webapp.engine.judge import parse_ruling
 from webapp.models import Participant, Usage
-from webapp.providers.base import Completion, Message, ProviderRequest, TextDelta, estimate_tokens
+from webapp.providers.base import Completion, Message, ProviderError, ProviderRequest, TextDelta, estimate_tokens
 from webapp.providers.demo import DemoProvider, RecordingDemoProvider
 from webapp.providers.registry import ProviderCache
 from webapp.settings import Settings, get_settings
@@ -166,3 +166,61 @@ async def test_a_big_panels_verdict_fits_its_allowance_and_stays_valid() -> None
     assert done.finish_reason == "stop" and done.usage.output_tokens <= 1500  # not cut off mid-JSON
     ruling = parse_ruling("".join(deltas), {lab: lab.lower() for lab in labels}, criteria, "demo:demo")
     assert len(ruling.scores) == 8 and set(ruling.criteria) == set(criteria)
+
+
+class FakeTime:
+    """A monotonic clock that moves only when the provider sleeps or a test says the loop stalled."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+async def test_paces_against_a_schedule_and_catches_up_after_a_stall() -> None:
+    fake = FakeTime()
+    demo = DemoProvider("demo", speed=10, failures={}, clock=fake.clock, sleep=fake.sleep)
+    delivered: list[float] = []  # fake seconds since the start at which each word arrived
+    sleeps_before_stall = 0
+    async for item in demo.stream(request()):
+        if isinstance(item, TextDelta):
+            delivered.append(round(fake.now - 100.0, 6))
+            if len(delivered) == 4:  # the loop is blocked for 2.05 s after the 4th word
+                sleeps_before_stall = len(fake.sleeps)
+                fake.now += 2.05
+    words = len(delivered)
+    assert words > 40
+    assert delivered[:4] == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    # words 5–24 were due by the end of the stall (2.45 s): they come at once, without waiting
+    assert delivered[4:24] == pytest.approx([2.45] * 20)
+    assert next(s for s in fake.sleeps[sleeps_before_stall:] if s > 0) == pytest.approx(0.05)  # back on schedule
+    assert delivered[24:] == pytest.approx([(i + 1) / 10 for i in range(24, words)])
+    assert delivered[-1] == pytest.approx(words / 10)  # the stall did not lengthen the turn (per-word delay: +2.05 s)
+    # catching up, it still gives the loop a turn now and then
+    catching_up = fake.sleeps[sleeps_before_stall:sleeps_before_stall + 2]
+    assert 0 in catching_up and catching_up[-1] > 0
+
+
+async def test_instant_speed_never_waits_but_lets_the_loop_run() -> None:
+    fake = FakeTime()
+    deltas, _ = await collect(DemoProvider("demo", speed=0, failures={}, clock=fake.clock, sleep=fake.sleep), request())
+    assert fake.now == 100.0 and fake.sleeps and set(fake.sleeps) == {0}
+    assert len(fake.sleeps) == (len(deltas) + 15) // 16  # one turn of the loop every 16 words
+
+
+async def test_a_paced_cut_still_fails_half_way() -> None:
+    fake = FakeTime()
+    demo = DemoProvider("demo", speed=10, failures={1: "cut"}, clock=fake.clock, sleep=fake.sleep)
+    got: list[str] = []
+    with pytest.raises(ProviderError) as cut:
+        async for item in demo.stream(request(turn_number=1)):
+            if isinstance(item, TextDelta):
+                got.append(item.text)
+    assert cut.value.reason == "cut_stream" and len(got) == len(demo.compose(request()).split()) // 2
+    assert fake.now - 100.0 == pytest.approx(len(got) / 10)

@@ -1,7 +1,8 @@
 """The offline demo provider: deterministic, topic-, position- and phase-aware prose, no key needed.
 
 It streams word by word at a configurable rate (`demo` ≈ 40 tokens/s, `demo-instant` without delay;
-the `demo_speed` setting, `ROSTRUM_DEMO_SPEED`, overrides both without changing a word), stops at the
+the `demo_speed` setting, `ROSTRUM_DEMO_SPEED`, overrides both without changing a word) against a
+deadline schedule, so a stalled event loop delays words but does not slow the turn down; it stops at the
 request's `max_tokens` like a real model, reports token usage, answers judge requests with valid
 JSON worked out from the request, and can be told to fail at a chosen turn for tests. It keeps
 nothing of what it is asked (`RecordingDemoProvider`, a test double, does).
@@ -17,7 +18,7 @@ import json
 import os
 import random
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from webapp.models import Usage
@@ -156,15 +157,21 @@ class DemoProvider:
         speed: float | None = None,
         failures: dict[int, str] | None = None,
         settings: Settings | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         """`speed` (tokens per second, 0 = instant) wins over the settings' `demo_speed`, which wins
-        over the model's own pace."""
+        over the model's own pace. `clock` (seconds, monotonic; default: the running loop's clock) and
+        `sleep` (default `asyncio.sleep`) are there for tests of the pacing."""
         self.model = model
         if speed is None and settings is not None:
             speed = settings.demo_speed
         self.speed = speed if speed is not None else DEMO_MODELS.get(model, 40.0)
         self.failures = failures if failures is not None else parse_failures(os.environ.get("ROSTRUM_DEMO_FAIL"))
         self._failed: set[int] = set()
+        self._clock = clock
+        self._sleep = sleep if sleep is not None else asyncio.sleep
 
     async def aclose(self) -> None:
         return None
@@ -177,16 +184,23 @@ class DemoProvider:
         words, finish_reason = _within(re.findall(r"\S+\s*", text), request.max_tokens)
         text = "".join(words)
         cut_at = len(words) // 2 if failure == "cut" else None
-        delay = 1.0 / self.speed if self.speed else 0.0
+        # Word i is due at t0 + (i + 1) / speed: a schedule, not a delay per word, so time the loop
+        # spent elsewhere (a stall, a slow consumer) is caught up rather than added to the turn.
+        clock = self._clock or asyncio.get_running_loop().time
+        t0 = clock()
+        unpaused = 0  # words yielded since the loop last had a turn
         for i, word in enumerate(words):
             if i == cut_at:
                 raise ProviderError(ErrorKind.RETRYABLE, "demo", "stream ended before completion", reason="cut_stream")
             if failure == "timeout":
-                await asyncio.sleep(3600)
-            if delay:
-                await asyncio.sleep(delay)
-            elif i % 16 == 0:
-                await asyncio.sleep(0)
+                await self._sleep(3600)
+            wait = t0 + (i + 1) / self.speed - clock() if self.speed else 0.0
+            if wait > 0:
+                await self._sleep(wait)
+                unpaused = 0
+            elif unpaused % 16 == 0:  # instant, or behind schedule: still let the loop run now and then
+                await self._sleep(0)
+            unpaused += 1
             yield TextDelta(word)
         usage = Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(text))
         yield Completion(usage=usage, finish_reason=finish_reason, request_id=None)
