@@ -1,0 +1,185 @@
+"""The real Rostrum app, served exactly as main.py serves it, plus a few bench-only routes.
+
+    ROSTRUM_DB=/tmp/x.db ROSTRUM_DEMO_SPEED=40 .venv/bin/python bench/spectator_server.py --port 8123 [--root DIR]
+
+Started by `bench/spectators.py` (one fresh process per measured run). The routes, on top of the app's
+own pages (sign-in is off on 127.0.0.1):
+
+- `GET  /bench/ready`                 200 once the engine is open
+- `POST /bench/debates?rounds=3`      creates (does not start) a classic debate of demo models; → {"id"}
+- `POST /bench/debates/{id}/start`    starts it as the debate page's Resume button would (actor `local`)
+                                      and starts counting: wall time, process CPU, streamed characters
+- `GET  /bench/debates/{id}`          status, wall and CPU seconds from the start to the terminal state,
+                                      streamed chars/bytes, current and peak RSS, NiceGUI clients
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# `--root DIR` serves another checkout of the app (an export of an older commit, say); default: this one.
+sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--root") + 1]).resolve() if "--root" in sys.argv
+                       else Path(__file__).resolve().parents[1]))
+
+from fastapi import HTTPException
+from nicegui import Client, app, ui
+
+from webapp.engine.machine import TERMINAL_STATES
+from webapp.engine.runner import DebateSession
+from webapp.engine.stream import LiveChunk, LiveMessage
+from webapp.models import DebateConfig
+from webapp.settings import get_settings, storage_secret
+from webapp.ui import runtime
+from webapp.ui.app import FAVICON, PRODUCT, setup
+from webapp.ui.components.presets import blank_form, form_to_config
+
+TOPIC = "Should cities ban private cars from their centres?"
+
+
+def rss_mb() -> float:
+    """Resident memory now (VmRSS), in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+@dataclass
+class Measure:
+    """What one started debate cost this process."""
+
+    session: DebateSession
+    t0: float = field(default_factory=time.perf_counter)
+    cpu0: float = field(default_factory=time.process_time)
+    rss_at_start_mb: float = field(default_factory=rss_mb)
+    wall_s: float | None = None
+    cpu_s: float | None = None
+    chunks: int = 0
+    chars: int = 0
+    bytes: int = 0
+    unsubscribe: Any = None
+
+    def listen(self, message: LiveMessage) -> None:
+        if isinstance(message, LiveChunk):
+            self.chunks += 1
+            self.chars += len(message.text)
+            self.bytes += len(message.text.encode())
+        self.check_end()
+
+    def check_end(self) -> None:
+        if self.wall_s is None and self.session.status in TERMINAL_STATES:
+            self.wall_s = time.perf_counter() - self.t0
+            self.cpu_s = time.process_time() - self.cpu0
+
+    async def watch(self) -> None:
+        """The listener sees the terminal event; this is the fallback (and says when the runner stops)."""
+        await self.session.join()
+        self.check_end()
+
+
+measures: dict[str, Measure] = {}
+
+
+def classic_config(rounds: int) -> DebateConfig:
+    form = blank_form()
+    form.update(topic=TOPIC, rounds=rounds)
+    return DebateConfig.model_validate(form_to_config(form))
+
+
+async def ready() -> dict[str, Any]:
+    await runtime.current().engine()
+    return {"ok": True, "pid": os.getpid()}
+
+
+async def create_debate(rounds: int = 3) -> dict[str, Any]:
+    engine = await runtime.current().engine()
+    debate_id = await engine.create(classic_config(rounds), actor="local")
+    return {"id": debate_id}
+
+
+async def start_debate(debate_id: str) -> dict[str, Any]:
+    engine = await runtime.current().engine()
+    if debate_id in measures:
+        raise HTTPException(409, "already started")
+    session = await engine.session(debate_id)
+    gc.collect()
+    measure = Measure(session)
+    measure.unsubscribe = session.subscribe(measure.listen)
+    measures[debate_id] = measure
+    _, result = await engine.continue_debate(debate_id, actor="local")
+    asyncio.get_running_loop().create_task(measure.watch())
+    return {"id": debate_id, "status": session.status.value, "message": result.message}
+
+
+async def debate_stats(debate_id: str) -> dict[str, Any]:
+    engine = await runtime.current().engine()
+    session = await engine.session(debate_id)
+    measure = measures.get(debate_id)
+    if measure is not None:
+        measure.check_end()
+    return {
+        "id": debate_id,
+        "status": session.status.value,
+        "terminal": session.status in TERMINAL_STATES,
+        "running": session.running,
+        "wall_s": measure.wall_s if measure else None,
+        "cpu_s": measure.cpu_s if measure else None,
+        "elapsed_s": time.perf_counter() - measure.t0 if measure else None,
+        "cpu_so_far_s": time.process_time() - measure.cpu0 if measure else None,
+        "streamed_chunks": measure.chunks if measure else 0,
+        "streamed_chars": measure.chars if measure else 0,
+        "streamed_bytes": measure.bytes if measure else 0,
+        "rss_mb": rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
+        "rss_at_start_mb": measure.rss_at_start_mb if measure else None,
+        "clients": len(Client.instances),
+        "connected_clients": sum(1 for c in Client.instances.values() if c.has_socket_connection),
+        # messages kept for a reconnect; the spectators' acks prune them
+        "outbox_history": sum(len(c.outbox.message_history) for c in Client.instances.values()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--root", help="the checkout to serve (default: the one this script is in)")
+    args = parser.parse_args()
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    os.environ["ROSTRUM_PORT"] = str(args.port)
+    setup()
+    app.add_api_route("/bench/ready", ready, methods=["GET"])
+    app.add_api_route("/bench/debates", create_debate, methods=["POST"])
+    app.add_api_route("/bench/debates/{debate_id}/start", start_debate, methods=["POST"])
+    app.add_api_route("/bench/debates/{debate_id}", debate_stats, methods=["GET"])
+    settings = get_settings()
+    assert settings.host == "127.0.0.1" and not settings.auth_enabled, "the bench serves loopback without sign-in"
+    ui.run(
+        title=PRODUCT,
+        host="127.0.0.1",
+        port=args.port,
+        favicon=FAVICON,
+        dark=None,
+        storage_secret=storage_secret(settings),
+        reload=False,
+        show=False,
+        show_welcome_message=False,
+        proxy_headers=False,
+    )
+
+
+if __name__ in {"__main__", "__mp_main__"}:
+    main()
