@@ -3,9 +3,17 @@
 The engine calls its listeners synchronously for every streamed chunk; sending each chunk to each
 browser would cost one websocket message per token per tab. A `DebateChannel` instead buffers what
 the engine says about one debate, and a single loop flushes the buffer every `FLUSH_INTERVAL`
-seconds as one `nicegui.Event` emission that every watching page receives. Consecutive chunks of a
-turn are coalesced into one `ChunkDelta` that carries its character offset, so a page that rendered
-a snapshot a moment ago can skip text it already shows: nothing is missed or shown twice.
+seconds. Consecutive chunks of a turn are coalesced into one `ChunkDelta` that carries its character
+offset, so a page that rendered a snapshot a moment ago can skip text it already shows: nothing is
+missed or shown twice.
+
+A flush does its work once per debate, not once per page: it is turned into compact wire items
+(`webapp/ui/live_wire.py`, format in `static/live/index.js`), serialised once, and sent as one
+socket.io event to a room holding the sockets of every page that watches the debate; the browser
+grows the transcript itself. Pages still receive the batch as a `nicegui.Event`, but only act on
+committed events and status changes (a new phase, a verdict, a banner), which are rare. A page whose
+socket (re)connects gets the turns in flight again from offset 0 (`resync`), so a gap in the stream
+can only last until then.
 
 A channel exists only while some page watches its debate: when the last watching client is
 deleted, the channel unsubscribes from the engine and its flush task ends. Debates keep running
@@ -23,17 +31,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nicegui import Event, background_tasks, context
+from nicegui import Client, Event, background_tasks, context, core
 
 from webapp.engine.engine import Engine
-from webapp.engine.events import TurnPayload
+from webapp.engine.events import RetryNote, TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveStatus, LiveTurnAborted, LiveTurnStarted
+from webapp.models import Turn
+from webapp.ui import live_wire
 
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL = 0.08  # seconds: fast enough to read as live, slow enough to batch ~3 tokens at 40 tok/s
+FLUSH_INTERVAL = 0.1  # seconds: fast enough to read as live, slow enough to batch ~4 tokens at 40 tok/s
+WIRE_EVENT = "rl"  # the socket.io event carrying a flush's wire items
 DASHBOARD_INTERVAL = 0.5  # seconds between dashboard refresh signals
 # Another process (the CLI) may drive a debate in the same database; it leaves no signal but its
 # writes, so watched debates and dashboards look at the log this often.
@@ -74,6 +85,14 @@ class _Growing:
         return ChunkDelta(self.key, self.speaker, self.attempt, self.offset, "".join(self.parts))
 
 
+@dataclass(frozen=True)
+class _Committed:
+    """A turn was committed; `streamed` is the text its last attempt streamed here (None: none did)."""
+
+    turn: Turn
+    streamed: str | None
+
+
 # `LiveStatus`: the session changed in a way the log does not show yet (storage unavailable or back):
 # a page re-reads the session's read model.
 FlushItem = ChunkDelta | LiveTurnStarted | Aborted | LiveEvent | LiveStatus
@@ -88,13 +107,21 @@ class DebateChannel:
         self.hub = hub
         self.session = session
         self.event: Event[Batch] = Event()
-        self._buffer: list[FlushItem | _Growing] = []
+        self.room = f"rostrum-debate:{session.id}"
+        self._buffer: list[FlushItem | _Growing | _Committed] = []
         self._open_chunk: dict[str, _Growing] = {}  # key -> its buffered chunk entry still growing
         self._lengths: dict[str, int] = {}  # key -> characters streamed so far in the current attempt
         self._attempts: dict[str, int] = {}
+        self._streamed: dict[str, list[str]] = {}  # key -> text of the current attempt, to compare at commit
+        self._hidden: set[str] = set()  # keys of private turns (preparation): never sent to browsers
+        self._kids: dict[str, int] = {}
+        self._last_status: dict[str, Any] | None = None
         for key, live in session.live_turns.items():  # joining mid-turn: offsets continue from what exists
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
+            self._streamed[key] = [live.text]
+            if not live_wire.phase_visible(session.state, live.phase):
+                self._hidden.add(key)
         self._wake = asyncio.Event()
         self._closed = False
         self.flushes = 0
@@ -106,12 +133,20 @@ class DebateChannel:
     def watchers(self) -> int:
         return len(self.event.callbacks)
 
+    def kid(self, key: str) -> int:
+        """A small id for a turn key, so each streamed item names its turn in a few bytes."""
+        kid = self._kids.get(key)
+        if kid is None:
+            kid = self._kids[key] = len(self._kids) + 1
+        return kid
+
     # --- from the engine (synchronous, must be cheap) -----------------------------------------
 
     def _on_message(self, message: LiveMessage) -> None:
         if isinstance(message, LiveChunk):
             offset = self._lengths.get(message.key, 0)
             self._lengths[message.key] = offset + len(message.text)
+            self._streamed.setdefault(message.key, []).append(message.text)
             growing = self._open_chunk.get(message.key)
             if growing is not None:
                 growing.parts.append(message.text)
@@ -123,10 +158,12 @@ class DebateChannel:
         elif isinstance(message, LiveTurnStarted):
             self._lengths[message.key] = 0
             self._attempts[message.key] = message.attempt
+            self._streamed[message.key] = []
             self._open_chunk.pop(message.key, None)
             self._buffer.append(message)
         elif isinstance(message, LiveTurnAborted):
             self._lengths.pop(message.key, None)
+            self._streamed.pop(message.key, None)
             self._open_chunk.pop(message.key, None)
             self._buffer.append(Aborted(message.key, self._attempts.pop(message.key, None), message.reason))
         elif isinstance(message, LiveEvent):
@@ -136,6 +173,8 @@ class DebateChannel:
                 self._open_chunk.pop(key, None)
                 self._lengths.pop(key, None)
                 self._attempts.pop(key, None)
+                parts = self._streamed.pop(key, None)
+                self._buffer.append(_Committed(payload.turn, None if parts is None else "".join(parts)))
             self._buffer.append(message)
         elif isinstance(message, LiveStatus):
             self._buffer.append(message)
@@ -158,29 +197,124 @@ class DebateChannel:
             await self._wake.wait()
             await asyncio.sleep(FLUSH_INTERVAL)  # the coalescing window
             self._wake.clear()
-            self.flush()
+            batch, wire = self._take()
+            if wire:
+                await self._send(wire, self.room)
+            if batch:
+                self.event.emit(batch)
 
     def flush(self) -> Batch:
-        """Emit everything buffered as one batch (also called directly by tests)."""
-        raw, self._buffer = self._buffer, []
-        self._open_chunk.clear()
-        batch: Batch = [item.delta() if isinstance(item, _Growing) else item for item in raw]
+        """Emit everything buffered as one batch, and send its wire items (tests call this directly)."""
+        batch, wire = self._take()
+        if wire:
+            background_tasks.create(self._send(wire, self.room), name=f"live-send-{self.session.id}")
         if batch:
-            self.flushes += 1
             self.event.emit(batch)
         return batch
 
-    def watch(self, callback: Watcher) -> None:
+    def _take(self) -> tuple[Batch, list[list[Any]]]:
+        raw, self._buffer = self._buffer, []
+        self._open_chunk.clear()
+        batch: Batch = []
+        wire: list[list[Any]] = []
+        state = self.session.state
+        for item in raw:
+            if isinstance(item, _Growing):
+                delta = item.delta()
+                batch.append(delta)
+                if delta.key not in self._hidden:
+                    wire.append([live_wire.TEXT, self.kid(delta.key), delta.offset, delta.text])
+            elif isinstance(item, _Committed):
+                if item.turn.visible:
+                    wire.append([live_wire.COMMITTED, self.kid(item.turn.key),
+                                 live_wire.committed_info(state, item.turn, item.streamed)])
+                self._hidden.discard(item.turn.key)
+            else:
+                batch.append(item)
+                wire.extend(self._wire(item))
+        if batch:
+            self.flushes += 1
+            status = live_wire.status(self.session)
+            if status != self._last_status:
+                self._last_status = status
+                wire.append([live_wire.STATUS, status])
+        return batch, wire
+
+    def _wire(self, item: FlushItem) -> list[list[Any]]:
+        state = self.session.state
+        if isinstance(item, LiveTurnStarted):
+            info = live_wire.started_info(state, item)
+            if info is None:
+                self._hidden.add(item.key)
+                return []
+            return [[live_wire.STARTED, self.kid(item.key), item.attempt, info]]
+        if isinstance(item, Aborted):
+            if item.key in self._hidden:
+                return []
+            return [[live_wire.CUT, self.kid(item.key), item.reason]]
+        if isinstance(item, LiveEvent) and isinstance(item.event.payload, RetryNote):
+            key = str(item.event.payload.turn)
+            if key in self._kids and key not in self._hidden:
+                return [[live_wire.NOTE, self._kids[key], live_wire.retry_text(item.event.data)]]
+        return []
+
+    async def _send(self, wire: list[list[Any]], room: str) -> None:
+        try:
+            await core.sio.emit(WIRE_EVENT, wire, room=room)
+        except Exception:  # a failed send loses only the token-by-token view; a resync restores it
+            log.exception("sending the live stream of %s failed", self.session.id)
+
+    def resync_items(self, since_turns: int) -> list[list[Any]]:
+        """What a (re)connecting page needs: turns committed after its snapshot (`since_turns` finished
+        turns), every visible turn in flight from offset 0, and the status."""
+        state = self.session.state
+        wire: list[list[Any]] = []
+        for turn in state.turns[since_turns:]:
+            if turn.visible:
+                wire.append([live_wire.COMMITTED, self.kid(turn.key), live_wire.committed_info(state, turn, None)])
+        for key, live in self.session.live_turns.items():
+            info = live_wire.started_info(state, live)
+            if info is None or key in state.turn_keys:
+                continue
+            wire.append([live_wire.STARTED, self.kid(key), live.attempt, info])
+            wire.append([live_wire.TEXT, self.kid(key), 0, live.text])
+        wire.append([live_wire.STATUS, live_wire.status(self.session)])
+        return wire
+
+    async def resync(self, client: Client, since_turns: int) -> None:
+        """Send one page what it may have missed (to its own room: only that page's sockets)."""
+        await self._send(self.resync_items(since_turns), client.id)
+
+    async def _join(self, client: Client, since_turns: Callable[[], int]) -> None:
+        sockets = [sid for sid in list(client._socket_to_document_id) if not sid.startswith("test-")]
+        for sid in sockets:
+            await core.sio.enter_room(sid, self.room)
+        if sockets:
+            await self.resync(client, since_turns())
+
+    def watch(self, callback: Watcher, since_turns: Callable[[], int] = lambda: 0) -> None:
         """Subscribe the current page; it is unsubscribed when its client is deleted, and the channel
-        closes with its last page."""
+        closes with its last page. Each time the page's socket connects, it joins the debate's room and
+        is sent what its snapshot (`since_turns()` finished turns) may lack."""
+        client = context.client
         self.event.subscribe(callback, unsubscribe_on_delete=False)  # `release` does it, then maybe closes
+
+        def join() -> None:
+            if not self._closed:
+                background_tasks.create(self._join(client, since_turns), name=f"live-join-{self.session.id}")
 
         def release() -> None:
             self.event.unsubscribe(callback)
+            for sid in list(client._socket_to_document_id):
+                if not sid.startswith("test-"):
+                    background_tasks.create(core.sio.leave_room(sid, self.room), name="live-leave")
             if self.watchers == 0:
                 self.close()
 
-        context.client.on_delete(release)
+        client.on_connect(join)
+        if client.has_socket_connection:
+            join()
+        client.on_delete(release)
 
     def close(self) -> None:
         if self._closed:
@@ -225,10 +359,11 @@ class LiveHub:
             channel = self.channels[session.id] = DebateChannel(self, session)
         return channel
 
-    def watch(self, session: DebateSession, callback: Watcher) -> DebateChannel:
+    def watch(self, session: DebateSession, callback: Watcher,
+              since_turns: Callable[[], int] = lambda: 0) -> DebateChannel:
         """Call in the same synchronous block as rendering the snapshot (no `await` between)."""
         channel = self.channel(session)
-        channel.watch(callback)
+        channel.watch(callback, since_turns)
         return channel
 
     def _on_any_event(self, message: LiveMessage) -> None:

@@ -105,7 +105,8 @@ def wait_for_growing_stream(page: Page) -> None:
         const w = window.__watched;
         if (w && w.stream.isConnected && w.stream.textContent.length > w.length + 15) return true;
         if (!w || !w.stream.isConnected) {
-            const s = [...document.querySelectorAll('.rostrum-stream')].find(s => s.textContent.length > 0);
+            const s = [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]
+                .find(s => s.textContent.length > 0);
             window.__watched = s ? {stream: s, length: s.textContent.length} : null;
         }
         return false;

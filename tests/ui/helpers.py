@@ -37,9 +37,27 @@ def one(user: User, marker: str) -> Any:
 
 
 def texts(user: User, marker: str) -> list[str]:
-    """The content (Markdown) or text of every element with this marker, in page order."""
+    """The content (Markdown) or text of every element with this marker, in page order; for
+    "turn-text", the text of every turn in the page's transcript snapshot."""
+    if marker == "turn-text":
+        return transcript(user).texts()
     elements = sorted(user.find(marker=marker).elements, key=lambda e: e.id)
     return [getattr(e, "content", None) or e.text for e in elements]
+
+
+def transcript(user: User) -> Any:
+    """The transcript element of the user's debate page (its snapshot: what the page was built with)."""
+    return one(user, "transcript")
+
+
+def snapshot_turn(user: User, key: str) -> dict[str, Any] | None:
+    """The turn with this key in the page's transcript snapshot."""
+    return next((t for t in transcript(user).turns if t["key"] == key), None)
+
+
+def turn_notes(user: User) -> list[str]:
+    """Every note on every turn of the page's transcript snapshot."""
+    return [note for turn in transcript(user).turns for note in turn["notes"]]
 
 
 async def start_by_clicking(user: User, marker: str = "start") -> DebateSession:
@@ -88,10 +106,13 @@ def another_user() -> User:
 
 
 def stream_text(user: User, key: str) -> str:
-    """The streamed (not yet finished) text a user's page shows for a turn."""
-    from webapp.ui.components.transcript import Delta
+    """The text streamed so far that the user's page was built with, for a turn in flight."""
+    turn = snapshot_turn(user, key)
+    return "" if turn is None or turn["state"] != "live" else str(turn["text"])
 
-    cards = [e for e in user.client.elements.values() if f"turn-{key}" in e._markers]
-    if not cards:
-        return ""
-    return "".join(d.text for d in cards[0].descendants() if isinstance(d, Delta))
+
+def grow(text: str, offset: int, chunk: str) -> str:
+    """What a browser's transcript does with a streamed text item (static/live/index.js): append
+    what extends the text it has; a gap is refused (the page would ask for a resync)."""
+    assert offset <= len(text), f"a gap: text item at {offset}, the page has {len(text)} characters"
+    return text + chunk[len(text) - offset:] if offset + len(chunk) > len(text) else text

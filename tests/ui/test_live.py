@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from webapp.engine.machine import State
+from tests.ui.helpers import engine
+from webapp.engine.runner import DebateSession
 from webapp.engine.stream import (
     Broadcaster,
     LiveChunk,
@@ -23,24 +21,13 @@ from webapp.engine.stream import (
 )
 from webapp.live import Aborted, ChunkDelta, DebateChannel, LiveHub
 from webapp.models import DebateEvent, EventKind, Turn, utcnow
+from webapp.ui.components.presets import quick_demo_config
 
 
-@dataclass
-class FakeSession:
-    """Just what a channel needs from a DebateSession."""
-
-    id: str = "d1"
-    live: dict[str, LiveTurn] = field(default_factory=dict)
-    broadcaster: Broadcaster = field(default_factory=Broadcaster)
-    running: bool = True
-    status: State = State.DEBATING
-
-    @property
-    def live_turns(self) -> Mapping[str, LiveTurn]:
-        return MappingProxyType(self.live)
-
-    def subscribe(self, listener):
-        return self.broadcaster.subscribe(listener)
+async def created_session() -> DebateSession:
+    """A real session of a demo debate that was created but not started: the channel reads its state."""
+    eng = await engine()
+    return await eng.session(await eng.create(quick_demo_config("Is a hot dog a sandwich?")))
 
 
 class FakeHub:
@@ -66,7 +53,7 @@ async def test_a_retry_note_reaches_the_page_and_does_not_break_the_listener(
         user: User, caplog: pytest.LogCaptureFixture) -> None:
     # A retry note's `turn` is a string: the listener took it for a turn dict and crashed
     # ("'str' object has no attribute 'get'"), so the note never reached any page.
-    session = FakeSession()
+    session = await created_session()
     channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
     emit = session.broadcaster.emit
     with caplog.at_level(logging.ERROR):
@@ -86,7 +73,7 @@ async def test_a_retry_note_reaches_the_page_and_does_not_break_the_listener(
 
 
 async def test_a_status_change_is_passed_on_to_the_pages(user: User) -> None:
-    session = FakeSession()
+    session = await created_session()
     channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
     status = LiveStatus("d1", "storage_unavailable", "database is locked")
     session.broadcaster.emit(status)
@@ -95,7 +82,7 @@ async def test_a_status_change_is_passed_on_to_the_pages(user: User) -> None:
 
 
 async def test_chunks_are_coalesced_per_attempt_with_offsets(user: User) -> None:
-    session = FakeSession()
+    session = await created_session()
     channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
     emit = session.broadcaster.emit
     emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 1))
@@ -120,8 +107,40 @@ async def test_chunks_are_coalesced_per_attempt_with_offsets(user: User) -> None
     channel.close()
 
 
+async def test_a_flush_becomes_compact_wire_items_once_for_every_page(user: User) -> None:
+    session = await created_session()
+    channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
+    emit = session.broadcaster.emit
+    emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 1))
+    emit(LiveChunk("d1", "k", "pro", "Hello "))
+    emit(LiveChunk("d1", "k", "pro", "world"))
+    emit(LiveTurnAborted("d1", "k", "cancelled"))
+    emit(LiveTurnStarted("d1", "k", "pro", "opening", 1, "speak", 2))
+    emit(LiveChunk("d1", "k", "pro", "done"))
+    emit(_turn_event(7, "k"))
+    _batch, wire = channel._take()
+    kid = channel.kid("k")
+    assert wire[0] == [1, kid, 1, {"key": "k", "speaker": "pro", "group": "Opening statements", "act": "speak"}]
+    assert wire[1] == [0, kid, 0, "Hello world"]
+    assert wire[2] == [2, kid, "cancelled"]  # the browser keeps the cut text, greyed
+    assert wire[3][:3] == [1, kid, 2] and wire[4] == [0, kid, 0, "done"]
+    committed = wire[5]
+    assert committed[:2] == [3, kid] and "text" not in committed[2], "streamed text is not sent again"
+    assert "tok" in committed[2]["meta"]
+    assert wire[6][0] == 4 and wire[6][1]["state"] == "created"  # the status summary, once
+    emit(LiveChunk("d1", "k", "pro", "late"))
+    assert channel._take()[1] == [[0, kid, 0, "late"]], "an unchanged status is not repeated"
+    emit(LiveTurnStarted("d1", "k3", "con", "opening", 1, "speak", 1))
+    emit(LiveChunk("d1", "k3", "con", "partial"))
+    emit(_turn_event(8, "k3"))  # committed text differs from what streamed: the browser gets it
+    wire = channel._take()[1]
+    assert wire[-1][0] == 3 and wire[-1][2]["text"] == "done"
+    channel.close()
+
+
 async def test_a_channel_joining_mid_turn_continues_the_offsets(user: User) -> None:
-    session = FakeSession(live={"k": LiveTurn("k", "pro", "opening", 1, "speak", 3, parts=["already here"])})
+    session = await created_session()
+    session.live["k"] = LiveTurn("k", "pro", "opening", 1, "speak", 3, parts=["already here"])
     channel = DebateChannel(FakeHub(), session)  # type: ignore[arg-type]
     session.broadcaster.emit(LiveChunk("d1", "k", "pro", "!"))
     assert channel.flush() == [ChunkDelta("k", "pro", 3, len("already here"), "!")]
@@ -135,10 +154,10 @@ async def test_one_throttled_flush_reaches_every_watcher(user: User) -> None:
     def watch_page() -> None:
         pass
 
-    session = FakeSession()
+    session = await created_session()
     hub = FakeHub()
     channel = DebateChannel(hub, session)  # type: ignore[arg-type]
-    hub.channels["d1"] = channel
+    hub.channels[session.id] = channel
     await user.open("/watch")
     with user:
         for box in received:
@@ -151,7 +170,7 @@ async def test_one_throttled_flush_reaches_every_watcher(user: User) -> None:
     assert batch[1] == ChunkDelta("k", "pro", 1, 0, "one two three four five")
     assert all(box == [batch] for box in received)  # the same single batch for every watcher
     user.client.delete()
-    assert channel.watchers == 0 and "d1" not in hub.channels and session.broadcaster.count == 0
+    assert channel.watchers == 0 and session.id not in hub.channels and session.broadcaster.count == 0
 
 
 async def test_hub_signals_dashboards_once_for_a_burst(user: User) -> None:

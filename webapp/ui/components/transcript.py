@@ -1,230 +1,84 @@
-"""The transcript: turns grouped by phase (and round), streaming live, Markdown when finished.
+"""The transcript and the live status of a debate: one browser component each, fed by the debate's
+live stream.
 
-A live turn is a card whose body grows by one small text element per flush (deltas, never the
-whole text again). When the turn is committed, the deltas are replaced by one sanitised
-`ui.markdown`. Text from models is only ever put in text elements or sanitised Markdown.
+The server builds a snapshot once (finished turns, turns in flight with the text streamed so far) and
+never touches these elements for streamed text again: the live channel sends the same compact items
+to every spectator (`webapp/live.py`), and the browser appends, cuts and finishes turns itself. Model
+output is rendered in the browser as Markdown with raw HTML escaped, images shown as links unless
+their host is allowed, and DOMPurify over the result (`static/live/index.js`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from nicegui import ui
-from nicegui.elements.mixins.text_element import TextElement
 
-from webapp.engine import schedule
+from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveTurn, LiveTurnStarted
-from webapp.live import Aborted, ChunkDelta
-from webapp.models import Turn
-from webapp.ui.components.badges import money, safe_color
-from webapp.ui.components.safe_markdown import SafeMarkdown
+from webapp.settings import get_settings
+from webapp.ui import live_wire
+from webapp.ui.live_wire import group_title, phase_visible, retry_text
 
+__all__ = ["LiveStatusView", "TranscriptView", "group_title", "phase_visible", "render_aux_notes"]
+
+STATIC = Path(__file__).resolve().parents[3] / "static"
+ESM = {"rostrum-live": str(STATIC / "live"), "rostrum-marked": str(STATIC / "vendor" / "marked")}
 TURN_KEY = re.compile(r"^[^/]+/r\d+/[^/]+/\d+$")  # phase/r<round>/<speaker>/<index>
-ACT_LABELS = {"ask": "question", "answer": "answer", "prepare": "preparation", "propose": "proposal",
-              "critique": "critique", "refine": "refinement", "synthesize": "synthesis"}
 
 
-def phase_visible(state: DebateState, phase_id: str) -> bool:
-    """Private phases (preparation notes) are shown only when the debate asks for it."""
-    try:
-        return schedule.phase_visible(state.format.phase(phase_id), state.config)
-    except KeyError:
-        return True
+def image_hosts() -> list[str]:
+    """Hosts an admin allows Markdown images from (`ROSTRUM_IMAGE_HOSTS`); others become links."""
+    hosts = getattr(get_settings(), "image_hosts", None) or []
+    if isinstance(hosts, str):
+        hosts = [h for h in hosts.split(",")]
+    return sorted({h.strip().lower() for h in hosts if h and h.strip()})
 
 
-def group_title(state: DebateState, phase_id: str, round_no: int) -> str:
-    try:
-        phase = state.format.phase(phase_id)
-    except KeyError:
-        return phase_id
-    if phase.scope == "round" and state.format.has_rounds:
-        return f"{phase.title} · Round {round_no}"
-    return phase.title
+class TranscriptView(ui.element, component="transcript.js", esm=ESM):
+    """Every visible turn of a debate, streaming live in the browser."""
+
+    def __init__(self, session: DebateSession, kid: Callable[[str], int], follow: bool) -> None:
+        super().__init__()
+        state = session.state
+        self.turns = live_wire.snapshot_turns(session, kid)
+        self._props["turns"] = self.turns
+        self._props["people"] = live_wire.people(state)
+        self._props["empty"] = live_wire.empty_text(state)
+        self._props["images"] = image_hosts()
+        self._props["follow"] = follow
+        self._props["ended"] = False
+        self.finished_turns = sum(1 for t in state.turns)  # turns the snapshot covers (visible or not)
+        self.classes("w-full").mark("transcript")
+
+    @property
+    def keys(self) -> list[str]:
+        return [t["key"] for t in self.turns]
+
+    def texts(self) -> list[str]:
+        """The text of each turn in the snapshot (for tests and the CLI's parity checks)."""
+        return [t["text"] for t in self.turns]
+
+    def set_ended(self, ended: bool) -> None:
+        if self._props.get("ended") != ended:
+            self._props["ended"] = ended
+            self.update()
 
 
-class Delta(TextElement):
-    """A piece of streamed text: an inline span whose content is text, never HTML."""
+class LiveStatusView(ui.element, component="live_status.js", esm=ESM):
+    """The live summary: `mode="bar"` for the sticky bar, `mode="cost"` for the cost card."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__(tag="span", text=text)
+    def __init__(self, status: dict[str, Any], mode: str) -> None:
+        super().__init__()
+        self._props["status"] = status
+        self._props["mode"] = mode
 
-
-class TurnCard:
-    """One turn on screen: live (streaming deltas) or finished (Markdown)."""
-
-    def __init__(self, state: DebateState, key: str, speaker: str, act: str, attempt: int | None) -> None:
-        self.key = key
-        self.attempt = attempt
-        self.length = 0  # characters of streamed text shown
-        self.finished = False
-        self.retry_notes_shown = 0
-        participant = _participant(state, speaker)
-        color = safe_color(participant.get("color"))
-        self.card = ui.card().classes("w-full rostrum-turn gap-1 py-3").style(f"--turn-color:{color}") \
-            .props("flat bordered").mark(f"turn-{key}")
-        with self.card:
-            with ui.row().classes("w-full items-center gap-2 no-wrap"):
-                ui.element("span").classes("rostrum-dot").style(f"background:{color}")
-                ui.label(participant.get("name", speaker)).classes("font-semibold")
-                if act in ACT_LABELS:
-                    ui.badge(ACT_LABELS[act], color="grey-5").props("outline")
-                ui.label(participant.get("model", "")).classes("text-xs text-grey-6")
-                ui.space()
-                self.meta = ui.label().classes("text-xs text-grey-6 font-mono")
-            self.body = ui.column().classes("w-full gap-0")
-            self.notes = ui.column().classes("w-full gap-0")
-        with self.body:
-            self.stream = ui.element("div").classes("rostrum-stream rostrum-caret").mark("stream")
-
-    def append(self, text: str) -> None:
-        if text:
-            with self.stream:
-                Delta(text)
-            self.length += len(text)
-
-    def reset_stream(self, attempt: int | None) -> None:
-        self.attempt = attempt
-        self.length = 0
-        self.stream.clear()
-
-    def note(self, text: str, icon: str = "info") -> None:
-        with self.notes, ui.row().classes("items-center gap-1 text-xs text-grey-7 italic"):
-            ui.icon(icon).classes("text-sm")
-            ui.label(text)
-
-    def finish(self, turn: Turn) -> None:
-        self.finished = True
-        self.body.clear()
-        self.notes.clear()  # notes about abandoned attempts no longer apply; retry notes are re-added
-        self.retry_notes_shown = 0
-        with self.body:
-            SafeMarkdown(turn.text).classes("w-full").mark("turn-text")  # sanitised by default: keep it so
-        tokens = f"{turn.usage.input_tokens}→{turn.usage.output_tokens} tok"
-        self.meta.text = f"{tokens} · {money(turn.cost_usd)}" + (f" · attempt {turn.attempt}" if turn.attempt > 1
-                                                                  else "")
-        for note in turn.notes:
-            self.note(note, "rule" if "word" in note else "flag" if "topic" in note.lower() else "compress")
-
-
-def _participant(state: DebateState, speaker: str) -> dict[str, Any]:
-    try:
-        p = state.config.participant(speaker)
-    except KeyError:
-        return {"name": speaker, "color": None, "model": ""}
-    return {"name": p.name, "color": p.color, "model": f"{p.provider}:{p.model}"}
-
-
-class Transcript:
-    """All turn cards of a debate page, grouped by (phase, round) in the order they happened."""
-
-    def __init__(self) -> None:
-        self.container = ui.column().classes("w-full gap-3").mark("transcript")
-        with self.container:
-            self.empty = ui.label("No turns yet — the first speaker will appear here.") \
-                .classes("text-grey-6 italic")
-        self.groups: dict[tuple[str, int], ui.column] = {}
-        self.cards: dict[str, TurnCard] = {}
-
-    def _group(self, state: DebateState, phase: str, round_no: int) -> ui.column:
-        key = (phase, round_no)
-        if key not in self.groups:
-            self.empty.set_visibility(False)
-            with self.container:
-                group = ui.column().classes("w-full gap-2").mark(f"group-{phase}-{round_no}")
-            with group, ui.row().classes("items-center gap-2 mt-2"):
-                ui.icon("segment").classes("text-primary")
-                ui.label(group_title(state, phase, round_no)).classes("text-base font-semibold")
-            self.groups[key] = group
-        return self.groups[key]
-
-    # --- snapshot and committed events --------------------------------------------------------
-
-    def sync(self, state: DebateState, live: dict[str, LiveTurn]) -> None:
-        """Show every finished turn and every live one not yet shown (idempotent)."""
-        for turn in state.turns:
-            if not turn.visible:
-                continue
-            card = self.cards.get(turn.key)
-            if card is not None and card.finished:
-                continue
-            if card is None:
-                with self._group(state, turn.phase, turn.round):
-                    card = self.cards[turn.key] = TurnCard(state, turn.key, turn.speaker, turn.act, turn.attempt)
-            card.finish(turn)
-        for key, live_turn in list(live.items()):
-            if key in state.turn_keys or not phase_visible(state, live_turn.phase):
-                continue
-            card = self.cards.get(key)
-            if card is None:
-                card = self._live_card(state, key, live_turn.speaker, live_turn.phase, live_turn.round,
-                                       live_turn.act, live_turn.attempt)
-            if card.attempt not in (None, live_turn.attempt):
-                card.reset_stream(live_turn.attempt)
-            card.append(live_turn.text[card.length:])  # what the card lacks, if anything (one join)
-        retries: dict[str, list[dict[str, Any]]] = {}
-        for note in state.notes:
-            if note.get("type") == "retry":
-                retries.setdefault(str(note.get("turn")), []).append(note)
-        for key, notes in retries.items():
-            card = self.cards.get(key)
-            if card is None:
-                continue
-            for note in notes[card.retry_notes_shown:]:
-                card.note(_retry_text(note), "replay")
-            card.retry_notes_shown = len(notes)
-
-    def _live_card(self, state: DebateState, key: str, speaker: str, phase: str, round_no: int, act: str,
-                   attempt: int | None) -> TurnCard:
-        with self._group(state, phase, round_no):
-            card = self.cards[key] = TurnCard(state, key, speaker, act, attempt)
-        return card
-
-    # --- live messages ------------------------------------------------------------------------
-
-    def started(self, state: DebateState, item: LiveTurnStarted) -> None:
-        if item.key in state.turn_keys or not phase_visible(state, item.phase):
-            return
-        card = self.cards.get(item.key)
-        if card is None:
-            self._live_card(state, item.key, item.speaker, item.phase, item.round, item.act, item.attempt)
-        elif not card.finished and card.attempt != item.attempt:
-            card.reset_stream(item.attempt)
-
-    def delta(self, state: DebateState, item: ChunkDelta, live: dict[str, LiveTurn]) -> None:
-        card = self.cards.get(item.key)
-        if card is None or card.finished or item.key in state.turn_keys:
-            return
-        if item.attempt is not None and card.attempt is not None and item.attempt != card.attempt:
-            return  # text of an abandoned attempt
-        if item.offset > card.length:  # a gap: take what the engine holds (it is authoritative)
-            current = live.get(item.key)
-            if current is not None:
-                card.append(current.text[card.length:])
-            return
-        end = item.offset + len(item.text)
-        if end > card.length:
-            card.append(item.text[card.length - item.offset:])
-
-    def aborted(self, state: DebateState, item: Aborted) -> None:
-        card = self.cards.get(item.key)
-        if card is None or card.finished:
-            return
-        if item.attempt is not None and card.attempt is not None and card.attempt > item.attempt:
-            return  # the page already shows a newer attempt
-        card.reset_stream(None)
-        if item.reason == "cancelled":
-            card.note("cut off by a pause or stop; it will be redone", "pause")
-        else:
-            card.note(f"attempt cut off: {item.reason}", "warning")
-
-
-def _retry_text(note: dict[str, Any]) -> str:
-    error = note.get("error") or {}
-    return (f"attempt {note.get('attempt')} failed ({error.get('message', 'error')}); "
-            f"retried after {note.get('wait_s', 0):g} s")
+    @property
+    def status(self) -> dict[str, Any]:
+        return dict(self._props["status"])
 
 
 def aux_notes_signature(state: DebateState, live_keys: Iterable[str]) -> tuple:
@@ -241,4 +95,4 @@ def render_aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> None:
             continue  # a turn's retries are shown on its card
         with ui.row().classes("items-center gap-1 text-xs text-grey-6 italic").mark("aux-note"):
             ui.icon("replay").classes("text-sm")
-            ui.label(f"{note.get('turn')}: {_retry_text(note)}")
+            ui.label(f"{note.get('turn')}: {retry_text(note)}")

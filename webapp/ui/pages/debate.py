@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
-from nicegui import context, ui
+from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
@@ -25,10 +25,10 @@ from webapp.engine.formats import get_format
 from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveEvent, LiveStatus, LiveTurnStarted
+from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.live import Aborted, Batch, ChunkDelta
-from webapp.ui import runtime
+from webapp.live import Batch, DebateChannel
+from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import status_badge
@@ -39,11 +39,10 @@ from webapp.ui.components.banners import (
     render_past_clarifications,
 )
 from webapp.ui.components.controls import Controls
-from webapp.ui.components.cost import cost_signature, render_cost
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import render_stepper, stepper_signature
-from webapp.ui.components.transcript import Transcript, aux_notes_signature, render_aux_notes
+from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
 
@@ -58,6 +57,29 @@ def diagram_source(session: DebateSession) -> str:
     """The state diagram with the current state highlighted: built once per (format, state) for every
     tab, not on each committed event of each page."""
     return _diagram(session.state.format.id, session.state.status)
+
+
+class DiagramSection:
+    """How this debate runs: the state diagram, collapsed until asked for."""
+
+    def __init__(self, session: DebateSession) -> None:
+        self.session = session
+        self.text = diagram_source(session)
+        with ui.card().classes("w-full"), ui.expansion("How this debate runs", icon="account_tree", value=False) \
+                .classes("w-full"):
+            self.element = ui.mermaid(self.text).classes("w-full rostrum-mermaid").mark("diagram")
+
+    def update(self) -> None:
+        source = diagram_source(self.session)
+        if source != self.text:
+            self.text = source
+            self.element.set_content(source)
+
+
+def render_cost_warning(state: DebateState) -> None:
+    budget = state.config.budget
+    if state.cost_warned or (budget.warn_at is not None and state.ledger.total_usd >= budget.warn_at):
+        ui.badge("warning threshold reached", color="orange-9").mark("cost-warning")
 
 
 ACTION_WORDS = {
@@ -105,7 +127,7 @@ class DebateView:
 
     # --- building (synchronous: the snapshot and the subscription must not be split) ------------
 
-    def build(self) -> None:
+    def build(self, channel: DebateChannel) -> None:
         state = self.state
         with ui.card().classes("w-full gap-2"):
             ui.label(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
@@ -113,41 +135,47 @@ class DebateView:
                 ui.badge(state.format.title, color="indigo-1").classes("text-indigo-9 px-2 py-1").mark("format")
                 self.sections["status"] = ui.row().classes("items-center gap-2")
                 ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
-                    .classes("text-xs text-grey-6")
+                    .classes("text-xs text-grey-7")
             with ui.row().classes("w-full items-center justify-between gap-2"):
                 controls_row = ui.row().classes("items-center")
                 with controls_row:
                     self.controls = Controls(self.session, self.gate, after=self.sync)
                 controls_row.set_visibility(self.gate.principal.kind != "share-link")
                 with ui.row().classes("items-center gap-1").mark("exports"):
-                    ui.label("Export:").classes("text-sm text-grey-7")
+                    ui.label("Export:").classes("text-sm text-grey-8")
                     for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
                         ui.button(label, icon="download", on_click=lambda k=kind: self.export(k)) \
                             .props("flat dense no-caps").mark(f"export-{kind}")
-            self.sections["stepper"] = ui.column().classes("w-full")
+        self.sections["outcome"] = ui.column().classes("w-full")
+        # The compact bar that stays in view: phase stepper, round, who speaks, cost.
+        with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar"):
+            self.sections["stepper"] = ui.element("div").classes("w-full rostrum-stepper-scroll")
+            self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
         self.sections["banners"] = ui.column().classes("w-full gap-2")
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.sections["past"] = ui.column().classes("w-full")
-                self.transcript = Transcript()
+                self.transcript = TranscriptView(self.session, channel.kid, follow=bool(self.session.live_turns)
+                                                 or self.session.running)
+                self.transcript.on("resync", lambda: background_tasks.create(
+                    channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
                 self.sections["aux-notes"] = ui.column().classes("w-full gap-0")
                 self.sections["rounds"] = ui.column().classes("w-full")
                 self.sections["verdict"] = ui.column().classes("w-full")
-            with ui.column().classes("w-full gap-3 lg:sticky lg:top-20"):
+            with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
-                self.sections["cost"] = ui.column().classes("w-full")
+                with ui.card().classes("w-full gap-2").mark("cost-meter"):
+                    with ui.row().classes("w-full items-center justify-between"):
+                        ui.label("Cost").classes("text-base font-semibold")
+                        self.sections["cost-warning"] = ui.row()
+                    LiveStatusView(live_wire.status(self.session), "cost").classes("w-full").mark("cost")
                 self.sections["activity"] = ui.column().classes("w-full")
                 principal = self.gate.principal
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
                 if principal.can(Action.DELETE, state.id):
                     self._delete_control()
-        with ui.card().classes("w-full"), ui.expansion(
-                "State machine (generated from the engine; current state highlighted)",
-                icon="account_tree", value=True).classes("w-full"):
-                self.diagram_text = diagram_source(self.session)
-                with ui.element("div").classes("w-full rostrum-diagram bg-white rounded-borders p-2"):
-                    self.diagram = ui.mermaid(self.diagram_text).classes("w-full rostrum-mermaid").mark("diagram")
+        self.diagram = DiagramSection(self.session)
         with ui.dialog().props("persistent") as self.dialog, ui.card().mark("ack-dialog"):
             ui.label("Spending warning").classes("text-lg font-semibold")
             self.dialog_text = ui.label()
@@ -171,7 +199,6 @@ class DebateView:
     def sync(self) -> None:
         """Bring every part of the page up to the session's current state (idempotent)."""
         state, live, view = self.state, self.session.live_turns, self.session.view()
-        self.transcript.sync(state, live)
         self._section("status", (view.status.value, view.interrupted, state.ended_because),
                       lambda: self._render_status(view, state))
         self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
@@ -182,14 +209,10 @@ class DebateView:
         self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
         # A verdict is replaced, never changed in place: compare it, do not serialise it on every event.
         self._section("verdict", (state.verdict, state.ended_because), lambda: render_verdict(state))
-        self._section("cost", cost_signature(state), lambda: render_cost(state))
+        self._section("cost-warning", (state.cost_warned, len(state.warnings)), lambda: render_cost_warning(state))
         self._section("activity", (len(state.actions), state.created_by), lambda: render_activity(state))
         self.controls.update()
-        self.participants.update(state, live)
-        source = diagram_source(self.session)
-        if source != self.diagram_text:
-            self.diagram_text = source
-            self.diagram.set_content(source)
+        self.diagram.update()
         self._sync_dialog(state)
         self.seen_seq = state.last_seq
 
@@ -245,26 +268,15 @@ class DebateView:
     # --- live stream ------------------------------------------------------------------------------
 
     def on_batch(self, batch: Batch) -> None:
-        if self.transcript.container.is_deleted:
+        if self.transcript.is_deleted:
             return
         if self.session.deleted:
             self._show_deleted()
             return
-        state, live = self.state, self.session.live_turns
-        committed = False
-        for item in batch:
-            if isinstance(item, ChunkDelta):
-                self.transcript.delta(state, item, live)
-            elif isinstance(item, LiveTurnStarted):
-                self.transcript.started(state, item)
-            elif isinstance(item, Aborted):
-                self.transcript.aborted(state, item)
-            elif (isinstance(item, LiveEvent) and item.event.seq > self.seen_seq) or isinstance(item, LiveStatus):
-                committed = True  # a committed event, or storage lost or back (banners and badge change)
-        if committed:
-            self.sync()
-        else:
-            self.participants.update(state, live)
+        # Streamed text never reaches here: the browser grows the transcript from the live stream.
+        if any((isinstance(item, LiveEvent) and item.event.seq > self.seen_seq) or isinstance(item, LiveStatus)
+               for item in batch):
+            self.sync()  # a committed event, or storage lost or back (banners and badge change)
 
     # --- commands ---------------------------------------------------------------------------------
 
@@ -313,8 +325,9 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
     # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
     with frame("", principal):
         view = DebateView(session, auth_gate(principal), base_url)
-        view.build()
-        hub.watch(session, view.on_batch)
+        channel = hub.channel(session)
+        view.build(channel)
+        hub.watch(session, view.on_batch, lambda: view.transcript.finished_turns)
 
 
 async def page(request: Request, debate_id: str) -> Response | None:

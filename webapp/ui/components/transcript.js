@@ -1,0 +1,151 @@
+// The transcript of one debate: turns grouped by phase (and round), rendered from Markdown in the
+// browser. The server sends a snapshot once (the `turns` prop); after that the debate's live stream
+// ("rl" items, see static/live/index.js) grows it. Nothing shown is taken back: an attempt cut off by a
+// pause or an error stays, greyed, above its redo.
+import { subscribe, markdown, setImageHosts, grew, startFollowing, jumpToLive } from "rostrum-live";
+
+const ACTS = {
+  ask: "question", answer: "answer", prepare: "preparation", propose: "proposal",
+  critique: "critique", refine: "refinement", synthesize: "synthesis",
+};
+
+export default {
+  template: `
+    <div class="rostrum-transcript w-full">
+      <div v-if="!items.length" class="rostrum-empty">{{ empty }}</div>
+      <template v-for="row in rows" :key="row.id">
+        <h3 v-if="row.header" class="rostrum-group-title">{{ row.header }}</h3>
+        <article v-else class="rostrum-turn" :class="'rostrum-turn-' + row.t.state"
+                 :data-key="row.t.key" :style="{'--turn-color': person(row.t).color}">
+          <header class="rostrum-turn-head">
+            <span class="rostrum-dot" :style="{background: person(row.t).color}"></span>
+            <span class="rostrum-turn-name">{{ person(row.t).name }}</span>
+            <span v-if="acts[row.t.act]" class="rostrum-turn-act">{{ acts[row.t.act] }}</span>
+            <span class="rostrum-turn-model">{{ person(row.t).model }}</span>
+            <span class="rostrum-turn-meta">{{ row.t.meta }}</span>
+          </header>
+          <section v-for="(cut, i) in row.t.cuts" :key="'cut' + i" class="rostrum-cut">
+            <div class="rostrum-md" v-html="render(cut.text, true)"></div>
+            <p class="rostrum-note">{{ cutNote(cut, row.t) }}</p>
+          </section>
+          <div v-if="row.t.state === 'live' && !row.t.text" class="rostrum-thinking">thinking…</div>
+          <div v-else-if="row.t.state !== 'cut'" class="rostrum-md rostrum-turn-text"
+               :class="{'rostrum-caret': row.t.state === 'live'}" v-html="render(row.t.text, row.t.state === 'final')"></div>
+          <p v-for="(note, i) in row.t.notes" :key="'note' + i" class="rostrum-note">{{ note }}</p>
+        </article>
+      </template>
+      <div class="rostrum-transcript-end"></div>
+      <button type="button" class="rostrum-jump-live rostrum-hidden" @click="jump">Jump to live ↓</button>
+    </div>`,
+  props: {
+    turns: Array,
+    people: Object,
+    empty: String,
+    images: Array,
+    follow: Boolean,
+    ended: Boolean,
+  },
+  data() {
+    return { items: [], acts: ACTS, over: this.ended, lastResync: 0 };
+  },
+  computed: {
+    rows() {
+      const rows = [];
+      let group = null;
+      for (const t of this.items) {
+        if (t.group !== group) {
+          group = t.group;
+          rows.push({ id: "g" + rows.length + ":" + group, header: group });
+        }
+        rows.push({ id: "t" + t.kid, t });
+      }
+      return rows;
+    },
+  },
+  watch: {
+    turns: { handler() { this.load(); } },
+    ended(value) { this.over = value; },
+  },
+  created() {
+    setImageHosts(this.images || []);
+    this.load();
+  },
+  mounted() {
+    this.unsubscribe = subscribe((items) => this.apply(items));
+    startFollowing(this.follow);
+  },
+  unmounted() {
+    this.unsubscribe?.();
+  },
+  methods: {
+    load() {
+      this.items = (this.turns || []).map((t) => ({ cuts: [], notes: [], meta: "", ...t }));
+    },
+    find(kid) {
+      return this.items.find((t) => t.kid === kid);
+    },
+    person(t) {
+      return this.people?.[t.speaker] || { name: t.speaker, color: "#94a3b8", model: "" };
+    },
+    render(text, keep) {
+      return markdown(text, keep);
+    },
+    cutNote(cut, t) {
+      const why = cut.reason === "cancelled" ? "by a pause or stop" : `(${cut.reason})`;
+      if (t.state === "final" || (t.state === "live" && t.attempt > cut.attempt)) return `Cut off ${why} — redone below.`;
+      if (this.over) return `Cut off ${why} — the debate stopped here.`;
+      return `Cut off ${why} — will be redone.`;
+    },
+    resync() {
+      const now = Date.now();
+      if (now - this.lastResync < 1000) return;
+      this.lastResync = now;
+      this.$emit("resync");
+    },
+    jump() {
+      jumpToLive();
+    },
+    apply(items) {
+      for (const item of items) {
+        const [type, kid] = item;
+        if (type === 0) {
+          const t = this.find(kid);
+          if (!t || t.state !== "live") continue;
+          const [, , offset, text] = item;
+          const have = t.text.length;
+          if (offset > have) this.resync(); // missed text: the server sends the whole turn again
+          else if (offset + text.length > have) t.text += text.slice(have - offset);
+        } else if (type === 1) {
+          const [, , attempt, info] = item;
+          let t = this.find(kid);
+          if (t && (t.state === "final" || (t.state === "live" && t.attempt === attempt))) continue;
+          if (!t) {
+            t = { kid, cuts: [], notes: [], meta: "", ...info };
+            this.items.push(t);
+          }
+          Object.assign(t, { state: "live", attempt, text: "" });
+        } else if (type === 2) {
+          const t = this.find(kid);
+          if (!t || t.state !== "live") continue;
+          if (t.text) t.cuts.push({ text: t.text, reason: item[2], attempt: t.attempt });
+          Object.assign(t, { state: "cut", text: "" });
+        } else if (type === 3) {
+          const info = item[2] || {};
+          let t = this.find(kid);
+          if (!t) {
+            t = { kid, cuts: [], notes: [], text: "", ...info };
+            this.items.push(t);
+          }
+          if (info.text !== undefined && info.text !== null) t.text = info.text;
+          Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });
+        } else if (type === 4) {
+          this.over = !!item[1]?.ended;
+        } else if (type === 5) {
+          const t = this.find(kid);
+          if (t) t.notes.push(item[2]);
+        }
+      }
+      this.$nextTick(grew);
+    },
+  },
+};

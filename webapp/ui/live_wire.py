@@ -1,0 +1,202 @@
+"""What the browser's live transcript and status bar are told: the page's snapshot of a debate and the
+compact items of its live stream (see `static/live/index.js` for the wire format).
+
+Everything here is computed once per debate and sent, as the same bytes, to every spectator: no
+per-page work happens for streamed text. Model output is data here; the browser renders it as
+escaped, sanitised Markdown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webapp.engine import schedule
+from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.runner import DebateSession
+from webapp.engine.state import DebateState
+from webapp.engine.stream import LiveTurn, LiveTurnStarted
+from webapp.models import Turn
+from webapp.ui.components.badges import STATUS_STYLE, money, safe_color, ui_status
+
+# The item types of the wire format.
+TEXT, STARTED, CUT, COMMITTED, STATUS, NOTE = range(6)
+
+
+def phase_visible(state: DebateState, phase_id: str) -> bool:
+    """Private phases (preparation notes) are shown only when the debate asks for it."""
+    try:
+        return schedule.phase_visible(state.format.phase(phase_id), state.config)
+    except KeyError:
+        return True
+
+
+def group_title(state: DebateState, phase_id: str, round_no: int) -> str:
+    try:
+        phase = state.format.phase(phase_id)
+    except KeyError:
+        return phase_id
+    if phase.scope == "round" and state.format.has_rounds:
+        return f"{phase.title} · Round {round_no}"
+    return phase.title
+
+
+def people(state: DebateState) -> dict[str, dict[str, str]]:
+    return {p.id: {"name": p.name, "color": safe_color(p.color), "model": f"{p.provider}:{p.model}"}
+            for p in state.config.participants}
+
+
+def retry_text(note: dict[str, Any]) -> str:
+    error = note.get("error") or {}
+    return (f"attempt {note.get('attempt')} failed ({error.get('message', 'error')}); "
+            f"retried after {note.get('wait_s', 0):g} s")
+
+
+def turn_meta(turn: Turn) -> str:
+    tokens = f"{turn.usage.input_tokens}→{turn.usage.output_tokens} tok"
+    return f"{tokens} · {money(turn.cost_usd)}" + (f" · attempt {turn.attempt}" if turn.attempt > 1 else "")
+
+
+def turn_info(state: DebateState, key: str, speaker: str, phase: str, round_no: int, act: str) -> dict[str, Any]:
+    return {"key": key, "speaker": speaker, "group": group_title(state, phase, round_no), "act": act}
+
+
+def retry_notes(state: DebateState) -> dict[str, list[str]]:
+    """turn key -> its retry notes, in order."""
+    out: dict[str, list[str]] = {}
+    for note in state.notes:
+        if note.get("type") == "retry":
+            out.setdefault(str(note.get("turn")), []).append(retry_text(note))
+    return out
+
+
+def committed_info(state: DebateState, turn: Turn, streamed: str | None) -> dict[str, Any]:
+    """A finished turn for the browser; its text only when it differs from what was streamed."""
+    info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
+    info["meta"] = turn_meta(turn)
+    info["notes"] = [*retry_notes(state).get(turn.key, []), *turn.notes]
+    if streamed != turn.text:
+        info["text"] = turn.text
+    return info
+
+
+def started_info(state: DebateState, item: LiveTurnStarted | LiveTurn) -> dict[str, Any] | None:
+    if not phase_visible(state, item.phase):
+        return None
+    return turn_info(state, item.key, item.speaker, item.phase, item.round, item.act)
+
+
+def round_text(state: DebateState) -> str:
+    """"Round N of M" while a round phase runs (not during openings, preparation or closings)."""
+    fmt, pos = state.format, state.position
+    if not fmt.has_rounds or pos.phase is None or state.status in TERMINAL_STATES:
+        return ""
+    try:
+        phase = fmt.phase(pos.phase)
+    except KeyError:
+        return ""
+    if phase.scope != "round":
+        return ""
+    round_no = max(1, pos.round or 1)
+    if fmt.termination.kind != "fixed":
+        return f"Round {round_no} (at most {state.total_rounds})"
+    return f"Round {round_no} of {state.total_rounds}"
+
+
+def phase_text(state: DebateState) -> str:
+    if state.status in TERMINAL_STATES:
+        return ""
+    if state.status is State.JUDGING:
+        return "Verdict"
+    if state.position.phase is None:
+        return ""
+    try:
+        return state.format.phase(state.position.phase).title
+    except KeyError:
+        return state.position.phase
+
+
+def speaking(session: DebateSession) -> list[list[str]]:
+    """[name, colour, what they are doing] for everyone busy right now."""
+    state = session.state
+    cast = people(state)
+    out: list[list[str]] = []
+    for turn in session.live_turns.values():
+        person = cast.get(turn.speaker, {"name": turn.speaker, "color": "#94a3b8"})
+        if not phase_visible(state, turn.phase):
+            doing = "preparing…"
+        else:
+            doing = "speaking…" if any(turn.parts) else "thinking…"
+        out.append([person["name"], person["color"], doing])
+    if state.status is State.JUDGING:
+        out.append(["Judge", "", "judging…"])
+    elif state.status is State.CLARIFYING:
+        out.append(["Judge", "", "collecting questions…"])
+    return out
+
+
+def status(session: DebateSession) -> dict[str, Any]:
+    """The live summary shown in the sticky bar and the cost card."""
+    state = session.state
+    view = session.view()
+    ledger, budget = state.ledger, state.config.budget
+    total = ledger.total_usd
+    warned = state.cost_warned or (budget.warn_at is not None and total >= budget.warn_at)
+    shown = ui_status(view.status.value, view.interrupted)
+    limit = ""
+    if budget.cost_limit:
+        limit = f"{money(total)} of {money(budget.cost_limit)} limit"
+        if budget.warn_at is not None:
+            limit += f" · warns at {money(budget.warn_at)}"
+    elif budget.warn_at is not None:
+        limit = f"warns at {money(budget.warn_at)} · no hard limit"
+    models = []
+    for model, usd in sorted(ledger.by_model.items()):
+        tokens = ledger.tokens_by_model.get(model, {})
+        priced = model not in ledger.unpriced_models
+        models.append([model, f"{tokens.get('input_tokens', 0):,} in · {tokens.get('output_tokens', 0):,} out · "
+                              f"{money(usd if priced else None)}"])
+    return {
+        "ended": state.status in TERMINAL_STATES,
+        "state": STATUS_STYLE[shown][0],
+        "phase": phase_text(state),
+        "round": round_text(state),
+        "speaking": speaking(session),
+        "cost": money(total),
+        "limit": limit,
+        "ratio": min(1.0, total / budget.cost_limit) if budget.cost_limit else None,
+        "warned": warned,
+        "simulated": ledger.simulated,
+        "unpriced": ", ".join(sorted(ledger.unpriced_models)),
+        "models": models,
+    }
+
+
+def snapshot_turns(session: DebateSession, kid: Any) -> list[dict[str, Any]]:
+    """Every visible finished turn, then every visible turn in flight (with the text streamed so far);
+    `kid(key)` gives the channel's small id for a turn key."""
+    state = session.state
+    notes = retry_notes(state)
+    out: list[dict[str, Any]] = []
+    for turn in state.turns:
+        if not turn.visible:
+            continue
+        info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
+        out.append({**info, "kid": kid(turn.key), "state": "final", "text": turn.text, "meta": turn_meta(turn),
+                    "notes": [*notes.get(turn.key, []), *turn.notes], "attempt": turn.attempt})
+    for key, live in session.live_turns.items():
+        if key in state.turn_keys:
+            continue
+        started = started_info(state, live)
+        if started is None:
+            continue
+        out.append({**started, "kid": kid(key), "state": "live", "text": live.text, "meta": "",
+                    "notes": notes.get(key, []), "attempt": live.attempt})
+    return out
+
+
+def empty_text(state: DebateState) -> str:
+    if state.status in TERMINAL_STATES:
+        return "No turns were spoken in this debate."
+    if state.status is State.IDLE:
+        return "Not started yet — the first speaker will appear here."
+    return "No turns yet — the first speaker will appear here."
