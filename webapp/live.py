@@ -186,11 +186,13 @@ class DebateChannel:
         """While watched, pick up what another process writes to this debate (cancelled on close)."""
         while not self._closed:
             await asyncio.sleep(FOLLOW_INTERVAL)
-            if not self.session.running and self.session.status not in TERMINAL_STATES:
-                try:
+            try:
+                if self.session.running:  # ours, unless another process has taken it over meanwhile
+                    await self.session.notice_takeover()
+                elif self.session.status not in TERMINAL_STATES:
                     await self.session.catch_up()
-                except Exception:  # a failed look at the log must not end the live view
-                    log.exception("following debate %s failed", self.session.id)
+            except Exception:  # a failed look at the log must not end the live view
+                log.exception("following debate %s failed", self.session.id)
 
     async def _run(self) -> None:
         while not self._closed:

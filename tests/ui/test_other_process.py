@@ -35,3 +35,26 @@ async def test_a_debate_run_elsewhere_is_followed_on_its_page_and_the_dashboard(
         await user.should_see("Winner:", retries=20)
     finally:
         await other.close()
+
+
+async def test_a_tab_shows_it_when_another_process_takes_the_debate_over(
+    user: User, app_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This process runs the debate and a tab watches it; another process finds it "running" without
+    # a runner of its own and marks it interrupted. The tab must not keep saying "running".
+    from tests.ui.helpers import demo_speed, start_demo
+
+    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 0.05)
+    await user.open("/")
+    await demo_speed(monkeypatch, 5)  # a turn takes far longer than the test
+    session = await start_demo("Should exams be open-book?")
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="status-running")
+    other = await Engine.open(app_env, providers=OneProvider())
+    try:
+        assert await other.recover_interrupted() == [session.id]
+        await user.should_see(marker="status-interrupted", retries=40)
+        assert not session.running, "this process stopped driving a debate it no longer owns"
+        assert session.view().interrupted
+    finally:
+        await other.close()

@@ -524,7 +524,27 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._on_event(self, event)
 
     async def _reload(self) -> None:
+        """Read the log as it now is (another process wrote to it) and tell every subscriber to look again."""
         self.state = DebateState.from_events(await self.store.events(self.state.id))
+        self.broadcaster.emit(LiveStatus(self.id, "reloaded", "the log was read again"))
+
+    async def notice_takeover(self) -> bool:
+        """While this process runs the debate: if another process has written to its log since our last
+        write, it took the debate over (it found it interrupted, say, and resumed it). Stop driving it,
+        read the log as it is, and tell subscribers; returns whether that happened. Cheap when nothing
+        changed: one indexed read. Watched debates call this every second, so open tabs show the new
+        owner's state within about a second instead of whenever this runner next tries to write."""
+        if not self.running or self._storage_problem is not None:
+            return False
+        async with self._commit_lock:  # a commit of our own holds it until its state is swapped in
+            newer = await self.store.events_after(self.id, self.state.last_seq)
+        if not newer:
+            return False
+        log.warning("debate %s: another process wrote to its log; this process stops driving it", self.id)
+        await self._halt()
+        async with self._commit_lock:
+            await self._reload()
+        return True
 
     async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
         return await self._commit(EventKind.TRANSITION, {}, transition=(event, params), actor=actor)
