@@ -89,17 +89,7 @@ runtime = Runtime()
 def reset() -> Runtime:
     """A fresh runtime (each `setup()`, so tests that re-run main.py get their own engine)."""
     global runtime
-    def tune_garbage_collection() -> None:
-    """Full collections walk every tracked object; with hundreds of open pages that took 0.6–3.3 s,
-    longer than NiceGUI's ping timeout, and dropped every spectator. What exists after start-up
-    (modules, classes, the app) lives for the whole process: freeze it out of every collection, and
-    collect the young generation less eagerly (pages allocate many short-lived objects)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-
-
-runtime = Runtime()
+    runtime = Runtime()
     return runtime
 
 
