@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 AuthMode = Literal["auto", "on", "off"]
 HeaderRole = Literal["admin", "operator", "viewer"]
 SECRET_FILE_NAME = ".rostrum-storage-secret"
+# A host name for ROSTRUM_IMAGE_HOSTS: no scheme, path, port or wildcard (matched exactly, here and in
+# the browser's transcript renderer alike).
+HOST_PATTERN = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 
 
 class PriceOverride(BaseModel):
@@ -65,6 +69,11 @@ class Settings(BaseSettings):
     # JSON object: {"model-name": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}
     price_overrides: dict[str, PriceOverride] = Field(default_factory=dict)
     reload: bool = Field(default=False, description="auto-reload the web app on code changes (dev)")
+    # Comma-separated host names whose images model output may show inline (e.g. `upload.wikimedia.org`),
+    # matched exactly; any other image is shown as a link, never fetched.
+    image_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="hosts whose images model output may show inline (default: none)"
+    )
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod
@@ -77,6 +86,23 @@ class Settings(BaseSettings):
                     ipaddress.ip_network(str(item), strict=False)
                 except ValueError:
                     raise ValueError(f"{item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("image_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            hosts = []
+            for item in value:
+                host = str(item).strip().lower().rstrip(".")
+                if not host:
+                    continue
+                if not HOST_PATTERN.fullmatch(host):
+                    raise ValueError(f"{item!r} is not a host name (e.g. upload.wikimedia.org)")
+                hosts.append(host)
+            value = hosts
         return value
 
     @field_validator("auth_header", mode="before")
@@ -158,6 +184,13 @@ def storage_secret(settings: Settings) -> str:
 def get_settings() -> Settings:
     """The process-wide settings (cached; call `get_settings.cache_clear()` after changing the env)."""
     return Settings()
+
+
+def image_hosts() -> frozenset[str]:
+    """Hosts whose images model output may show inline (`ROSTRUM_IMAGE_HOSTS`); every other image in
+    model output is rendered as a link, so no spectator's browser fetches a URL a model chose. Shared by
+    the server-side Markdown (`safe_markdown`) and any client-side renderer."""
+    return frozenset(get_settings().image_hosts)
 
 
 def read_env_var(name: str) -> str | None:

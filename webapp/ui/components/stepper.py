@@ -1,54 +1,186 @@
-"""The phase stepper: every phase of the format, the current one highlighted, "Round N of M"."""
+"""The phase stepper: every phase of the format, where the debate is, "Round N of M".
+
+What each pill shows comes from the log, not from the status alone: a phase is done when the engine
+recorded it finished (`state.phase_marks`), the phase a stopped or failed debate was in says so, and
+phases a stopped or failed debate never got to are shown as not reached. `stepper_view` is the pure
+part (tested without a page); `stepper_signature` is that view, so the section re-renders exactly
+when something it shows changes.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from nicegui import ui
 
-from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.machine import State
 from webapp.engine.state import DebateState
+
+# How a pill looks and what it says (title attribute and screen-reader text) in each condition.
+PILLS: dict[str, tuple[str, str, str]] = {  # condition -> (classes, icon, words)
+    "done": ("rostrum-phase-done", "check", "done"),
+    "current": ("rostrum-phase-current", "arrow_right", "in progress"),
+    "paused": ("rostrum-phase-current", "pause", "paused here"),
+    "waiting": ("rostrum-phase-current", "hourglass_empty", "waiting for a person here"),
+    "stopped": ("rostrum-phase-todo ring-2 ring-slate-500 font-semibold", "stop_circle", "stopped here"),
+    "failed": ("rostrum-phase-todo ring-2 ring-red-600 text-red-700 dark:text-red-300 font-semibold", "error",
+               "failed here"),
+    "todo": ("rostrum-phase-todo", "", "to come"),
+    "not-reached": ("rostrum-phase-todo border border-dashed border-slate-400 dark:border-slate-500", "",
+                    "not reached"),
+    "unavailable": ("rostrum-phase-todo ring-2 ring-red-600 text-red-700 dark:text-red-300", "error",
+                    "verdict unavailable"),
+}
+RUNNING = (State.PREPARATION, State.DEBATING)
+WAITING = (State.PAUSED, State.AWAITING_ACK)
+
+
+@dataclass(frozen=True)
+class StepperView:
+    phases: tuple[tuple[str, str, str], ...]  # (phase id, title, condition)
+    verdict: str | None  # the Verdict pill's condition, None when the debate is not judged
+    round_text: str | None
+
+
+def _resumes_in(state: DebateState) -> State | None:
+    """The state a paused, warned or failed debate returns to."""
+    return state.machine.context.return_state
+
+
+def _stopped_from(state: DebateState) -> State | None:
+    """The state the debate was in when it moved to `stopped` (judging, for a stop during the verdict)."""
+    for transition in reversed(state.transitions):
+        if transition.get("to") == State.STOPPED.value:
+            try:
+                return State(transition.get("from"))
+            except ValueError:
+                return None
+    return None
+
+
+def _current_round(state: DebateState, block: list[str]) -> int:
+    """The round the phase pills describe: the position's while in the round block, else the last one
+    with a finished round phase (0 before the block)."""
+    pos = state.position
+    if pos.phase in block:
+        return max(1, pos.round or 1)
+    return max((r for pid, r in state.phase_marks if pid in block), default=0)
+
+
+def _rounds_held(state: DebateState, block: list[str]) -> int:
+    """Rounds a completed debate held (every round it started, it finished)."""
+    marked = max(state.round_marks, default=0)
+    return max(marked, max((t.round for t in state.turns if t.phase in block), default=0))
+
+
+def stepper_view(state: DebateState) -> StepperView:
+    fmt = state.format
+    status = state.status
+    pos = state.position
+    block = [p.id for p in fmt.phases if p.scope == "round"]
+    resumes = _resumes_in(state)
+    ended = status is State.STOPPED or status is State.ERROR or state.stopping
+    where = resumes if status in WAITING or status is State.ERROR else status
+    in_phases = where in RUNNING
+    current_round = _current_round(state, block)
+
+    def finished(phase_id: str, scope: str) -> bool:
+        if status is State.COMPLETED:
+            return True
+        if scope == "round":
+            return current_round > 0 and (phase_id, current_round) in state.phase_marks
+        return (phase_id, 1) in state.phase_marks
+
+    phases: list[tuple[str, str, str]] = []
+    for phase in fmt.phases:
+        if finished(phase.id, phase.scope):
+            condition = "done"
+        elif pos.phase == phase.id and (in_phases or ended):  # a position is set only once a turn is asked
+            if status is State.ERROR:
+                condition = "failed"
+            elif status is State.STOPPED or state.stopping:
+                condition = "stopped"
+            elif status in WAITING:
+                condition = "paused" if status is State.PAUSED else "waiting"
+            else:
+                condition = "current"
+        else:
+            condition = "not-reached" if ended else "todo"
+        phases.append((phase.id, phase.title, condition))
+
+    verdict: str | None = None
+    if state.config.judge.enabled:
+        if state.verdict is not None:
+            verdict = "done" if state.verdict.available else "unavailable"
+        elif status is State.JUDGING:
+            verdict = "current"
+        elif status in WAITING and resumes is State.JUDGING:
+            verdict = "paused" if status is State.PAUSED else "waiting"
+        elif status is State.ERROR and resumes is State.JUDGING:
+            verdict = "failed"
+        elif status is State.STOPPED and _stopped_from(state) is State.JUDGING:
+            verdict = "stopped"
+        else:
+            verdict = "not-reached" if ended or status is State.COMPLETED else "todo"
+    return StepperView(tuple(phases), verdict, _round_text(state, block, current_round))
+
+
+def _round_text(state: DebateState, block: list[str], current_round: int) -> str | None:
+    """"Round 2 of 3" while a round phase runs; how many rounds were held once it ended; nothing
+    before the first round (preparation, opening statements) or in phases after the rounds."""
+    fmt = state.format
+    if not fmt.has_rounds or not block:
+        return None
+    total = state.total_rounds
+    fixed = fmt.termination.kind == "fixed"
+    of_total = f"of {total}" if fixed else f"(at most {total})"
+    status = state.status
+    if status is State.COMPLETED:
+        held = _rounds_held(state, block)
+        if not held:
+            return None
+        cap = f" (at most {total})" if not fixed and held < total else ""
+        return f"{held} round{'s' if held != 1 else ''}{cap}"
+    if state.position.phase in block and status is not State.IDLE:
+        if status is State.STOPPED:
+            return f"Stopped in round {current_round} {of_total}"
+        return f"Round {current_round} {of_total}"
+    if status is State.STOPPED:
+        held = max(state.round_marks, default=0)
+        return f"{held} {of_total} rounds completed" if held else None
+    return None
 
 
 def stepper_signature(state: DebateState) -> tuple:
-    pos = state.position
-    return (state.status.value, pos.phase, pos.round, state.total_rounds, len(state.phase_marks),
-            state.verdict is not None)
+    view = stepper_view(state)
+    return (view.phases, view.verdict, view.round_text)
+
+
+def _pill(title: str, condition: str, marker: str | None, icon_override: str | None = None) -> None:
+    classes, icon, words = PILLS[condition]
+    row = ui.row().classes(f"items-center gap-1 rostrum-phase-pill {classes}") \
+        .props(f'title="{words}" data-state="{condition}"')
+    if marker:
+        row.mark(marker)
+    with row:
+        if icon_override and condition in ("done", "current", "todo", "not-reached"):
+            icon = icon_override
+        if icon:
+            ui.icon(icon).classes("text-sm").props('aria-hidden="true"')
+        ui.label(title)
+        ui.label(f"({words})").classes("sr-only")
 
 
 def render_stepper(state: DebateState) -> None:
-    fmt = state.format
-    pos = state.position
-    ids = [p.id for p in fmt.phases]
-    current = ids.index(pos.phase) if pos.phase in ids else -1
-    finished = state.status in TERMINAL_STATES or state.status is State.JUDGING
-    started = state.status is not State.IDLE
+    view = stepper_view(state)
     with ui.row().classes("w-full items-center gap-2").mark("stepper"):
-        for index, phase in enumerate(fmt.phases):
-            if finished or (started and index < current):
-                style, icon = "rostrum-phase-done", "check"
-            elif started and index == current and state.status not in (State.INITIALIZING, State.CLARIFYING,
-                                                                        State.AWAITING_CLARIFICATION):
-                style, icon = "rostrum-phase-current", "arrow_right"
-            else:
-                style, icon = "rostrum-phase-todo", ""
-            with ui.row().classes(f"items-center gap-1 rostrum-phase-pill {style}").mark(f"phase-{phase.id}"):
-                if icon:
-                    ui.icon(icon).classes("text-sm")
-                ui.label(phase.title)
-            if index < len(fmt.phases) - 1:
-                ui.icon("chevron_right").classes("text-grey-5")
-        if state.config.judge.enabled:
-            ui.icon("chevron_right").classes("text-grey-5")
-            judged = state.verdict is not None
-            style = "rostrum-phase-done" if judged else (
-                "rostrum-phase-current" if state.status is State.JUDGING else "rostrum-phase-todo")
-            with ui.row().classes(f"items-center gap-1 rostrum-phase-pill {style}"):
-                ui.icon("gavel").classes("text-sm")
-                ui.label("Verdict")
-        if fmt.has_rounds:
+        for index, (phase_id, title, condition) in enumerate(view.phases):
+            _pill(title, condition, f"phase-{phase_id}")
+            if index < len(view.phases) - 1:
+                ui.icon("chevron_right").classes("text-grey-5").props('aria-hidden="true"')
+        if view.verdict is not None:
+            ui.icon("chevron_right").classes("text-grey-5").props('aria-hidden="true"')
+            _pill("Verdict", view.verdict, "phase-verdict", icon_override="gavel")
+        if view.round_text:
             ui.space()
-            round_no = max(1, pos.round or 1)
-            total = state.total_rounds
-            text = f"Round {round_no} of {total}"
-            if fmt.termination.kind != "fixed":
-                text = f"Round {round_no} (at most {total})"
-            ui.label(text).classes("text-sm font-medium").mark("round")
+            ui.label(view.round_text).classes("text-sm font-medium").mark("round")

@@ -3,6 +3,8 @@ synthesis) and the per-round score chart. Rendered from state, whatever the engi
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from nicegui import ui
@@ -82,11 +84,46 @@ def _name(state: DebateState, pid: str | None) -> str:
     return _names(state).get(pid, (pid, ""))[0]
 
 
+@dataclass(frozen=True)
+class PanelTally:
+    """How a panel's judges voted: picks per winner (None for a tie), most first."""
+
+    judges: int
+    picks: tuple[tuple[str | None, int], ...]
+
+    @property
+    def unanimous(self) -> bool:
+        return len(self.picks) == 1
+
+    @property
+    def split(self) -> str:
+        """"2–1", "1–1", "3–0" (unanimous)."""
+        counts = [str(n) for _, n in self.picks]
+        return "–".join(counts if len(counts) > 1 else [*counts, "0"])
+
+    @property
+    def majority(self) -> tuple[bool, str | None]:
+        """(whether one pick has more votes than any other, that pick)."""
+        if len(self.picks) == 1 or self.picks[0][1] > self.picks[1][1]:
+            return True, self.picks[0][0]
+        return False, None
+
+
+def panel_tally(verdict: Verdict) -> PanelTally | None:
+    """The judges' own winners, for a panel (two or more rulings); judges that failed are left out."""
+    if len(verdict.rulings) < 2:
+        return None
+    good = [r for r in verdict.rulings if r.error is None]
+    counts = Counter(r.winner for r in good)
+    return PanelTally(len(good), tuple(counts.most_common()))
+
+
 def render_verdict(state: DebateState) -> None:
     verdict = state.verdict
     if verdict is None:
         return
-    with ui.card().classes("w-full gap-3").mark("verdict"):
+    # `#verdict` is the outcome card's "Full verdict" link; the margin keeps the title below the sticky header.
+    with ui.card().classes("w-full gap-3").props("id=verdict").style("scroll-margin-top: 4.5rem").mark("verdict"):
         with ui.row().classes("w-full items-center gap-2"):
             ui.icon("gavel").classes("text-2xl text-primary")
             ui.label("Verdict").classes("text-xl font-semibold")
@@ -109,8 +146,12 @@ def render_verdict(state: DebateState) -> None:
                 name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
                 ui.element("span").classes("rostrum-dot w-4 h-4").style(f"background:{color}")
                 ui.label(f"Winner: {name}").classes("text-2xl font-bold").mark("winner")
-            if verdict.confidence is not None:
-                ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
+            tally = panel_tally(verdict)
+            if tally is None:
+                if verdict.confidence is not None:
+                    ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
+            else:  # a panel has no single confidence: each judge's is in the rulings table
+                ui.label(_panel_words(tally)).classes("text-sm text-grey-8").mark("panel-split")
         with ui.row().classes("gap-4"):
             for pid in _ordered(state, verdict.scores):
                 ui.label(f"{_name(state, pid)}: {verdict.scores[pid]:g}/100").classes("font-mono")
@@ -121,6 +162,15 @@ def render_verdict(state: DebateState) -> None:
         _criteria_notes(state, verdict)
         _rulings(state, verdict)
         _synthesis(verdict)
+
+
+def _panel_words(tally: PanelTally) -> str:
+    """What the panel's headline says beside the winner (who wins on the mean score)."""
+    if tally.judges < 2:
+        return "only one judge of the panel ruled" if tally.judges else ""
+    if tally.unanimous:
+        return f"judges agree {tally.split}"
+    return f"on mean score · judges split {tally.split}"
 
 
 def _criteria_notes(state: DebateState, verdict: Verdict) -> None:

@@ -129,6 +129,7 @@ def _server_card() -> None:
                 ("Retries per debate", str(settings.max_retries)),
                 ("Longest Retry-After honoured", f"{settings.retry_after_cap:g} s"),
                 ("Price overrides", ", ".join(settings.price_overrides) or "none"),
+                ("Images shown inline from", ", ".join(settings.image_hosts) or "no host (images are links)"),
             ):
                 ui.label(label).classes("text-grey-7")
                 ui.label(value).classes("font-mono")

@@ -1,0 +1,213 @@
+"""The outcome card, result first: what a finished debate came to, in one line, at the top of the page.
+
+A winner (with their colour), a tie, a panel's split ("Judges split 1–1", "Proposition wins 2–1"), the
+agreement a convergence debate reached, the final solution of a collaborative one, "Verdict
+unavailable: why", or why a debate without a verdict ended. Then one line of mean scores and a link to
+the full verdict card (`#verdict`). `outcome_of` is the pure part (tested without a page).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nicegui import ui
+
+from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.state import DebateState
+from webapp.models import Verdict
+from webapp.ui.components.badges import safe_color
+from webapp.ui.components.safe_markdown import SafeMarkdown
+from webapp.ui.components.verdict import panel_tally
+
+HEADLINE_CHARS = 140  # a reason or an error message is cut to about one line
+SYNTHESIS_CHARS = 300
+NEUTRAL = "#94a3b8"
+MUTED = "text-slate-600 dark:text-slate-400"  # readable on the light and the dark page
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # winner | tie | split | agreement | no-agreement | synthesis | unavailable | ended
+    headline: str
+    winner: str | None = None  # the participant whose colour dot goes with the headline
+    scores: tuple[tuple[str, str, float], ...] = ()  # (name, colour, mean score), in the cast's order
+    scores_label: str = "Scores"
+    note: str | None = None  # one short line: why it ended, when that is not the headline
+    synthesis: str | None = None  # the start of a collaborative debate's final solution (Markdown)
+    verdict: bool = False  # whether there is a verdict card to link to
+
+
+def _clip(text: str, limit: int) -> str:
+    """The first line of `text`, cut at a word boundary to about `limit` characters."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
+    return cut.rstrip(" .,;:") + "…"
+
+
+def _excerpt(markdown: str, limit: int = SYNTHESIS_CHARS) -> str:
+    text = markdown.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+    return cut.rstrip() + " …"
+
+
+def _evaluation(state: DebateState) -> str:
+    termination = state.format.termination
+    return state.config.evaluation if termination.configurable else termination.kind
+
+
+def _scores(state: DebateState, verdict: Verdict | None) -> tuple[tuple[str, str, float], ...]:
+    if verdict is None or not verdict.available:
+        return ()
+    out = []
+    for p in state.config.participants:
+        if p.id in verdict.scores:
+            out.append((p.name, safe_color(p.color), verdict.scores[p.id]))
+    return tuple(out)
+
+
+def _name(state: DebateState, pid: str | None) -> str:
+    for p in state.config.participants:
+        if p.id == pid:
+            return p.name
+    return str(pid)
+
+
+def _agreement(state: DebateState) -> Outcome | None:
+    """A convergence debate's result: the agreement its judge rated last, against the threshold."""
+    decisions = [d for _, d in sorted(state.round_decisions.items()) if d.get("agreement") is not None]
+    if not decisions:
+        return None
+    last = decisions[-1]
+    agreement = float(last["agreement"])
+    threshold = last.get("threshold")
+    of = f" (threshold {threshold})" if threshold is not None else ""
+    if last.get("irreconcilable"):
+        return Outcome("no-agreement", f"No agreement: the judge found the positions irreconcilable "
+                                       f"(agreement {agreement:g}/100)")
+    if threshold is not None and agreement >= float(threshold):
+        return Outcome("agreement", f"Agreement reached: {agreement:g}/100{of}")
+    return Outcome("no-agreement", f"No agreement: {agreement:g}/100{of}")
+
+
+def _error_note(state: DebateState) -> str | None:
+    """The error a stopped debate had failed on, when it was stopped from the error state."""
+    stops = [t for t in state.transitions if t.get("event") == "STOP"]
+    if not stops or stops[0].get("from") != State.ERROR.value:
+        return None
+    error = state.error or (state.errors[-1] if state.errors else {})
+    message = str(error.get("message") or "").strip()
+    provider = str(error.get("provider") or "a provider")
+    return f"after an error from {provider}: {message}" if message else f"after an error from {provider}"
+
+
+def _ended(state: DebateState) -> Outcome:
+    """A finished debate without a verdict: why it ended."""
+    reason = state.ended_because
+    if state.status is State.STOPPED:
+        why = reason or "stopped"
+        error = _error_note(state)
+        headline = f"Stopped without a verdict: {why}" + (f", {error}" if error else "")
+    else:
+        headline = f"Finished without a verdict: {reason}" if reason else "Finished (not judged)"
+    return Outcome("ended", _clip(headline, HEADLINE_CHARS))
+
+
+def _ruling(state: DebateState, verdict: Verdict) -> Outcome:
+    """Who won: one judge's winner or tie, or a panel's picks."""
+    tally = panel_tally(verdict)
+    if tally is not None and tally.judges >= 2 and not tally.unanimous:
+        has_majority, pick = tally.majority
+        if not has_majority:
+            return Outcome("split", f"Judges split {tally.split}")
+        if pick is None:
+            return Outcome("tie", f"Tie {tally.split}")
+        return Outcome("winner", f"{_name(state, pick)} wins {tally.split}", winner=pick)
+    if verdict.winner is None:
+        return Outcome("tie", "Tie")
+    suffix = f" {tally.split}" if tally is not None and tally.judges >= 2 else ""
+    return Outcome("winner", f"{_name(state, verdict.winner)} wins{suffix}", winner=verdict.winner)
+
+
+def outcome_of(state: DebateState) -> Outcome | None:
+    """What the outcome card shows, or None while the debate has not ended."""
+    if state.status not in TERMINAL_STATES:
+        return None
+    verdict = state.verdict
+    note = state.ended_because
+    convergence = _evaluation(state) == "convergence"
+    if verdict is not None and verdict.synthesis and state.format.judge_synthesis:
+        result = Outcome("synthesis", "Final solution", synthesis=_excerpt(verdict.synthesis))
+    elif convergence and (agreement := _agreement(state)) is not None:
+        result = agreement
+        note = None if agreement.kind == "agreement" else note
+    elif convergence and verdict is not None:  # ended before any round was rated (a cap of one round, a stop)
+        result = Outcome("no-agreement", "No agreement reached")
+    elif verdict is None:
+        result, note = _ended(state), None
+    elif not verdict.available:
+        why = verdict.reasoning.strip()
+        if why.lower().startswith("verdict unavailable"):
+            why = why[len("verdict unavailable"):].lstrip(" .:—-")
+        result = Outcome("unavailable", _clip(f"Verdict unavailable: {why or 'the judge gave no usable answer'}",
+                                              HEADLINE_CHARS))
+    else:
+        result = _ruling(state, verdict)
+    tally = panel_tally(verdict) if verdict is not None else None
+    label = f"Mean scores of {tally.judges} judges" if tally is not None and tally.judges >= 2 else "Scores"
+    if state.status is State.STOPPED and result.kind != "ended":
+        note = f"stopped early: {state.ended_because}" if state.ended_because else "stopped early"
+    return Outcome(result.kind, result.headline, result.winner, _scores(state, verdict), label,
+                   _clip(note, HEADLINE_CHARS) if note else None, result.synthesis, verdict is not None)
+
+
+def outcome_signature(state: DebateState) -> tuple[Any, ...]:
+    outcome = outcome_of(state)
+    if outcome is None:
+        return (None,)
+    colors = tuple((p.id, p.name, safe_color(p.color)) for p in state.config.participants)
+    return (outcome, colors)
+
+
+ICONS = {"winner": "emoji_events", "tie": "balance", "split": "call_split", "agreement": "handshake",
+         "no-agreement": "do_not_disturb_on", "synthesis": "lightbulb", "unavailable": "report",
+         "ended": "stop_circle"}
+
+
+def render_outcome(state: DebateState) -> None:
+    """The outcome card; renders nothing for a debate that has not ended."""
+    outcome = outcome_of(state)
+    if outcome is None:
+        return
+    colors = {p.id: safe_color(p.color) for p in state.config.participants}
+    negative = outcome.kind in ("unavailable", "ended")
+    with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("outcome"):
+        with ui.row().classes("w-full items-center gap-2 no-wrap"):
+            ui.icon(ICONS.get(outcome.kind, "flag")).classes(
+                f"text-2xl shrink-0 {'text-negative' if negative else 'text-primary'}").props('aria-hidden="true"')
+            if outcome.winner is not None:
+                ui.element("span").classes("rostrum-dot w-4 h-4 shrink-0") \
+                    .style(f"background:{colors.get(outcome.winner, NEUTRAL)}").props('aria-hidden="true"')
+            ui.label(outcome.headline).classes("text-lg sm:text-xl font-bold min-w-0 rostrum-topic").props(
+                'role="status"').mark("outcome-headline")
+        if outcome.synthesis:
+            SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
+        if outcome.scores:
+            with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm").mark("outcome-scores"):
+                ui.label(f"{outcome.scores_label}:").classes(MUTED)
+                for name, color, score in outcome.scores:
+                    with ui.row().classes("items-center gap-1 no-wrap"):
+                        ui.element("span").classes("rostrum-dot").style(f"background:{color}") \
+                            .props('aria-hidden="true"')
+                        ui.label(f"{name} {score:g}").classes("font-medium tabular-nums")
+        if outcome.note or outcome.verdict:
+            with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm"):
+                if outcome.note:
+                    ui.label(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
+                             outcome.note[0].upper() + outcome.note[1:]).classes(MUTED).mark("outcome-note")
+                if outcome.verdict:
+                    ui.link("Full verdict", "#verdict").classes("font-medium").mark("outcome-verdict-link")
