@@ -108,7 +108,7 @@ export function markdown(text, keep = true) {
 
 // --- Follow mode: keep the live turn in view while the reader is at it ----------------------------------
 
-const follow = { on: true, started: false, button: null };
+const follow = { on: true, started: false, shown: false, listeners: new Set() };
 
 function liveTarget() {
   const live = document.querySelectorAll(".rostrum-turn-live");
@@ -124,8 +124,16 @@ function targetVisible() {
 }
 
 function showButton(show) {
-  if (!follow.button) follow.button = document.querySelector(".rostrum-jump-live");
-  if (follow.button) follow.button.classList.toggle("rostrum-hidden", !show);
+  if (show === follow.shown) return;
+  follow.shown = show;
+  for (const fn of follow.listeners) fn(show);
+}
+
+// `fn(shown)` whenever the "Jump to live" button should appear or disappear.
+export function onJumpChange(fn) {
+  follow.listeners.add(fn);
+  fn(follow.shown);
+  return () => follow.listeners.delete(fn);
 }
 
 export function jumpToLive() {

@@ -2,7 +2,7 @@
 // browser. The server sends a snapshot once (the `turns` prop); after that the debate's live stream
 // ("rl" items, see static/live/index.js) grows it. Nothing shown is taken back: an attempt cut off by a
 // pause or an error stays, greyed, above its redo.
-import { subscribe, markdown, setImageHosts, grew, startFollowing, jumpToLive } from "rostrum-live";
+import { subscribe, markdown, setImageHosts, grew, startFollowing, jumpToLive, onJumpChange } from "rostrum-live";
 
 const ACTS = {
   ask: "question", answer: "answer", prepare: "preparation", propose: "proposal",
@@ -15,7 +15,7 @@ export default {
       <div v-if="!items.length" class="rostrum-empty">{{ empty }}</div>
       <template v-for="row in rows" :key="row.id">
         <h3 v-if="row.header" class="rostrum-group-title">{{ row.header }}</h3>
-        <article v-else class="rostrum-turn" :class="'rostrum-turn-' + row.t.state"
+        <article v-else class="rostrum-turn" :class="['rostrum-turn-' + row.t.state, {'rostrum-turn-lazy': row.t.lazy}]"
                  :data-key="row.t.key" :style="{'--turn-color': person(row.t).color}">
           <header class="rostrum-turn-head">
             <span class="rostrum-dot" :style="{background: person(row.t).color}"></span>
@@ -35,7 +35,7 @@ export default {
         </article>
       </template>
       <div class="rostrum-transcript-end"></div>
-      <button type="button" class="rostrum-jump-live rostrum-hidden" @click="jump">Jump to live ↓</button>
+      <button v-show="showJump" type="button" class="rostrum-jump-live" @click="jump">Jump to live ↓</button>
     </div>`,
   props: {
     turns: Array,
@@ -46,7 +46,7 @@ export default {
     ended: Boolean,
   },
   data() {
-    return { items: [], acts: ACTS, over: this.ended, lastResync: 0 };
+    return { items: [], acts: ACTS, over: this.ended, lastResync: 0, showJump: false };
   },
   computed: {
     rows() {
@@ -72,14 +72,17 @@ export default {
   },
   mounted() {
     this.unsubscribe = subscribe((items) => this.apply(items));
+    this.unwatchJump = onJumpChange((shown) => (this.showJump = shown));
     startFollowing(this.follow);
   },
   unmounted() {
     this.unsubscribe?.();
+    this.unwatchJump?.();
   },
   methods: {
     load() {
-      this.items = (this.turns || []).map((t) => ({ cuts: [], notes: [], meta: "", ...t }));
+      // Turns finished before the page loaded are laid out only when scrolled near (long transcripts).
+      this.items = (this.turns || []).map((t) => ({ cuts: [], notes: [], meta: "", lazy: t.state === "final", ...t }));
     },
     find(kid) {
       return this.items.find((t) => t.kid === kid);

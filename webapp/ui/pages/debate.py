@@ -10,7 +10,6 @@ re-rendered from the session's current state, which is idempotent).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from fastapi import Request
@@ -21,8 +20,7 @@ from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
-from webapp.engine.formats import get_format
-from webapp.engine.machine import TERMINAL_STATES, State, to_mermaid
+from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
@@ -39,41 +37,14 @@ from webapp.ui.components.banners import (
     render_past_clarifications,
 )
 from webapp.ui.components.controls import Controls
+from webapp.ui.components.diagram import DiagramSection
+from webapp.ui.components.outcome import outcome_signature, render_outcome
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import render_stepper, stepper_signature
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
-
-
-@lru_cache(maxsize=256)
-def _diagram(format_id: str, status: State) -> str:
-    phases = [(p.id, p.title) for p in get_format(format_id).phases]
-    return to_mermaid(phases, highlight=status, compact=True)
-
-
-def diagram_source(session: DebateSession) -> str:
-    """The state diagram with the current state highlighted: built once per (format, state) for every
-    tab, not on each committed event of each page."""
-    return _diagram(session.state.format.id, session.state.status)
-
-
-class DiagramSection:
-    """How this debate runs: the state diagram, collapsed until asked for."""
-
-    def __init__(self, session: DebateSession) -> None:
-        self.session = session
-        self.text = diagram_source(session)
-        with ui.card().classes("w-full"), ui.expansion("How this debate runs", icon="account_tree", value=False) \
-                .classes("w-full"):
-            self.element = ui.mermaid(self.text).classes("w-full rostrum-mermaid").mark("diagram")
-
-    def update(self) -> None:
-        source = diagram_source(self.session)
-        if source != self.text:
-            self.text = source
-            self.element.set_content(source)
 
 
 def render_cost_warning(state: DebateState) -> None:
@@ -201,6 +172,7 @@ class DebateView:
         state, live, view = self.state, self.session.live_turns, self.session.view()
         self._section("status", (view.status.value, view.interrupted, state.ended_because),
                       lambda: self._render_status(view, state))
+        self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
         self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))

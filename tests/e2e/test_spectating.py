@@ -1,0 +1,161 @@
+"""The page a spectator watches, in Chromium: it follows the live turn (and stops when the reader
+scrolls away), keeps text cut by a pause, never shrinks a turn when it finishes, and never lets a
+model make the browser fetch an image from a host it chose."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import launch_server
+
+pytestmark = pytest.mark.e2e
+
+LONG = 90_000  # ms
+DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Slow enough (12 tokens/s) that a turn streams for several seconds: time to scroll and to pause."""
+    with launch_server(tmp_path_factory.mktemp("spectating"), extra_env={"ROSTRUM_DEMO_SPEED": "12"},
+                       log_name="e2e-spectating-server.log") as base:
+        yield base
+
+
+def start(page: Page, base: str, topic: str) -> None:
+    page.goto(base + "/new")
+    page.get_by_label("What should they debate? *").fill(topic)
+    page.get_by_role("button", name="Quick demo").click()
+    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)
+    page.get_by_role("button", name="Start debate").click()
+    page.wait_for_url(DEBATE_URL)
+
+
+LIVE_IN_VIEW = """() => {
+    const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
+    if (!live || !live.querySelector('.rostrum-turn-text')) return false;
+    const box = live.getBoundingClientRect();
+    return box.bottom <= window.innerHeight + 1 && box.bottom > 0;
+}"""
+
+
+def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
+        slow_server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1000, "height": 420})
+    page = context.new_page()
+    start(page, slow_server, "Should every town have a public library open at night?")
+    # Streaming far below the fold: the page scrolls itself so the live turn's end stays in view.
+    page.wait_for_function(f"() => window.scrollY > 500 && ({LIVE_IN_VIEW})()", timeout=60_000, polling="raf")
+    expect(page.locator(".rostrum-jump-live")).to_be_hidden()
+    # The reader scrolls up: following stops, and "Jump to live" is offered.
+    page.mouse.wheel(0, -5000)
+    page.wait_for_function("() => window.scrollY === 0")
+    jump = page.locator(".rostrum-jump-live")
+    expect(jump).to_be_visible(timeout=10_000)
+    page.wait_for_timeout(600)  # text keeps streaming meanwhile: the page must stay where the reader is
+    assert page.evaluate("() => window.scrollY") == 0
+    jump.click()
+    page.wait_for_function(LIVE_IN_VIEW, timeout=10_000, polling="raf")
+    expect(jump).to_be_hidden()
+    context.close()
+
+
+def test_pausing_mid_turn_keeps_the_text_shown_and_marks_it(slow_server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    start(page, slow_server, "Should homework be banned in primary schools?")
+    page.wait_for_function("() => [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]"
+                           ".some(e => e.textContent.length > 40)", timeout=30_000)
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
+    cut = page.locator(".rostrum-cut").first
+    expect(cut).to_be_visible()
+    assert len(cut.locator(".rostrum-md").inner_text()) > 40, "the text shown before the pause is still there"
+    expect(cut.locator(".rostrum-note")).to_have_text("Cut off by a pause or stop — will be redone.")
+    assert page.locator(".rostrum-caret").count() == 0, "no blinking caret while nothing streams"
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator(".rostrum-cut .rostrum-note").first).to_have_text(
+        "Cut off by a pause or stop — redone below.", timeout=LONG)
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    context.close()
+
+
+def test_a_turn_never_shrinks_when_it_finishes(slow_server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    start(page, slow_server, "Should museums be free to enter?")
+    page.wait_for_selector(".rostrum-turn-live .rostrum-turn-text", timeout=30_000)
+    # Measure every turn's height on every animation frame across two turn ends.
+    page.evaluate("""() => {
+        window.__shrinks = []; window.__frames = 0;
+        const last = new Map();
+        const tick = () => {
+            window.__frames++;
+            for (const el of document.querySelectorAll('.rostrum-turn')) {
+                const h = el.getBoundingClientRect().height, key = el.dataset.key, before = last.get(key);
+                if (before !== undefined && h < before - 0.5) window.__shrinks.push([key, before, h]);
+                last.set(key, h);
+            }
+            requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+        window.__finalAtStart = document.querySelectorAll('.rostrum-turn-final').length;
+    }""")
+    page.wait_for_function("() => document.querySelectorAll('.rostrum-turn-final').length >= "
+                           "window.__finalAtStart + 2", timeout=LONG)
+    assert page.evaluate("() => window.__frames") > 30
+    assert page.evaluate("() => window.__shrinks") == []
+    context.close()
+
+
+def test_a_markdown_image_from_a_model_is_a_link_and_is_never_fetched(server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    # The demo model quotes the topic, so its turns carry the image too.
+    start(page, server, "Is this a tracking pixel ![pixel](https://evil.example/pixel.png) or art?")
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    links = page.locator(".rostrum-turn .rostrum-image-link")
+    expect(links.first).to_have_text("image: pixel (evil.example)")
+    assert links.first.get_attribute("rel") == "noopener noreferrer nofollow"
+    assert page.locator(".rostrum-turn img").count() == 0
+    assert not [url for url in requested if "evil.example" in url]
+    context.close()
+
+
+def test_hostile_model_output_is_escaped_by_the_browser_renderer(server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    start(page, server, "<b>bold?</b> [click](javascript:alert(1)) <img src=x onerror=alert(2)> Is HTML safe?")
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    turns = page.locator(".rostrum-turn-final .rostrum-turn-text")
+    assert "<b>bold?</b>" in turns.first.inner_text(), "raw HTML is shown as text"
+    assert page.locator(".rostrum-turn b, .rostrum-turn img, .rostrum-turn script").count() == 0
+    assert page.locator(".rostrum-turn a[href^='javascript']").count() == 0
+    Path(page.url)  # the page is still alive
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1440, "height": 900}, {"width": 390, "height": 844}],
+                         ids=["desktop", "phone"])
+def test_a_finished_debate_shows_its_outcome_without_scrolling(
+        server: str, browser: Browser, viewport: dict[str, int]) -> None:
+    context = browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+    page = context.new_page()
+    start(page, server, "Should cities plant a tree for every child born?")
+    expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
+    url = page.url
+    page.goto(server + "/")
+    page.goto(url)  # a reader who arrives after the end
+    headline = page.locator("[role=status]", has_text=re.compile(r"(wins|Tie|split|unavailable)"))
+    expect(headline.first).to_be_in_viewport(ratio=1)
+    verdict_link = page.get_by_role("link", name="Full verdict")
+    expect(verdict_link).to_be_in_viewport()
+    assert page.evaluate("() => window.scrollY") == 0
+    context.close()
