@@ -72,7 +72,7 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
         shared = principal is not None and principal.kind == "share-link"
         with ui.link(target="/" if not shared else "").classes("flex items-center gap-2 no-underline text-white"):
             ui.image("/static/favicon.svg").classes("w-8 h-8")
-            ui.label(PRODUCT).classes("text-xl font-semibold tracking-tight")
+            ui.label(PRODUCT).classes("text-xl font-semibold tracking-tight rostrum-collapse-sm")
         with ui.row().classes("items-center gap-1"):
             if principal is not None and principal.kind == "share-link":
                 ui.label("Shared read-only view").classes("text-sm opacity-90").mark("shared-view")
@@ -82,6 +82,8 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
                         continue
                     button = ui.button(label, icon=icon, on_click=lambda t=target: ui.navigate.to(t))
                     button.props("flat no-caps color=white" + (" outline" if target == active else ""))
+                    # On a phone the header shrinks to icons (the label stays the accessible name).
+                    button.classes("rostrum-nav").props(f'aria-label="{label}"')
                 if principal.kind in ("user", "proxy"):
                     _account_menu(principal)
             _theme_toggle()
