@@ -72,6 +72,7 @@ class Measure:
     chars: int = 0
     bytes: int = 0
     unsubscribe: Any = None
+    lag_start: int = field(default_factory=lambda: len(lag.samples))
 
     def listen(self, message: LiveMessage) -> None:
         if isinstance(message, LiveChunk):
@@ -94,6 +95,33 @@ class Measure:
 measures: dict[str, Measure] = {}
 
 
+class LoopLag:
+    """How late the event loop runs a 50 ms timer: what every socket (pongs included) waits on top."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self.run())
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + 0.05
+            await asyncio.sleep(0.05)
+            self.samples.append(max(0.0, loop.time() - due))
+
+    def since(self, start: int) -> dict[str, float]:
+        window = sorted(self.samples[start:]) or [0.0]
+        return {"lag_p50_ms": 1000 * window[len(window) // 2], "lag_p99_ms": 1000 * window[int(len(window) * 0.99)],
+                "lag_max_ms": 1000 * window[-1], "lag_over_1s": sum(1 for x in window if x > 1.0)}
+
+
+lag = LoopLag()
+
+
 def classic_config(rounds: int) -> DebateConfig:
     form = blank_form()
     form.update(topic=TOPIC, rounds=rounds)
@@ -102,6 +130,7 @@ def classic_config(rounds: int) -> DebateConfig:
 
 async def ready() -> dict[str, Any]:
     await runtime.current().engine()
+    lag.start()
     return {"ok": True, "pid": os.getpid()}
 
 
@@ -146,6 +175,7 @@ async def debate_stats(debate_id: str) -> dict[str, Any]:
         "rss_mb": rss_mb(),
         "peak_rss_mb": peak_rss_mb(),
         "rss_at_start_mb": measure.rss_at_start_mb if measure else None,
+        **(lag.since(measure.lag_start) if measure else {}),
         "clients": len(Client.instances),
         "connected_clients": sum(1 for c in Client.instances.values() if c.has_socket_connection),
         # messages kept for a reconnect; the spectators' acks prune them

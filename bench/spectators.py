@@ -75,6 +75,8 @@ class Spectator:
         self.disconnected: str | None = None  # why the socket closed before we closed it
         self.stopping = False
         self.started = False
+        self.started_at: float | None = None
+        self.disconnected_after: float | None = None  # seconds after the debate started
         self.next_message_id = 0
         self.acked_message_id = -1
         self.client_id = ""
@@ -87,21 +89,21 @@ class Spectator:
         self.rl_items: Counter[int] = Counter()
         self.ws: Any = None
 
-    async def run(self, http: Any, base: str, debate_id: str, explicit_handshake: bool) -> None:
+    async def run(self, pages: Any, sockets: Any, base: str, debate_id: str, explicit_handshake: bool) -> None:
         try:
-            await self._run(http, base, debate_id, explicit_handshake)
+            await self._run(pages, sockets, base, debate_id, explicit_handshake)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bench reports failures, it does not stop on them
             if not self.handshaken.is_set():
                 self.failed = f"{type(exc).__name__}: {exc}"
-            elif not self.stopping and self.disconnected is None:
-                self.disconnected = f"{type(exc).__name__}: {exc}"
+            else:
+                self._lost(f"{type(exc).__name__}: {exc}")
         finally:
             self.handshaken.set()  # never leave the ramp waiting (failed says whether it worked)
 
-    async def _run(self, http: Any, base: str, debate_id: str, explicit_handshake: bool) -> None:
-        async with http.get(f"{base}/debate/{debate_id}") as response:
+    async def _run(self, pages: Any, sockets: Any, base: str, debate_id: str, explicit_handshake: bool) -> None:
+        async with pages.get(f"{base}/debate/{debate_id}") as response:
             html = await response.text()
             self.page_bytes = len(html.encode())
             if response.status != 200:
@@ -123,7 +125,7 @@ class Spectator:
         params = {"EIO": "4", "transport": "websocket",
                   **{k: _query_value(v) for k, v in query.items() if v is not None}}
         ws_base = base.replace("http://", "ws://", 1)
-        async with http.ws_connect(f"{ws_base}/_nicegui_ws/socket.io/", params=params, compress=0,
+        async with sockets.ws_connect(f"{ws_base}/_nicegui_ws/socket.io/", params=params, compress=0,
                                    max_msg_size=0, autoping=True, heartbeat=None) as ws:
             self.ws = ws
             acker = asyncio.create_task(self._ack_every(3.0))
@@ -131,8 +133,7 @@ class Spectator:
                 await self._read(ws)
             finally:
                 acker.cancel()
-        if not self.stopping and self.disconnected is None:
-            self.disconnected = f"closed by the server (code {ws.close_code})"
+        self._lost(f"closed by the server (code {ws.close_code})")
 
     async def _send(self, ws: Any, text: str) -> None:
         self.bytes_sent += len(text.encode())
@@ -161,8 +162,10 @@ class Spectator:
                 await self._packet(ws, data, size)
             elif message.type == aiohttp.WSMsgType.BINARY:
                 self._count("(binary)", len(message.data))
-            elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED,
-                                  aiohttp.WSMsgType.ERROR):
+            elif message.type == aiohttp.WSMsgType.ERROR:
+                self._lost(f"websocket error: {message.data!r}")
+                break
+            elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
                 break
 
     def _count(self, kind: str, size: int) -> None:
@@ -185,8 +188,8 @@ class Spectator:
             return
         if kind != "4":
             self._count(f"(engine.io {kind})", size)
-            if kind == "1" and not self.stopping:
-                self.disconnected = "engine.io close"
+            if kind == "1":
+                self._lost("engine.io close")
             return
         sio = data[1:2]
         if sio == "2":  # an event
@@ -223,8 +226,7 @@ class Spectator:
             return
         if sio == "1":
             self._count("(disconnect)", size)
-            if not self.stopping:
-                self.disconnected = "socket.io disconnect"
+            self._lost("socket.io disconnect")
             return
         self._count(f"(socket.io {sio})", size)
 
@@ -252,8 +254,17 @@ class Spectator:
             elif code == 1:
                 self.attempts[item[1]] = item[2]
 
+    def _lost(self, why: str) -> None:
+        """The socket went away before we closed it (the first reason is kept)."""
+        if self.stopping or self.disconnected is not None:
+            return
+        self.disconnected = why[:200]
+        if self.started_at is not None:
+            self.disconnected_after = round(time.perf_counter() - self.started_at, 1)
+
     def result(self) -> dict[str, Any]:
         return {
+            "disconnected_after": self.disconnected_after,
             "bytes": self.bytes, "bytes_before_start": self.bytes_before_start, "bytes_sent": self.bytes_sent,
             "frames": self.frames, "page_bytes": self.page_bytes, "failed": self.failed,
             "disconnected": self.disconnected, "event_bytes": dict(self.event_bytes),
@@ -271,10 +282,14 @@ async def generate(base: str, debate_id: str, clients: int, batch: int, every: f
     loop = asyncio.get_running_loop()
     spectators = [Spectator(i) for i in range(clients)]
     tasks: list[asyncio.Task[None]] = []
-    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
+    # Pages and sockets on separate connections, as a browser does: uvicorn 0.54 closes a websocket that was
+    # upgraded on a reused keep-alive connection once its keep-alive timeout (5 s) runs out.
+    pages = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True),
+                                  timeout=aiohttp.ClientTimeout(total=None))
+    sockets = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
     t0 = time.perf_counter()
     for i, spectator in enumerate(spectators):
-        tasks.append(asyncio.create_task(spectator.run(http, base, debate_id, explicit)))
+        tasks.append(asyncio.create_task(spectator.run(pages, sockets, base, debate_id, explicit)))
         if (i + 1) % batch == 0 and i + 1 < clients:
             await asyncio.sleep(every)
     try:
@@ -288,8 +303,9 @@ async def generate(base: str, debate_id: str, clients: int, batch: int, every: f
     while True:
         line = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
         if line == "start":
+            now = time.perf_counter()
             for s in spectators:
-                s.started = True
+                s.started, s.started_at = True, now
             usage = resource.getrusage(resource.RUSAGE_SELF)
             cpu0, wall0 = usage.ru_utime + usage.ru_stime, time.perf_counter()
         elif line in ("stop", ""):
@@ -305,7 +321,8 @@ async def generate(base: str, debate_id: str, clients: int, batch: int, every: f
     await asyncio.wait(tasks, timeout=10)
     for task in tasks:
         task.cancel()
-    await http.close()
+    await pages.close()
+    await sockets.close()
     emit({"event": "result", "cpu_s": cpu, "wall_s": wall, "spectators": [s.result() for s in spectators]})
 
 
@@ -456,6 +473,8 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         "failures": Counter(s["failed"] for s in spectators if s["failed"]).most_common(3),
         "disconnected": sum(1 for s in ok if s["disconnected"]),
         "disconnects": Counter(s["disconnected"] for s in ok if s["disconnected"]).most_common(3),
+        "disconnected_after_s": sorted(s["disconnected_after"] for s in ok
+                                       if s["disconnected_after"] is not None)[::max(1, clients // 10)],
         "ramp_s": max((r["ramp_s"] for r in readies), default=0.0),
         "streamed_chunks": final["streamed_chunks"],
         "streamed_chars": final["streamed_chars"],
