@@ -30,6 +30,8 @@ async def test_the_section_is_collapsed_in_words_and_follows_the_debate(
     (section,) = sections
     expansion = one(user, "diagram-section")
     assert expansion.value is False and expansion.props.get("label") == "How this debate runs"
+    await user.should_not_see(marker="diagram")  # Mermaid is not loaded until the reader asks for it
+    expansion.value = True  # the reader opens the section
     mermaid = one(user, "diagram")
     text = mermaid.content
     for phase in session.state.format.phases:

@@ -98,24 +98,35 @@ class _HasState(Protocol):
 
 
 class DiagramSection:
-    """The collapsed "How this debate runs" card; `update()` re-renders only when the picture changes."""
+    """The collapsed "How this debate runs" card; `update()` re-renders only when the picture changes.
+
+    The diagram itself is made when the section is first opened: Mermaid is a large library, and a
+    page that nobody opens the section on should not load it."""
 
     def __init__(self, session: _HasState) -> None:
         self.session = session
         self.source = diagram_source(session.state)
+        self.mermaid: ui.mermaid | None = None
         ui.add_css(_CSS)
         with ui.card().classes("w-full").mark("diagram-card"):
-            self.expansion = ui.expansion("How this debate runs", icon="account_tree", value=False) \
+            self.expansion = ui.expansion("How this debate runs", icon="account_tree", value=False,
+                                          on_value_change=lambda e: self.open() if e.value else None) \
                 .classes("w-full").mark("diagram-section")
             with self.expansion:
                 self.caption = ui.label(phase_caption(session.state)) \
                     .classes("text-sm text-slate-600 dark:text-slate-400").mark("diagram-caption")
-                with ui.element("div").classes("w-full rostrum-diagram-fit"):
-                    self.mermaid = ui.mermaid(self.source, config=MERMAID_CONFIG).classes("w-full") \
-                        .mark("diagram")
+                self.holder = ui.element("div").classes("w-full rostrum-diagram-fit")
+
+    def open(self) -> ui.mermaid:
+        """Make the diagram (once)."""
+        if self.mermaid is None:
+            with self.holder:
+                self.mermaid = ui.mermaid(self.source, config=MERMAID_CONFIG).classes("w-full").mark("diagram")
+        return self.mermaid
 
     def update(self) -> None:
         source = diagram_source(self.session.state)
         if source != self.source:
             self.source = source
-            self.mermaid.set_content(source)
+            if self.mermaid is not None:
+                self.mermaid.set_content(source)

@@ -67,10 +67,12 @@ export default {
     ended(value) { this.over = value; },
   },
   created() {
+    performance.mark("rostrum-transcript-created"); // bench/page_build.py reads these marks
     setImageHosts(this.images || []);
     this.load();
   },
   mounted() {
+    performance.mark("rostrum-transcript-mounted");
     this.unsubscribe = subscribe((items) => this.apply(items));
     this.unwatchJump = onJumpChange((shown) => (this.showJump = shown));
     startFollowing(this.follow);
