@@ -468,6 +468,9 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         "server_clients_at_start": connected["clients"],
         "server_connected_at_start": connected["connected_clients"],
         "outbox_history_at_end": final.get("outbox_history"),
+        "loop_lag_p50_ms": final.get("lag_p50_ms"),
+        "loop_lag_p99_ms": final.get("lag_p99_ms"),
+        "loop_lag_max_ms": final.get("lag_max_ms"),
         "connected": sum(r["connected"] for r in readies),
         "failed": sum(1 for s in spectators if s["failed"]),
         "failures": Counter(s["failed"] for s in spectators if s["failed"]).most_common(3),
@@ -524,7 +527,8 @@ def table(runs: list[dict[str, Any]]) -> str:
         out += (f"\n\n{r['clients']} spectators — per spectator: {top}; page {r['page_bytes_median'] / 1024:.0f} KB, "
                 f"sent {r['bytes_sent_median'] / 1024:.1f} KB; streamed {r['streamed_bytes']} bytes in "
                 f"{r['streamed_chunks']} chunks; ramp {r['ramp_s']:.1f} s; generator CPU {r['generator_cpu_s']:.1f} s "
-                f"over {r['generator_wall_s']:.1f} s ({r['generators']} process(es))")
+                f"over {r['generator_wall_s']:.1f} s ({r['generators']} process(es)); server loop lag p50/p99/max "
+                + "/".join(f(r[f"loop_lag_{q}_ms"], ".0f") for q in ("p50", "p99", "max")) + " ms")
         if r["disconnects"] or r["failures"]:
             out += f"; disconnects {r['disconnects']} failures {r['failures']}"
     return out
