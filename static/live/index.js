@@ -90,6 +90,11 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+// A turn's text as escaped paragraphs: what a long transcript shows until Markdown is parsed.
+export function plainText(text) {
+  return String(text ?? "").split(/\n{2,}/).map((p) => `<p>${escapeHtml(p)}</p>`).join("");
+}
+
 const cache = new Map();
 const sanitize = (html) => DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: ["style", "form"] });
 

@@ -2,7 +2,9 @@
 // browser. The server sends a snapshot once (the `turns` prop); after that the debate's live stream
 // ("rl" items, see static/live/index.js) grows it. Nothing shown is taken back: an attempt cut off by a
 // pause or an error stays, greyed, above its redo.
-import { subscribe, markdown, setImageHosts, grew, startFollowing, jumpToLive, onJumpChange } from "rostrum-live";
+import {
+  subscribe, markdown, plainText, setImageHosts, grew, startFollowing, jumpToLive, onJumpChange,
+} from "rostrum-live";
 
 const ACTS = {
   ask: "question", answer: "answer", prepare: "preparation", propose: "proposal",
@@ -30,7 +32,7 @@ export default {
           </section>
           <div v-if="row.t.state === 'live' && !row.t.text" class="rostrum-thinking">thinking…</div>
           <div v-else-if="row.t.state !== 'cut'" class="rostrum-md rostrum-turn-text"
-               :class="{'rostrum-caret': row.t.state === 'live'}" v-html="render(row.t.text, row.t.state === 'final')"></div>
+               :class="{'rostrum-caret': row.t.state === 'live'}" v-html="body(row.t)"></div>
           <p v-for="(note, i) in row.t.notes" :key="'note' + i" class="rostrum-note">{{ note }}</p>
         </article>
       </template>
@@ -75,11 +77,23 @@ export default {
     performance.mark("rostrum-transcript-mounted");
     this.unsubscribe = subscribe((items) => this.apply(items));
     this.unwatchJump = onJumpChange((shown) => (this.showJump = shown));
+    // Turns loaded finished are parsed as Markdown once they come near the viewport (a long
+    // transcript shows at once; until then a turn is its text in paragraphs).
+    this.observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        const t = this.items.find((t) => t.key === entry.target.dataset.key);
+        if (t) t.lazy = false;
+        this.observer.unobserve(entry.target);
+      }
+    }, { rootMargin: "1500px 0px" });
+    for (const el of this.$el.querySelectorAll(".rostrum-turn-lazy")) this.observer.observe(el);
     startFollowing(this.follow);
   },
   unmounted() {
     this.unsubscribe?.();
     this.unwatchJump?.();
+    this.observer?.disconnect();
   },
   methods: {
     load() {
@@ -94,6 +108,10 @@ export default {
     },
     render(text, keep) {
       return markdown(text, keep);
+    },
+    body(t) {
+      if (t.lazy) return plainText(t.text);
+      return markdown(t.text, t.state === "final");
     },
     cutNote(cut, t) {
       const why = cut.reason === "cancelled" ? "by a pause or stop" : `(${cut.reason})`;

@@ -12,6 +12,7 @@ from nicegui import ui
 from webapp.engine.state import DebateState
 from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.safe_markdown import SafeMarkdown
 
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
@@ -75,7 +76,8 @@ def render_round_scores(state: DebateState) -> None:
         return
     with ui.card().classes("w-full").mark("round-scores"):
         ui.label("Scores per round").classes("text-base font-semibold")
-        ui.echart(round_chart_options(state)).classes("w-full h-64").mark("round-chart")
+        options = round_chart_options(state)
+        after_connect(lambda: ui.echart(options).classes("w-full h-64").mark("round-chart"), "w-full h-64")
 
 
 def _name(state: DebateState, pid: str | None) -> str:
@@ -156,7 +158,8 @@ def render_verdict(state: DebateState) -> None:
             for pid in _ordered(state, verdict.scores):
                 ui.label(f"{_name(state, pid)}: {verdict.scores[pid]:g}/100").classes("font-mono")
         if verdict.scores:
-            ui.echart(score_chart_options(state, verdict)).classes("w-full h-72").mark("score-chart")
+            options = score_chart_options(state, verdict)
+            after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
         if verdict.reasoning:
             SafeMarkdown(verdict.reasoning).classes("w-full").mark("reasoning")
         _criteria_notes(state, verdict)
