@@ -22,6 +22,7 @@ import os
 import resource
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from nicegui import Client, app, ui
 
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
+from webapp.engine.schedule import phase_visible
 from webapp.engine.stream import LiveChunk, LiveMessage
 from webapp.models import DebateConfig
 from webapp.settings import get_settings, storage_secret
@@ -70,6 +72,7 @@ class Measure:
     cpu_s: float | None = None
     chunks: int = 0
     chars: int = 0
+    visible_chars: int = 0
     bytes: int = 0
     unsubscribe: Any = None
     lag_start: int = field(default_factory=lambda: len(lag.samples))
@@ -79,7 +82,20 @@ class Measure:
             self.chunks += 1
             self.chars += len(message.text)
             self.bytes += len(message.text.encode())
+            if self.shown(message.key):
+                self.visible_chars += len(message.text)
         self.check_end()
+
+    def shown(self, key: str) -> bool:
+        """Whether spectators are shown this turn (not private preparation notes)."""
+        live = self.session.live_turns.get(key)
+        if live is None:
+            return True
+        state = self.session.state
+        try:
+            return phase_visible(state.format.phase(live.phase), state.config)
+        except KeyError:
+            return True
 
     def check_end(self) -> None:
         if self.wall_s is None and self.session.status in TERMINAL_STATES:
@@ -120,6 +136,22 @@ class LoopLag:
 
 
 lag = LoopLag()
+close_reasons: Counter[str] = Counter()
+
+
+def count_socket_closes() -> None:
+    """Count why the server closes engine.io sockets (ping timeout, transport close, …): wraps
+    `AsyncSocket.close` of python-engineio, recording the reason, changing nothing else."""
+    from engineio.async_socket import AsyncSocket
+
+    original = AsyncSocket.close
+
+    async def close(self: Any, wait: bool = True, abort: bool = False, reason: Any = None) -> None:
+        if not self.closed and not self.closing:
+            close_reasons[str(reason)] += 1
+        await original(self, wait=wait, abort=abort, reason=reason)
+
+    AsyncSocket.close = close  # type: ignore[method-assign]
 
 
 def classic_config(rounds: int) -> DebateConfig:
@@ -171,11 +203,13 @@ async def debate_stats(debate_id: str) -> dict[str, Any]:
         "cpu_so_far_s": time.process_time() - measure.cpu0 if measure else None,
         "streamed_chunks": measure.chunks if measure else 0,
         "streamed_chars": measure.chars if measure else 0,
+        "streamed_visible_chars": measure.visible_chars if measure else 0,
         "streamed_bytes": measure.bytes if measure else 0,
         "rss_mb": rss_mb(),
         "peak_rss_mb": peak_rss_mb(),
         "rss_at_start_mb": measure.rss_at_start_mb if measure else None,
         **(lag.since(measure.lag_start) if measure else {}),
+        "socket_closes": dict(close_reasons),
         "clients": len(Client.instances),
         "connected_clients": sum(1 for c in Client.instances.values() if c.has_socket_connection),
         # messages kept for a reconnect; the spectators' acks prune them
@@ -190,6 +224,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.pop("PYTEST_CURRENT_TEST", None)
     os.environ["ROSTRUM_PORT"] = str(args.port)
+    count_socket_closes()
     setup()
     app.add_api_route("/bench/ready", ready, methods=["GET"])
     app.add_api_route("/bench/debates", create_debate, methods=["POST"])

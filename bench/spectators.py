@@ -476,15 +476,19 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         "failures": Counter(s["failed"] for s in spectators if s["failed"]).most_common(3),
         "disconnected": sum(1 for s in ok if s["disconnected"]),
         "disconnects": Counter(s["disconnected"] for s in ok if s["disconnected"]).most_common(3),
+        "server_socket_closes": final.get("socket_closes"),
         "disconnected_after_s": sorted(s["disconnected_after"] for s in ok
                                        if s["disconnected_after"] is not None)[::max(1, clients // 10)],
         "ramp_s": max((r["ramp_s"] for r in readies), default=0.0),
         "streamed_chunks": final["streamed_chunks"],
         "streamed_chars": final["streamed_chars"],
+        "streamed_visible_chars": final.get("streamed_visible_chars"),
         "streamed_bytes": final["streamed_bytes"],
         "bytes_per_spectator_median": statistics.median(s["bytes"] for s in ok) if ok else None,
         "bytes_ratio_median": statistics.median(s["bytes"] for s in ok) / streamed_bytes if ok else None,
         "bytes_ratio_max": max(s["bytes"] for s in ok) / streamed_bytes if ok else None,
+        "bytes_ratio_shown_median": (statistics.median(s["bytes"] for s in ok) / final["streamed_visible_chars"]
+                                     if ok and final.get("streamed_visible_chars") else None),
         "bytes_before_start_median": statistics.median(s["bytes_before_start"] for s in ok) if ok else None,
         "bytes_sent_median": statistics.median(s["bytes_sent"] for s in ok) if ok else None,
         "page_bytes_median": statistics.median(s["page_bytes"] for s in ok) if ok else None,
@@ -507,17 +511,17 @@ def table(runs: list[dict[str, Any]]) -> str:
         return "—" if value is None else format(value, fmt)
 
     lines = ["| spectators | load (1/5/15) | wall s | ratio vs 0 | server CPU s | peak RSS MB | RSS/spectator MB "
-             "| connected / disconnected | bytes/spectator ÷ streamed (median) | rl chars min / median / streamed |",
+             "| connected / disconnected | bytes/spectator ÷ streamed (median) | rl chars min / median / shown |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         ratio = r["wall_s"] / base["wall_s"] if base and r["clients"] else (1.0 if r["clients"] == 0 else None)
         per = (r["peak_rss_mb"] - base["peak_rss_mb"]) / r["clients"] if base and r["clients"] else None
         lines.append(
-            f"| {r['clients']} | {r['load_average'].replace(' ', '/')} | {r['wall_s']:.1f} | {f(ratio, '.2f')}x "
+            f"| {r['clients']} | {r['load_average'].replace(' ', '/')} | {r['wall_s']:.1f} | {f(ratio, '.2f')} "
             f"| {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | {f(per, '.3f')} (connected: "
             f"{f(r['rss_per_spectator_connected_mb'], '.3f')}) | {r['connected']} / {r['disconnected']}"
             f"{' (+' + str(r['failed']) + ' failed)' if r['failed'] else ''} | {f(r['bytes_ratio_median'], '.1f')} "
-            f"| {f(r['rl_chars_min'], '')} / {f(r['rl_chars_median'], '')} / {r['streamed_chars']} |")
+            f"| {f(r['rl_chars_min'], '')} / {f(r['rl_chars_median'], '')} / {r['streamed_visible_chars']} |")
     out = "\n".join(lines)
     for r in runs:
         if not r["clients"]:
@@ -530,7 +534,8 @@ def table(runs: list[dict[str, Any]]) -> str:
                 f"over {r['generator_wall_s']:.1f} s ({r['generators']} process(es)); server loop lag p50/p99/max "
                 + "/".join(f(r[f"loop_lag_{q}_ms"], ".0f") for q in ("p50", "p99", "max")) + " ms")
         if r["disconnects"] or r["failures"]:
-            out += f"; disconnects {r['disconnects']} failures {r['failures']}"
+            out += (f"; disconnects {r['disconnects']} failures {r['failures']}, server closed sockets for: "
+                    f"{r.get('server_socket_closes')}, at (s after start) {r['disconnected_after_s']}")
     return out
 
 
