@@ -87,6 +87,7 @@ class Spectator:
         self.rl_chars = 0
         self.rl_gaps = 0
         self.rl_items: Counter[int] = Counter()
+        self.rl_item_bytes: Counter[int] = Counter()  # JSON bytes of the items by type (about; no spaces)
         self.ws: Any = None
 
     async def run(self, pages: Any, sockets: Any, base: str, debate_id: str, explicit_handshake: bool) -> None:
@@ -239,6 +240,7 @@ class Spectator:
         for item in items:
             code = item[0]
             self.rl_items[code] += 1
+            self.rl_item_bytes[code] += len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
             if code == 0:
                 kid, offset, text = item[1], int(item[2]), item[3]
                 key = (kid, self.attempts.get(kid))
@@ -270,6 +272,7 @@ class Spectator:
             "disconnected": self.disconnected, "event_bytes": dict(self.event_bytes),
             "event_count": dict(self.event_count), "rl_chars": self.rl_chars, "rl_gaps": self.rl_gaps,
             "rl_items": {str(k): v for k, v in self.rl_items.items()},
+            "rl_item_bytes": {str(k): v for k, v in self.rl_item_bytes.items()},
         }
 
 
@@ -455,6 +458,15 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         event_count.update(s["event_count"])
     n = len(ok) or 1
     rl = [s["rl_chars"] for s in ok]
+    stayed = [s for s in ok if not s["disconnected"]]
+    end = final["wall_s"] or 0.0
+    dropped = [s for s in ok if s["disconnected"]]
+    during = [s for s in dropped if s["disconnected_after"] is None or s["disconnected_after"] <= end]
+    rl_items: Counter[str] = Counter()
+    rl_item_bytes: Counter[str] = Counter()
+    for s in ok:
+        rl_items.update(s.get("rl_items", {}))
+        rl_item_bytes.update(s.get("rl_item_bytes", {}))
     return {
         "clients": clients,
         "load_average": load,
@@ -474,7 +486,8 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         "connected": sum(r["connected"] for r in readies),
         "failed": sum(1 for s in spectators if s["failed"]),
         "failures": Counter(s["failed"] for s in spectators if s["failed"]).most_common(3),
-        "disconnected": sum(1 for s in ok if s["disconnected"]),
+        "disconnected": len(during),  # before the debate ended
+        "disconnected_after_end": len(dropped) - len(during),  # while listening for the last flushes
         "disconnects": Counter(s["disconnected"] for s in ok if s["disconnected"]).most_common(3),
         "server_socket_closes": final.get("socket_closes"),
         "disconnected_after_s": sorted(s["disconnected_after"] for s in ok
@@ -498,6 +511,9 @@ def summarise(clients: int, load: str, before: dict[str, Any], connected: dict[s
         "rl_chars_min": min(rl) if rl else None,
         "rl_chars_median": statistics.median(rl) if rl else None,
         "rl_gaps_total": sum(s["rl_gaps"] for s in ok),
+        "rl_chars_min_connected_to_the_end": min((s["rl_chars"] for s in stayed), default=None),
+        "rl_items_per_spectator": {k: round(v / n, 1) for k, v in sorted(rl_items.items())},
+        "rl_item_bytes_per_spectator": {k: round(v / n) for k, v in sorted(rl_item_bytes.items())},
         "generator_cpu_s": sum(r["cpu_s"] for r in results),
         "generator_wall_s": max((r["wall_s"] for r in results), default=0.0),
         "generators": len(results),
@@ -511,7 +527,8 @@ def table(runs: list[dict[str, Any]]) -> str:
         return "—" if value is None else format(value, fmt)
 
     lines = ["| spectators | load (1/5/15) | wall s | ratio vs 0 | server CPU s | peak RSS MB | RSS/spectator MB "
-             "| connected / disconnected | bytes/spectator ÷ streamed (median) | rl chars min / median / shown |",
+             "| connected / disconnected before the end | bytes/spectator ÷ streamed (median) "
+             "| rl chars min / median / shown |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         ratio = r["wall_s"] / base["wall_s"] if base and r["clients"] else (1.0 if r["clients"] == 0 else None)
@@ -522,6 +539,7 @@ def table(runs: list[dict[str, Any]]) -> str:
             f"{f(r['rss_per_spectator_connected_mb'], '.3f')}) | {r['connected']} / {r['disconnected']}"
             f"{' (+' + str(r['failed']) + ' failed)' if r['failed'] else ''} | {f(r['bytes_ratio_median'], '.1f')} "
             f"| {f(r['rl_chars_min'], '')} / {f(r['rl_chars_median'], '')} / {r['streamed_visible_chars']} |")
+    names = {"0": "text", "1": "started", "2": "cut", "3": "committed", "4": "status", "5": "note"}
     out = "\n".join(lines)
     for r in runs:
         if not r["clients"]:
@@ -533,6 +551,12 @@ def table(runs: list[dict[str, Any]]) -> str:
                 f"{r['streamed_chunks']} chunks; ramp {r['ramp_s']:.1f} s; generator CPU {r['generator_cpu_s']:.1f} s "
                 f"over {r['generator_wall_s']:.1f} s ({r['generators']} process(es)); server loop lag p50/p99/max "
                 + "/".join(f(r[f"loop_lag_{q}_ms"], ".0f") for q in ("p50", "p99", "max")) + " ms")
+        if r["rl_item_bytes_per_spectator"]:
+            out += "; rl items per spectator: " + ", ".join(
+                f"{names.get(k, k)} {v / 1024:.1f} KB ({r['rl_items_per_spectator'][k]:g})"
+                for k, v in r["rl_item_bytes_per_spectator"].items())
+        if r["disconnected_after_end"]:
+            out += f"; {r['disconnected_after_end']} more disconnected after the debate ended (before the bench closed)"
         if r["disconnects"] or r["failures"]:
             out += (f"; disconnects {r['disconnects']} failures {r['failures']}, server closed sockets for: "
                     f"{r.get('server_socket_closes')}, at (s after start) {r['disconnected_after_s']}")
