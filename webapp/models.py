@@ -82,6 +82,8 @@ class Participant(Strict):
     max_tokens: int = Field(default=1024, ge=16, le=64000)
     color: str | None = None
     context_tokens: int | None = Field(default=None, ge=500, description="context budget in tokens")
+    concurrency: int | None = Field(default=None, ge=1, le=64, description=(
+        "calls at once to this model's endpoint (None: 1 for local servers, unlimited for hosted APIs)"))
 
     @field_validator("position")
     @classmethod
@@ -109,6 +111,8 @@ class JudgeSpec(Strict):
     api_key_env: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int = Field(default=1500, ge=64, le=64000)
+    concurrency: int | None = Field(default=None, ge=1, le=64, description=(
+        "calls at once to this model's endpoint (None: 1 for local servers, unlimited for hosted APIs)"))
 
     @property
     def label(self) -> str:
@@ -123,6 +127,9 @@ class JudgeConfig(Strict):
     criteria: list[str] = Field(default_factory=lambda: list(DEFAULT_CRITERIA), min_length=1, max_length=10)
     frequency: Literal["end", "round", "mid"] = "end"
     enabled: bool = True
+    swap_sides: bool = Field(default=False, description=(
+        "judge twice, the second time with the presentation order reversed; a judge whose winner flips "
+        "counts as undecided"))
 
     @field_validator("judges")
     @classmethod
@@ -235,6 +242,9 @@ class DebateConfig(Strict):
     evaluation: Literal["quality", "convergence", "fixed"] = Field(
         default="quality", description="collaborative: how each round is evaluated (threshold: quality_threshold)"
     )
+    series: str | None = Field(default=None, max_length=64, description=(
+        "id of the series of side-swapped rematches this debate belongs to (the first debate's id)"))
+    rematch_of: str | None = Field(default=None, max_length=64, description="the debate this one re-runs")
 
     @field_validator("topic")
     @classmethod
@@ -323,6 +333,12 @@ class JudgeRuling(BaseModel):
     reasoning: str = ""
     confidence: float | None = None
     error: str | None = None
+    order: list[str] = Field(default_factory=list, description="participant ids in the order this judge saw them")
+    swap_winner: str | None = Field(default=None, description="the winner when re-judged with the order reversed")
+    flipped: bool | None = Field(default=None, description=(
+        "None: not re-judged; True: the winner changed with the order (undecided for this debate)"))
+    output_mode: str | None = Field(default=None, description="json_schema | tool | json_object | prompt")
+    parse_failures: int = Field(default=0, description="replies that could not be used before this ruling")
 
 
 class Verdict(BaseModel):
@@ -340,6 +356,10 @@ class Verdict(BaseModel):
     raw_text: str | None = None
     synthesis: str | None = None
     ended_because: str | None = None
+    word_counts: dict[str, int] = Field(default_factory=dict, description="participant id -> words spoken")
+    length_flag: bool = Field(default=False, description="the winner spoke over 1.5x the words of the loser")
+    undecided_judges: list[str] = Field(default_factory=list, description="judges whose winner flipped on swap")
+    notes: list[str] = Field(default_factory=list, description="how the verdict was obtained (fallbacks used)")
 
 
 class EventKind(StrEnum):
