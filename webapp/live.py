@@ -237,9 +237,11 @@ class DebateChannel:
         if batch:
             self.flushes += 1
             status = live_wire.status(self.session)
-            if status != self._last_status:
+            last = self._last_status or {}
+            changed = {key: value for key, value in status.items() if last.get(key, ...) != value}
+            if changed:  # only what changed: the browser merges it into what it has
                 self._last_status = status
-                wire.append([live_wire.STATUS, status])
+                wire.append([live_wire.STATUS, changed])
         return batch, wire
 
     def _wire(self, item: FlushItem) -> list[list[Any]]:

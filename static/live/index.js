@@ -6,7 +6,7 @@
 //   [1, kid, attempt, info]  an attempt at a turn started (offsets restart at 0)
 //   [2, kid, reason]         the attempt was cut off
 //   [3, kid, info]           the turn was committed (info.text only when it differs from what streamed)
-//   [4, status]              the status summary changed
+//   [4, changes]             the status summary changed (only its changed keys; a resync sends all)
 //   [5, kid, note]           a note about a turn (a retry)
 // Items are handed to the subscribers in order; ones that arrive before anybody subscribed wait.
 import { Marked } from "rostrum-marked";

@@ -11,11 +11,11 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from tests.ui.helpers import engine, one, start_demo
+from tests.ui.helpers import engine, start_demo
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.components.stepper import render_stepper, stepper_signature, stepper_view
+from webapp.ui.components.stepper import Stepper, render_stepper, stepper_view
 
 
 async def show(user: User, state: DebateState) -> None:
@@ -33,23 +33,32 @@ def marked(user: User, marker: str) -> list[ui.element]:
     return [e for e in user.client.elements.values() if marker in e._markers]
 
 
+def stepper(user: User) -> Stepper:
+    (element,) = marked(user, "stepper")
+    assert isinstance(element, Stepper)
+    return element
+
+
 def pills(user: User, state: DebateState) -> dict[str, str]:
     """Phase id → the condition its pill shows (and says, in its title)."""
     out = {}
     for phase in [*state.format.phases, None]:
-        marker = f"phase-{phase.id}" if phase else "phase-verdict"
-        elements = marked(user, marker)
-        if not elements:
+        pill = stepper(user).pill(phase.id if phase else "verdict")
+        if pill is None:
             continue
-        (pill,) = elements
-        out[phase.id if phase else "verdict"] = pill.props["data-state"]
-        assert pill.props["title"], "every pill says what it means (hover and screen readers)"
+        out[phase.id if phase else "verdict"] = pill["condition"]
+        assert pill["words"], "every pill says what it means (hover and screen readers)"
     return out
 
 
+def words(user: User, phase_id: str) -> str:
+    pill = stepper(user).pill(phase_id)
+    assert pill is not None
+    return pill["words"]
+
+
 def round_text(user: User) -> str | None:
-    elements = marked(user, "round")
-    return elements[0].text if elements else None
+    return stepper(user).round_text
 
 
 async def test_a_debate_that_fails_after_the_first_phase_then_stops_shows_later_phases_not_reached(
@@ -57,21 +66,23 @@ async def test_a_debate_that_fails_after_the_first_phase_then_stops_shows_later_
     monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "3:auth")  # opening (turns 1-2) done, rebuttal 1 fails
     session = await start_demo("Stop after the opening?", format="structured", rounds=None)
     assert await session.join() is State.ERROR
-    errored = stepper_signature(session.state)
     await show(user, session.state)
+    shown = stepper(user)
     assert pills(user, session.state) == {"opening": "done", "rebuttal-1": "failed", "rebuttal-2": "not-reached",
                                           "closing": "not-reached", "verdict": "not-reached"}
-    assert one(user, "phase-rebuttal-1").props["title"] == "failed here"
-    assert one(user, "phase-closing").props["title"] == "not reached"
+    assert words(user, "rebuttal-1") == "failed here"
+    assert words(user, "closing") == "not reached"
 
     await session.stop(verdict=False)
     assert await session.join() is State.STOPPED
     assert session.state.verdict is None
-    assert stepper_signature(session.state) != errored  # the page re-renders the stepper
+    before = shown.props["pills"]
+    shown.show(session.state)  # what the debate page does on each committed event
+    assert shown.props["pills"] != before, "the same element now shows where the debate stopped"
     await show(user, session.state)
     assert pills(user, session.state) == {"opening": "done", "rebuttal-1": "stopped", "rebuttal-2": "not-reached",
                                           "closing": "not-reached", "verdict": "not-reached"}
-    assert one(user, "phase-rebuttal-1").props["title"] == "stopped here"
+    assert words(user, "rebuttal-1") == "stopped here"
     assert round_text(user) is None  # a format without rounds
 
 

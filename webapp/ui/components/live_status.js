@@ -33,7 +33,7 @@ export default {
   },
   mounted() {
     this.unsubscribe = subscribe((items) => {
-      for (const item of items) if (item[0] === 4) this.s = item[1];
+      for (const item of items) if (item[0] === 4) this.s = { ...this.s, ...item[1] }; // only what changed
     });
   },
   unmounted() {

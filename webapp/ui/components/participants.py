@@ -7,32 +7,30 @@ from __future__ import annotations
 from nicegui import ui
 
 from webapp.engine.state import DebateState
-from webapp.models import TEMPERATURE_IGNORED_BY
+from webapp.models import TEMPERATURE_IGNORED_BY, Participant
 from webapp.ui.components.badges import safe_color
 
 
-class ParticipantsPanel:
-    """Built once; nothing in it changes while the debate runs."""
+def temperature_note(participant: Participant) -> str | None:
+    if participant.temperature is not None and participant.provider in TEMPERATURE_IGNORED_BY:
+        return f"temperature {participant.temperature:g} not sent ({participant.provider} does not accept it)"
+    return None
+
+
+class ParticipantsPanel(ui.element, component="participants.js"):
+    """Built once, as one element (names are user input: the browser shows them as text)."""
 
     def __init__(self, state: DebateState) -> None:
-        with ui.card().classes("w-full gap-2").mark("participants"):
-            ui.label("Participants").classes("text-base font-semibold")
-            for p in state.config.participants:
-                with ui.row().classes("w-full items-center gap-2 no-wrap"):
-                    ui.element("span").classes("rostrum-dot").style(f"background:{safe_color(p.color)}")
-                    with ui.column().classes("gap-0 min-w-0 grow"):
-                        with ui.row().classes("items-center gap-1"):
-                            ui.label(p.name).classes("font-medium")
-                            ui.label(f"({p.position})").classes("text-xs text-grey-7")
-                        ui.label(f"{p.provider}:{p.model}").classes("text-xs text-grey-6 font-mono")
-                        if p.temperature is not None and p.provider in TEMPERATURE_IGNORED_BY:
-                            ui.label(f"temperature {p.temperature:g} not sent ({p.provider} does not accept it)") \
-                                .classes("text-xs text-grey-6").mark(f"temperature-note-{p.id}")
-            if state.config.judge.enabled:
-                ui.separator()
-                with ui.row().classes("w-full items-center gap-2 no-wrap"):
-                    ui.icon("gavel").classes("text-grey-7")
-                    with ui.column().classes("gap-0 grow"):
-                        ui.label("Judge").classes("font-medium")
-                        labels = ", ".join(j.label for j in state.config.judge.judges)
-                        ui.label(labels).classes("text-xs text-grey-6 font-mono")
+        super().__init__()
+        self.people = [
+            {"id": p.id, "name": p.name, "position": p.position, "color": safe_color(p.color),
+             "model": f"{p.provider}:{p.model}", "notes": [n for n in (temperature_note(p),) if n]}
+            for p in state.config.participants
+        ]
+        self._props["people"] = self.people
+        judge = state.config.judge
+        self._props["judges"] = ", ".join(j.label for j in judge.judges) if judge.enabled else ""
+        self.classes("w-full").mark("participants")
+
+    def notes(self, participant_id: str) -> list[str]:
+        return next((p["notes"] for p in self.people if p["id"] == participant_id), [])

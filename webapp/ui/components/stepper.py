@@ -151,36 +151,45 @@ def _round_text(state: DebateState, block: list[str], current_round: int) -> str
     return None
 
 
-def stepper_signature(state: DebateState) -> tuple:
-    view = stepper_view(state)
-    return (view.phases, view.verdict, view.round_text)
+class Stepper(ui.element, component="stepper.js"):
+    """The stepper as one element: re-rendering it is one small props update, not ~30 new elements
+    per page (with hundreds of spectators that was a loop stall on every phase change)."""
 
+    def __init__(self, state: DebateState) -> None:
+        super().__init__()
+        self._props["classes"] = {condition: classes for condition, (classes, _, _) in PILLS.items()}
+        self.view: StepperView | None = None
+        self.classes("w-full").mark("stepper")
+        self.show(state)
 
-def _pill(title: str, condition: str, marker: str | None, icon_override: str | None = None) -> None:
-    classes, icon, words = PILLS[condition]
-    row = ui.row().classes(f"items-center gap-1 rostrum-phase-pill {classes}") \
-        .props(f'title="{words}" data-state="{condition}"')
-    if marker:
-        row.mark(marker)
-    with row:
-        if icon_override and condition in ("done", "current", "todo", "not-reached"):
-            icon = icon_override
-        if icon:
-            ui.icon(icon).classes("text-sm").props('aria-hidden="true"')
-        ui.label(title)
-        ui.label(f"({words})").classes("sr-only")
-
-
-def render_stepper(state: DebateState) -> None:
-    view = stepper_view(state)
-    with ui.row().classes("w-full items-center gap-2").mark("stepper"):
-        for index, (phase_id, title, condition) in enumerate(view.phases):
-            _pill(title, condition, f"phase-{phase_id}")
-            if index < len(view.phases) - 1:
-                ui.icon("chevron_right").classes("text-grey-5").props('aria-hidden="true"')
+    def show(self, state: DebateState) -> None:
+        view = stepper_view(state)
+        if view == self.view:
+            return
+        first = self.view is None
+        self.view = view
+        pills = []
+        for phase_id, title, condition in view.phases:
+            pills.append([phase_id, title, condition, PILLS[condition][2], PILLS[condition][1]])
         if view.verdict is not None:
-            ui.icon("chevron_right").classes("text-grey-5").props('aria-hidden="true"')
-            _pill("Verdict", view.verdict, "phase-verdict", icon_override="gavel")
-        if view.round_text:
-            ui.space()
-            ui.label(view.round_text).classes("text-sm font-medium").mark("round")
+            icon = "gavel" if view.verdict in ("done", "current", "todo", "not-reached") else PILLS[view.verdict][1]
+            pills.append(["verdict", "Verdict", view.verdict, PILLS[view.verdict][2], icon])
+        self._props["pills"] = pills
+        self._props["round"] = view.round_text
+        if not first:
+            self.update()
+
+    def pill(self, phase_id: str) -> dict[str, str] | None:
+        """What the pill of a phase (or "verdict") shows: its condition and its words."""
+        for pid, title, condition, words, _icon in self._props["pills"]:
+            if pid == phase_id:
+                return {"title": title, "condition": condition, "words": words}
+        return None
+
+    @property
+    def round_text(self) -> str | None:
+        return self._props.get("round")
+
+
+def render_stepper(state: DebateState) -> Stepper:
+    return Stepper(state)

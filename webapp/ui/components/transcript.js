@@ -162,7 +162,7 @@ export default {
           if (info.text !== undefined && info.text !== null) t.text = info.text;
           Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });
         } else if (type === 4) {
-          this.over = !!item[1]?.ended;
+          if (item[1] && "ended" in item[1]) this.over = !!item[1].ended;
         } else if (type === 5) {
           const t = this.find(kid);
           if (t) t.notes.push(item[2]);

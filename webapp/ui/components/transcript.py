@@ -81,18 +81,27 @@ class LiveStatusView(ui.element, component="live_status.js", esm=ESM):
         return dict(self._props["status"])
 
 
-def aux_notes_signature(state: DebateState, live_keys: Iterable[str]) -> tuple:
-    return len(state.notes), len(state.turn_keys), tuple(sorted(live_keys))
-
-
-def render_aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> None:
+def aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> list[str]:
     """Retries of calls that are not turns (judge, summaries, questions), and of turns that have no card
-    (never finished, not streaming: e.g. the debate ended on the error): shown small and grey."""
+    (never finished, not streaming: e.g. the debate ended on the error)."""
     carded = set(state.turn_keys) | set(live_keys)
+    out = []
     for note in state.notes:
         turn = str(note.get("turn"))
         if note.get("type") != "retry" or (TURN_KEY.match(turn) and turn in carded):
             continue  # a turn's retries are shown on its card
+        out.append(f"{note.get('turn')}: {retry_text(note)}")
+    return out
+
+
+def aux_notes_signature(state: DebateState, live_keys: Iterable[str]) -> tuple[str, ...]:
+    """What the section shows: it re-renders only when that changes (not on every turn)."""
+    return tuple(aux_notes(state, live_keys))
+
+
+def render_aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> None:
+    """The notes of `aux_notes`, small and grey."""
+    for text in aux_notes(state, live_keys):
         with ui.row().classes("items-center gap-1 text-xs text-grey-6 italic").mark("aux-note"):
             ui.icon("replay").classes("text-sm")
-            ui.label(f"{note.get('turn')}: {retry_text(note)}")
+            ui.label(text)

@@ -41,7 +41,7 @@ from webapp.ui.components.diagram import DiagramSection
 from webapp.ui.components.outcome import outcome_signature, render_outcome
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.share_links import ShareLinks
-from webapp.ui.components.stepper import render_stepper, stepper_signature
+from webapp.ui.components.stepper import Stepper
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame
@@ -120,7 +120,7 @@ class DebateView:
         self.sections["outcome"] = ui.column().classes("w-full")
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar"):
-            self.sections["stepper"] = ui.element("div").classes("w-full rostrum-stepper-scroll")
+            self.stepper = Stepper(state)
             self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
         self.sections["banners"] = ui.column().classes("w-full gap-2")
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
@@ -147,16 +147,23 @@ class DebateView:
                 if principal.can(Action.DELETE, state.id):
                     self._delete_control()
         self.diagram = DiagramSection(self.session)
-        with ui.dialog().props("persistent") as self.dialog, ui.card().mark("ack-dialog"):
-            ui.label("Spending warning").classes("text-lg font-semibold")
-            self.dialog_text = ui.label()
-            with ui.row().classes("w-full justify-end gap-2"):
-                ui.button("Decide later", on_click=self.dismiss_dialog).props("flat no-caps")
-                ui.button("Stop and judge", on_click=lambda: self.command("stop", verdict=True)) \
-                    .props("flat color=negative no-caps").mark("dialog-stop")
-                ui.button("Continue", on_click=lambda: self.command("acknowledge_warning")) \
-                    .props("unelevated no-caps").mark("dialog-acknowledge")
+        # Dialogs are made when first needed: each element costs every open page memory.
+        self.dialogs = ui.element("div")
+        self.dialog: ui.dialog | None = None
         self.sync()
+
+    def _ack_dialog(self) -> ui.dialog:
+        if self.dialog is None:
+            with self.dialogs, ui.dialog().props("persistent") as self.dialog, ui.card().mark("ack-dialog"):
+                ui.label("Spending warning").classes("text-lg font-semibold")
+                self.dialog_text = ui.label()
+                with ui.row().classes("w-full justify-end gap-2"):
+                    ui.button("Decide later", on_click=self.dismiss_dialog).props("flat no-caps")
+                    ui.button("Stop and judge", on_click=lambda: self.command("stop", verdict=True)) \
+                        .props("flat color=negative no-caps").mark("dialog-stop")
+                    ui.button("Continue", on_click=lambda: self.command("acknowledge_warning")) \
+                        .props("unelevated no-caps").mark("dialog-acknowledge")
+        return self.dialog
 
     def _section(self, name: str, signature: Any, render: Callable[[], None]) -> None:
         if self.signatures.get(name) == signature:
@@ -173,7 +180,7 @@ class DebateView:
         self._section("status", (view.status.value, view.interrupted, state.ended_because),
                       lambda: self._render_status(view, state))
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
-        self._section("stepper", stepper_signature(state), lambda: render_stepper(state))
+        self.stepper.show(state)
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
@@ -201,15 +208,22 @@ class DebateView:
                     element.disable()
 
     def _delete_control(self) -> None:
-        with ui.dialog() as dialog, ui.card().mark("delete-dialog"):
-            ui.label("Delete this debate?").classes("text-lg font-semibold")
-            ui.label("Its transcript, verdict, costs and share links are removed for good. "
-                     "This cannot be undone.").classes("text-sm")
-            with ui.row().classes("w-full justify-end gap-2"):
-                ui.button("Cancel", on_click=dialog.close).props("flat no-caps")
-                ui.button("Delete for good", on_click=lambda: self.delete(dialog)) \
-                    .props("unelevated color=negative no-caps").mark("delete-confirm")
-        ui.button("Delete debate", icon="delete", on_click=dialog.open).props("flat no-caps color=negative") \
+        made: list[ui.dialog] = []
+
+        def confirm() -> None:
+            if not made:
+                with self.dialogs, ui.dialog() as dialog, ui.card().mark("delete-dialog"):
+                    ui.label("Delete this debate?").classes("text-lg font-semibold")
+                    ui.label("Its transcript, verdict, costs and share links are removed for good. "
+                             "This cannot be undone.").classes("text-sm")
+                    with ui.row().classes("w-full justify-end gap-2"):
+                        ui.button("Cancel", on_click=dialog.close).props("flat no-caps")
+                        ui.button("Delete for good", on_click=lambda: self.delete(dialog)) \
+                            .props("unelevated color=negative no-caps").mark("delete-confirm")
+                made.append(dialog)
+            made[0].open()
+
+        ui.button("Delete debate", icon="delete", on_click=confirm).props("flat no-caps color=negative") \
             .mark("delete")
 
     async def delete(self, dialog: ui.dialog) -> None:
@@ -231,10 +245,12 @@ class DebateView:
         if (state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings)
                 and self.operates):
             warning = last_cost_warning(state)
+            self._ack_dialog()
+            assert self.dialog is not None
             self.dialog_text.text = str(warning.get("message") or "The warning threshold was reached.") + \
                 " Continue spending, or stop and get a verdict on what was said?"
             self.dialog.open()
-        elif state.status is not State.AWAITING_ACK and self.dialog.value:
+        elif state.status is not State.AWAITING_ACK and self.dialog is not None and self.dialog.value:
             self.dialog.close()
 
     # --- live stream ------------------------------------------------------------------------------
@@ -259,7 +275,8 @@ class DebateView:
 
     def dismiss_dialog(self) -> None:
         self.acknowledged_warning = len(self.state.warnings)
-        self.dialog.close()
+        if self.dialog is not None:
+            self.dialog.close()
 
     def _show_deleted(self) -> None:
         if "deleted" in self.sections:
