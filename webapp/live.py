@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 0.1  # seconds: fast enough to read as live, slow enough to batch ~4 tokens at 40 tok/s
 WIRE_EVENT = "rl"  # the socket.io event carrying a flush's wire items
+YIELD_EVERY = 0.02  # seconds of page updates before the flush loop lets other work (pings) run
 DASHBOARD_INTERVAL = 0.5  # seconds between dashboard refresh signals
 # Another process (the CLI) may drive a debate in the same database; it leaves no signal but its
 # writes, so watched debates and dashboards look at the log this often.
@@ -203,7 +205,24 @@ class DebateChannel:
             if wire:
                 await self._send(wire, self.room)
             if batch:
-                self.event.emit(batch)
+                await self._deliver(batch)
+
+    async def _deliver(self, batch: Batch) -> None:
+        """Hand a batch to every watching page, yielding to the loop every `YIELD_EVERY` seconds: a
+        committed verdict re-renders the outcome and verdict cards of every page, and with hundreds of
+        pages doing that in one go the loop stopped answering pings for seconds (sockets were closed)."""
+        deadline = time.perf_counter() + YIELD_EVERY
+        for callback in list(self.event.callbacks):
+            if callback not in self.event.callbacks:  # its page went away meanwhile
+                continue
+            with callback.context:
+                try:
+                    callback.invoke(batch)
+                except Exception as exc:  # one broken page must not stop the others
+                    core.app.handle_exception(exc)
+            if time.perf_counter() > deadline:
+                await asyncio.sleep(0)
+                deadline = time.perf_counter() + YIELD_EVERY
 
     def flush(self) -> Batch:
         """Emit everything buffered as one batch, and send its wire items (tests call this directly)."""

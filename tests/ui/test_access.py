@@ -296,6 +296,7 @@ async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: No
     session = await start_demo("Shall we share?")
     await session.join()
     await signed_in(user, "ops", page=f"/debate/{session.id}")
+    one(user, "share-section").value = True  # open the collapsed card
     user.find(marker="share-create").click()
     await user.should_see(marker="share-url")
     url = one(user, "share-url").value
@@ -319,7 +320,8 @@ async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: No
     assert (await guest.http_client.get(f"/debate/{other.id}")).status_code == 303
 
     await user.open(f"/debate/{session.id}")
-    await user.should_see(marker="share-revoke")  # the list loads just after the page
+    one(user, "share-section").value = True
+    await user.should_see(marker="share-revoke")  # the list loads when the card is opened
     user.find(marker="share-revoke").click()
     await user.should_see("revoked")
     response = await guest.http_client.get(f"/s/{token}")

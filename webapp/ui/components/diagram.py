@@ -112,16 +112,15 @@ class DiagramSection:
             self.expansion = ui.expansion("How this debate runs", icon="account_tree", value=False,
                                           on_value_change=lambda e: self.open() if e.value else None) \
                 .classes("w-full").mark("diagram-section")
-            with self.expansion:
-                self.caption = ui.label(phase_caption(session.state)) \
-                    .classes("text-sm text-slate-600 dark:text-slate-400").mark("diagram-caption")
-                self.holder = ui.element("div").classes("w-full rostrum-diagram-fit")
 
     def open(self) -> ui.mermaid:
-        """Make the diagram (once)."""
+        """Make the caption and the diagram (once)."""
         if self.mermaid is None:
-            with self.holder:
-                self.mermaid = ui.mermaid(self.source, config=MERMAID_CONFIG).classes("w-full").mark("diagram")
+            with self.expansion:
+                self.caption = ui.label(phase_caption(self.session.state)) \
+                    .classes("text-sm text-slate-600 dark:text-slate-400").mark("diagram-caption")
+                with ui.element("div").classes("w-full rostrum-diagram-fit"):
+                    self.mermaid = ui.mermaid(self.source, config=MERMAID_CONFIG).classes("w-full").mark("diagram")
         return self.mermaid
 
     def update(self) -> None:

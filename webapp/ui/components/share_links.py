@@ -6,7 +6,7 @@ A token is shown once, when it is made: only its digest is stored, so it cannot 
 
 from __future__ import annotations
 
-from nicegui import ui
+from nicegui import background_tasks, ui
 
 from webapp.access.gate import Gate
 from webapp.engine.runner import DebateSession
@@ -21,16 +21,28 @@ def share_url(token: str) -> str:
 
 
 class ShareLinks:
-    """One page's share card."""
+    """One page's share card: collapsed, its content (and the query for the links) made when opened,
+    so that the many spectators of a debate who never open it cost nothing for it."""
 
-    def __init__(self, session: DebateSession, gate: Gate, base_url: str) -> None:
+    def __init__(self, session: DebateSession, gate: Gate, base_url: str, opened: bool = False) -> None:
         self.session = session
         self.gate = gate
         self.base_url = base_url.rstrip("/")
-        with ui.card().classes("w-full gap-2").mark("share-card"):
-            ui.label("Share read-only").classes("text-base font-medium")
+        self.built = False
+        with ui.card().classes("w-full gap-2 py-1").mark("share-card"):
+            self.expansion = ui.expansion("Share read-only", icon="link", value=False,
+                                          on_value_change=lambda e: self.open() if e.value else None) \
+                .classes("w-full").mark("share-section")
+        if opened:
+            self.expansion.value = True
+
+    def open(self) -> None:
+        if self.built:
+            return
+        self.built = True
+        with self.expansion:
             ui.label("Anyone with a link can watch this debate live and export it, without an account, "
-                     "and nothing else.").classes("text-xs text-grey-7")
+                     "and nothing else.").classes("text-xs text-grey-8")
             with ui.row().classes("w-full items-center gap-2 no-wrap"):
                 self.expiry = ui.select(EXPIRY_CHOICES, value=24 * 7, label="Expires").props("outlined dense") \
                     .classes("grow").mark("share-expiry")
@@ -38,7 +50,7 @@ class ShareLinks:
                     .mark("share-create")
             self.fresh = ui.column().classes("w-full gap-1")
             self.list = ui.column().classes("w-full gap-1").mark("share-links")
-        ui.timer(0, self.refresh, once=True)
+        background_tasks.create(self.refresh(), name="share-links")
 
     async def create(self) -> None:
         hours = self.expiry.value or None
