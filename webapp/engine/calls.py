@@ -140,7 +140,12 @@ class ProviderCalls:
             received = Received()
             try:
                 async with self.limiter.slot(endpoint, allowed, self._on_queued(slot, attempt)):
-                    fitted, worst = self._budget_fit(spec, request)
+                    try:
+                        fitted, worst = self._budget_fit(spec, request)
+                    except Exception as exc:  # no money left for it (`BudgetExceeded`): not waiting any more
+                        if slot is not None:
+                            self._abort_live(slot.key, str(exc))
+                        raise
                     if slot is not None and fitted.max_tokens < request.max_tokens:
                         self._budget_note_cap(request, fitted.max_tokens)
                     request = fitted
