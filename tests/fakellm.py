@@ -255,6 +255,7 @@ class FakeLLMServer:
         reply: str | Responder | None = None,
         json_reply: str | None = None,
         chunk_delay: float = 0.0,
+        one_at_a_time: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -276,6 +277,7 @@ class FakeLLMServer:
         # stream (its request was abandoned, e.g. on a timeout or a cancel). Tests wait on them.
         self.holding = threading.Event()
         self.client_left = threading.Event()
+        self._one_at_a_time_init(one_at_a_time)
 
     # --- public API -------------------------------------------------------------------------
 
@@ -563,7 +565,11 @@ class FakeLLMServer:
         ] + [f"{k}: {v}" for k, v in headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         stream = self._stream_openai if protocol == "openai" else self._stream_anthropic
-        return await stream(reader, writer, request, script, chunks, usage)
+        self._one_at_a_time_enter(writer, protocol)
+        try:
+            return await stream(reader, writer, request, script, chunks, usage)
+        finally:
+            self._one_at_a_time_leave(writer)
 
     def _error_body(self, protocol: WireProtocol, script: Script, request: RecordedRequest, rid: str) -> Any:
         if protocol == "openai":
@@ -664,6 +670,8 @@ class FakeLLMServer:
         ended the stream, None when every chunk went out and the terminal events are due.
         """
         for index in range(len(chunks) + 1):
+            if self._one_at_a_time_cut(writer):
+                return await self._one_at_a_time_end(writer)
             if index == 0:
                 if script.first_token_delay:
                     await asyncio.sleep(script.first_token_delay)
@@ -813,6 +821,46 @@ class FakeLLMServer:
         await self._end(writer)
         return True
 
+    # --- "one at a time" mode -------------------------------------------------------------------
+    # Like llama-cpp-python's server: it generates for one request at a time, and a new request
+    # interrupts the stream in progress — which ends at once, without a finish reason or usage (OpenAI:
+    # `data: [DONE]` right away; Anthropic: no `message_delta` / `message_stop`). Clients see a cut
+    # stream. `interrupted` counts the streams cut so; `most_at_once` is the most streams that were
+    # in progress together (1 when the clients queue properly).
+
+    def _one_at_a_time_init(self, enabled: bool) -> None:
+        self.one_at_a_time = enabled
+        self.interrupted = 0
+        self.most_at_once = 0
+        self._streaming: dict[asyncio.StreamWriter, WireProtocol] = {}
+        self._cut_streams: set[asyncio.StreamWriter] = set()
+
+    def _one_at_a_time_enter(self, writer: asyncio.StreamWriter, protocol: WireProtocol) -> None:
+        """A stream starts: in one-at-a-time mode, every stream in progress is to be cut."""
+        if self.one_at_a_time:
+            self._cut_streams.update(self._streaming)
+        self._streaming[writer] = protocol
+        self.most_at_once = max(self.most_at_once, len(self._streaming))
+
+    def _one_at_a_time_leave(self, writer: asyncio.StreamWriter) -> None:
+        self._streaming.pop(writer, None)
+        self._cut_streams.discard(writer)
+
+    def _one_at_a_time_cut(self, writer: asyncio.StreamWriter) -> bool:
+        """Whether a newer request has interrupted this stream."""
+        return writer in self._cut_streams
+
+    async def _one_at_a_time_end(self, writer: asyncio.StreamWriter) -> bool:
+        """End an interrupted stream the way llama-cpp-python does; the connection stays usable."""
+        protocol = self._streaming.get(writer, "openai")
+        self._cut_streams.discard(writer)
+        with self._lock:
+            self.interrupted += 1
+        if protocol == "openai":
+            await self._chunk(writer, "data: [DONE]\n\n")
+        await self._end(writer)
+        return True
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m tests.fakellm --port N`: serve until interrupted."""
@@ -823,6 +871,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reply", default=None, help="fixed reply text instead of the echo")
     parser.add_argument("--json-reply", default=None, help="reply text for requests asking for JSON")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between text chunks")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="a new request interrupts the stream in progress (like llama-cpp-python)")
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         args.host,
@@ -831,6 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply=args.reply,
         json_reply=args.json_reply,
         chunk_delay=args.chunk_delay,
+        one_at_a_time=args.one_at_a_time,
     ).start()
     print(f"FAKELLM_URL={server.url}", flush=True)
     try:

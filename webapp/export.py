@@ -17,7 +17,10 @@ from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, 
 from webapp.models import Participant, Turn
 
 # The ledger's totals an export shows (tokens are listed on their own).
-COST_KEYS = ("total_usd", "by_model", "by_participant", "by_round", "unpriced_models", "simulated")
+COST_KEYS = ("total_usd", "by_model", "by_participant", "by_round", "unpriced_models", "simulated",
+             "estimated_usage")
+# Said of a turn whose server reported no usage (its token counts were estimated from the text).
+ESTIMATED_NOTE = "token counts estimated (the server reported no usage)"
 
 
 def _name(state: DebateState, participant_id: str | None) -> str:
@@ -58,7 +61,8 @@ def to_dict(state: DebateState) -> dict[str, Any]:
                 "speaker": turn.speaker,
                 "act": turn.act,
                 "text": turn.text,
-                "usage": {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+                "usage": {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens,
+                          "estimated": turn.usage.estimated},
                 "cost_usd": turn.cost_usd,
                 "visible": turn.visible,
                 "notes": list(turn.notes),
@@ -127,7 +131,14 @@ def _cost_line(state: DebateState) -> str:
         line += f" (unpriced: {', '.join(sorted(ledger.unpriced_models))})"
     if ledger.simulated:
         line += " (simulated prices)"
+    if ledger.estimated_usage:
+        line += " (some token counts estimated)"
     return line
+
+
+def _turn_notes(turn: Turn) -> list[str]:
+    """A turn's notes as exports show them (estimated usage included)."""
+    return [*turn.notes, *([ESTIMATED_NOTE] if turn.usage.estimated else [])]
 
 
 def to_markdown(state: DebateState) -> str:
@@ -148,8 +159,9 @@ def to_markdown(state: DebateState) -> str:
         lines += [f"## {inline(title)}", ""]
         for turn in turns:
             lines += [f"### {name(turn.speaker)}", "", md(turn.text), ""]
-            lines += [f"> _{inline(note)}_" for note in turn.notes]
-            if turn.notes:
+            notes = _turn_notes(turn)
+            lines += [f"> _{inline(note)}_" for note in notes]
+            if notes:
                 lines.append("")
     verdict = state.verdict
     if verdict is not None:
@@ -192,7 +204,7 @@ def to_text(state: DebateState) -> str:
         lines += [title.upper(), "-" * min(len(title), 78), ""]
         for turn in turns:
             lines += [f"{_name(state, turn.speaker)}:", turn.text, ""]
-            lines += [f"  [{note}]" for note in turn.notes]
+            lines += [f"  [{note}]" for note in _turn_notes(turn)]
     verdict = state.verdict
     if verdict is not None:
         lines += ["VERDICT", "-------", ""]

@@ -88,7 +88,7 @@ class TerminalView:
     def __call__(self, message: LiveMessage) -> None:
         out = self.out
         if isinstance(message, LiveTurnStarted):
-            if self._parallel(message.phase):
+            if message.queued or self._parallel(message.phase):  # announced again when it goes out
                 return
             self._header(message.phase, message.round)
             self.end_stream()

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from webapp.engine import budget as money
+from webapp.engine.limits import EndpointLimiter, endpoint_key, limit_for
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.stream import LiveChunk, LiveTurn, LiveTurnAborted, LiveTurnStarted
 from webapp.models import EventKind, JudgeSpec, Participant, Timeouts, Usage, utcnow
@@ -44,6 +46,8 @@ TIMEOUT_RETRIES = 1  # a timed-out call is retried exactly once
 # Failures after which the request is known to have reached the model, so its input was billed even
 # when no text came back (a rate limit or an HTTP error before the stream costs nothing).
 BILLED_REASONS = frozenset({"timeout", "cut_stream"})
+EMPTY_RETRIES = 1  # an empty reply to a turn is asked for again once
+EMPTY_TWICE = "the model returned an empty reply twice"
 
 
 class ProviderSource(Protocol):
@@ -69,6 +73,7 @@ class CallResult:
     cost_usd: float | None
     cost_source: str
     model_label: str
+    max_tokens: int = 0  # the output allowance the request was sent with
 
 
 @dataclass
@@ -91,6 +96,8 @@ class ProviderCalls:
         providers: ProviderSource
         settings: Settings
         backoff_base: float
+        rng: random.Random
+        limiter: EndpointLimiter
         broadcaster: Broadcaster
         live: dict[str, LiveTurn]
 
@@ -116,27 +123,38 @@ class ProviderCalls:
                     slot: TurnSlot | None = None) -> CallResult:
         """One call with bounded automatic retries; raises ProviderError when they are exhausted, and
         `BudgetExceeded` when not even a minimal answer fits in the money left (checked before every
-        attempt: a failed attempt may have spent some)."""
-        retries = timeouts = 0
+        attempt: a failed attempt may have spent some).
+
+        Each attempt first takes a slot of its endpoint (see limits.py), queueing while the server is
+        busy with as many calls as it takes; the retry waits are spent without one. A turn's reply
+        that is empty (only whitespace) is asked for once more, then fails the turn."""
+        retries = timeouts = empties = 0
         attempt = 0
         limits = self._timeouts_for(spec)
         request = request.model_copy(update={"connect_timeout": limits.connect,
                                              "first_token_timeout": limits.first_token})
         what = slot.key if slot else request.purpose
+        endpoint, allowed = endpoint_key(spec), limit_for(spec, self.state.config)
         while True:
             attempt += 1
-            fitted, worst = self._budget_fit(spec, request)
-            if slot is not None and fitted.max_tokens < request.max_tokens:
-                self._budget_note_cap(request, fitted.max_tokens)
-            request = fitted
             received = Received()
-            hold = id(received)
-            self._budget_hold(hold, worst)  # while in flight, its worst case is not money left
             try:
-                try:
-                    result = await self._call_once(spec, request, slot, attempt, limits, received)
-                finally:
-                    self._budget_release(hold)
+                async with self.limiter.slot(endpoint, allowed, self._on_queued(slot, attempt)):
+                    try:
+                        fitted, worst = self._budget_fit(spec, request)
+                    except Exception as exc:  # no money left for it (`BudgetExceeded`): not waiting any more
+                        if slot is not None:
+                            self._abort_live(slot.key, str(exc))
+                        raise
+                    if slot is not None and fitted.max_tokens < request.max_tokens:
+                        self._budget_note_cap(request, fitted.max_tokens)
+                    request = fitted
+                    hold = id(received)
+                    self._budget_hold(hold, worst)  # while in flight, its worst case is not money left
+                    try:
+                        result = await self._call_once(spec, request, slot, attempt, limits, received)
+                    finally:
+                        self._budget_release(hold)
             except ProviderError as exc:
                 if slot is not None:
                     self._abort_live(slot.key, str(exc))
@@ -151,8 +169,8 @@ class ProviderCalls:
                     if retries >= AUTO_RETRIES:
                         raise
                     retries += 1
-                delay = min(_wait_before_retry(exc, self.backoff_base, retries + timeouts),
-                            self.settings.retry_after_cap)
+                delay = wait_before_retry(exc, self.backoff_base, retries + timeouts,
+                                          self.settings.retry_after_cap, self.rng)
                 await self._commit(EventKind.NOTE, {
                     "type": "retry", "turn": what, "attempt": attempt,
                     "error": exc.to_dict(), "wait_s": round(delay, 3),
@@ -164,7 +182,41 @@ class ProviderCalls:
                     await self._record_cut_off(spec, request, received, what, "cancelled")
                 raise
             self._count_spending(result.cost_usd)
+            if slot is not None and not result.text.strip():
+                empties += 1
+                await self._record_empty(spec, request, result, what, attempt, empties)
+                continue
             return result
+
+    def _on_queued(self, slot: TurnSlot | None, attempt: int) -> Callable[[], None] | None:
+        """What to do when an attempt at a turn must wait for its endpoint: the speaker shows as
+        waiting for the server (a live turn marked `queued`, replaced when the attempt starts)."""
+        if slot is None:
+            return None
+
+        def queued() -> None:
+            self.live[slot.key] = LiveTurn(slot.key, slot.speaker, slot.phase, slot.round, slot.act, attempt,
+                                           queued=True)
+            self.broadcaster.emit(LiveTurnStarted(self.id, slot.key, slot.speaker, slot.phase, slot.round,
+                                                  slot.act, attempt, queued=True))
+
+        return queued
+
+    async def _record_empty(self, spec: Participant | JudgeSpec, request: ProviderRequest, result: CallResult,
+                            what: str, attempt: int, empties: int) -> None:
+        """A turn's reply was empty: its cost is recorded (it was paid for), and it is asked for again
+        once; the second empty reply fails the turn."""
+        entry = self._cost_record(spec, request, result.usage, result.cost_usd, result.cost_source)
+        await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
+                                            "reason": "empty_reply", "calls": [{**entry, "cut_off": "empty_reply"}]})
+        if empties >= EMPTY_RETRIES + 1:
+            self._abort_live(what, EMPTY_TWICE)
+            raise ProviderError(ErrorKind.RETRYABLE, spec.provider, EMPTY_TWICE, reason="empty_reply")
+        error = ProviderError(ErrorKind.RETRYABLE, spec.provider, "the model returned an empty reply",
+                              reason="empty_reply")
+        self._abort_live(what, error.message)
+        await self._commit(EventKind.NOTE, {"type": "retry", "turn": what, "attempt": attempt,
+                                            "error": error.to_dict(), "wait_s": 0})
 
     def _timeouts_for(self, spec: Participant | JudgeSpec) -> Timeouts:
         """The debate's timeouts as they apply to this provider's kind (local servers: generous)."""
@@ -241,6 +293,7 @@ class ProviderCalls:
             text=received.text, usage=completion.usage, finish_reason=completion.finish_reason,
             attempt=attempt, started_at=started, finished_at=utcnow(), first_token_s=received.first_token_s,
             cost_usd=cost.usd, cost_source=cost.source, model_label=f"{spec.provider}:{spec.model}",
+            max_tokens=request.max_tokens,
         )
 
     async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
@@ -276,11 +329,12 @@ def _timeout_message(limits: Timeouts, turn_limit: asyncio.Timeout | None, first
     return "timed out"
 
 
-def _wait_before_retry(exc: ProviderError, backoff_base: float, retry_number: int) -> float:
-    """Exponential backoff, unless the server said when: "retry now" (0) is honoured as such,
-    a later time is waited for at least (the caller caps it)."""
-    backoff = backoff_base * 2 ** (retry_number - 1)
-    if exc.retry_after is None:
-        return backoff
-    return 0.0 if exc.retry_after == 0 else max(backoff, exc.retry_after)
-
+def wait_before_retry(exc: ProviderError, backoff_base: float, retry_number: int, cap: float,
+                      rng: random.Random) -> float:
+    """How long to wait before retry number `retry_number` (1, 2, …): full jitter, a uniformly random
+    wait up to the exponential backoff, so calls that failed together do not retry together. A
+    `Retry-After` from the server is waited for at least ("retry now", 0, adds no floor); `cap` bounds
+    every wait, the server's included."""
+    backoff = min(cap, backoff_base * 2 ** (retry_number - 1))
+    floor = min(cap, exc.retry_after) if exc.retry_after else 0.0
+    return floor + rng.uniform(0, max(0.0, min(backoff, cap - floor)))

@@ -9,6 +9,7 @@ same object) and loaded again from its log when asked for.
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 import weakref
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 
 from webapp.engine.api import Command, CommandResult
 from webapp.engine.calls import ProviderSource, TaskFactory
+from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
@@ -56,6 +58,7 @@ class Engine:
         task_factory: TaskFactory | None = None,
         backoff_base: float = 0.5,
         storage_retry_base: float = 0.5,
+        rng: random.Random | None = None,
     ) -> None:
         self.store = store
         self.settings = settings or get_settings()
@@ -63,6 +66,8 @@ class Engine:
         self.task_factory = task_factory
         self.backoff_base = backoff_base
         self.storage_retry_base = storage_retry_base  # first wait before recording an interruption again
+        self.limiter = EndpointLimiter()  # calls at once per endpoint, across all debates of this process
+        self.rng = rng or random.Random()  # jitter of automatic retry waits (seeded in tests)
         self.sessions: dict[str, DebateSession] = {}  # loaded and not evicted
         self._evicted: weakref.WeakValueDictionary[str, DebateSession] = weakref.WeakValueDictionary()
         self.all_events = Broadcaster()  # every debate's committed events (for dashboards)
@@ -136,7 +141,8 @@ class Engine:
                 session = DebateSession(state, self.store, self.providers, self.settings,
                                         task_factory=self.task_factory, backoff_base=self.backoff_base,
                                         on_event=self._relay, on_release=self._maybe_evict,
-                                        storage_retry_base=self.storage_retry_base)
+                                        storage_retry_base=self.storage_retry_base,
+                                        limiter=self.limiter, rng=self.rng)
             self.sessions[full_id] = session
             return session
 

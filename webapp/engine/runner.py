@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import sqlite3
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -43,6 +44,7 @@ from webapp.engine.discipline import (
 from webapp.engine.events import Payload, parse_payload, payload_kind
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
+from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import (
     ACTIVE_STATES,
     TERMINAL_STATES,
@@ -85,6 +87,9 @@ from webapp.store import StaleWrite, Store, StoreError
 STORAGE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.OperationalError)
 
 log = logging.getLogger(__name__)
+
+# Finish reasons saying the reply hit its output allowance (OpenAI and compatible; Anthropic).
+CUT_AT_LIMIT = frozenset({"length", "max_tokens"})
 
 STORAGE_RETRY_CAP = 30.0  # seconds between attempts to record an interruption, at most
 
@@ -140,12 +145,16 @@ class DebateSession(ProviderCalls, SpendingGuard):
         on_event: Callable[[DebateSession, DebateEvent], None] | None = None,
         on_release: Callable[[DebateSession], None] | None = None,
         storage_retry_base: float = 0.5,
+        limiter: EndpointLimiter | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.state = state
         self.store = store
         self.providers = providers
         self.settings = settings
         self.backoff_base = backoff_base
+        self.limiter = limiter or EndpointLimiter()  # the engine shares one between its debates
+        self.rng = rng or random.Random()  # the jitter of retry waits (seeded in tests)
         self.storage_retry_base = storage_retry_base
         self._task_factory = task_factory or asyncio.create_task
         self._on_event = on_event
@@ -854,6 +863,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             Position(phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index))
         result = await self._call(participant, request, slot=slot)
         text, notes = result.text.strip(), list(request.context.get("compression") or [])
+        kept = result  # the call whose words the turn keeps
         phase = state.format.phase(slot.phase)
         limit = effective_word_limit(phase, state.config)
         if limit and word_count(text) > limit:
@@ -863,11 +873,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 result.usage = result.usage + second.usage
                 first_usd, second_usd = result.cost_usd, second.cost_usd
                 result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
-                text = second.text.strip()
+                text, kept = second.text.strip(), second
                 notes.append(f"the shorter answer has {word_count(text)} words")
             text, note = truncate(text, limit)
             if note is not None:
                 notes.append(note)
+        if kept.finish_reason in CUT_AT_LIMIT:  # the reply ran into its output allowance
+            notes.append(f"cut at the {kept.max_tokens}-token limit")
         flag, topic_calls = await termination.check_on_topic(self._aux_call, state, participant, text)
         if flag:
             notes.append(flag)

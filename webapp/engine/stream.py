@@ -27,7 +27,9 @@ class LiveEvent:
 
 @dataclass(frozen=True)
 class LiveTurnStarted:
-    """An attempt at a turn began (the speaker is now "thinking…")."""
+    """An attempt at a turn began (the speaker is now "thinking…"). With `queued`, it waits for its
+    server (busy with as many calls as it takes); the same attempt is announced again, unqueued, when
+    its request goes out."""
 
     debate_id: str
     key: str
@@ -36,6 +38,7 @@ class LiveTurnStarted:
     round: int
     act: str
     attempt: int
+    queued: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class LiveTurn:
     attempt: int
     parts: list[str] = field(default_factory=list)  # appended per chunk; joined only when read
     started_at: datetime = field(default_factory=utcnow)
+    queued: bool = False  # waiting for a slot on its endpoint (the server is busy): not sent yet
 
     @property
     def text(self) -> str:

@@ -53,6 +53,8 @@ def retry_text(note: dict[str, Any]) -> str:
 
 def turn_meta(turn: Turn) -> str:
     tokens = f"{turn.usage.input_tokens}→{turn.usage.output_tokens} tok"
+    if turn.usage.estimated:  # the server reported no usage: counted from the text
+        tokens += " (estimated)"
     return f"{tokens} · {money(turn.cost_usd)}" + (f" · attempt {turn.attempt}" if turn.attempt > 1 else "")
 
 
@@ -122,7 +124,9 @@ def speaking(session: DebateSession) -> list[list[str]]:
     out: list[list[str]] = []
     for turn in session.live_turns.values():
         person = cast.get(turn.speaker, {"name": turn.speaker, "color": "#94a3b8"})
-        if not phase_visible(state, turn.phase):
+        if turn.queued:
+            doing = "waiting for the server…"
+        elif not phase_visible(state, turn.phase):
             doing = "preparing…"
         else:
             doing = "speaking…" if any(turn.parts) else "thinking…"

@@ -40,7 +40,7 @@ def participant_row(name: str, position: str, index: int, provider: str = "demo"
                     model: str | None = None) -> dict[str, Any]:
     return {
         **judge_row(provider, model), "name": name, "position": position, "persona": "", "temperature": None,
-        "max_tokens": 1024, "context_tokens": None, "color": PALETTE[index % len(PALETTE)],
+        "max_tokens": 1024, "context_tokens": None, "concurrency": None, "color": PALETTE[index % len(PALETTE)],
     }
 
 
@@ -147,11 +147,15 @@ def _shown(form: dict[str, Any], name: str) -> bool:
 
 
 def model_spec(row: dict[str, Any]) -> dict[str, Any]:
-    """Provider, model and (for compatible servers) preset and base URL of a participant or judge row."""
+    """Provider, model and (for compatible servers) preset and base URL of a participant or judge row,
+    and the calls at once its endpoint takes when the row sets it (empty: the default for its kind)."""
     spec: dict[str, Any] = {"provider": row["provider"], "model": (row.get("model") or "").strip()}
     if row["provider"] == "compatible":
         spec["preset"] = row.get("preset") or None
         spec["base_url"] = (row.get("base_url") or "").strip() or None
+    concurrency = _num(row.get("concurrency"), int)
+    if concurrency is not None:
+        spec["concurrency"] = concurrency
     return spec
 
 

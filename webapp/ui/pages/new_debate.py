@@ -204,6 +204,10 @@ class DebateForm(FormFields):
                 budget = number("Context budget (tokens)", "empty = model's window; ≥ 500", "w-52",
                                 precision=0)
                 self.field(f"{prefix}.context_tokens", budget.bind_value(row, "context_tokens"))
+                row.setdefault("concurrency", None)  # rows saved as defaults before the field existed
+                at_once = number("Calls at once", "its server; empty = 1 if local, else no limit", "w-52",
+                                 precision=0)
+                self.field(f"{prefix}.concurrency", at_once.bind_value(row, "concurrency"))
 
     def _show_banner(self) -> None:
         self.banner.clear()
