@@ -305,6 +305,20 @@ def requested_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]
     return None
 
 
+def prompt_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]] | None:
+    """("prompt", name, schema) when the prompt spells out a JSON schema ("… this JSON schema (name):"
+    followed by the schema), as Rostrum does when no structured-output mechanism is available."""
+    text = request.prompt_text
+    match = re.search(r"JSON schema \(([\w-]+)\):\s*", text)
+    if match is None:
+        return None
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(text, match.end())
+    except json.JSONDecodeError:
+        return None
+    return ("prompt", match.group(1), schema) if isinstance(schema, dict) else None
+
+
 class GrammarMode:
     """The fake server's grammar mode and its refusal switch (mixed into `FakeLLMServer`)."""
 
@@ -322,8 +336,12 @@ class GrammarMode:
 
     def grammar_reply(self, request: RecordedRequest) -> str | None:
         """Schema-valid JSON for a structured request in grammar mode (else None). Varied from call to
-        call but reproducible: seeded by the prompt and the request's number."""
-        found = requested_schema(request)
+        call but reproducible: seeded by the prompt and the request's number.
+
+        A request without a mechanism (`json_object`, or none) whose prompt spells out a JSON schema is
+        answered from that schema too: a model that follows what it was shown (JSON mode keeps it to
+        JSON, the prompt gives the shape), as the client's fallback expects."""
+        found = requested_schema(request) or prompt_schema(request)
         if not self.grammar or found is None:
             return None
         self._grammar_count += 1
