@@ -139,8 +139,9 @@ async def test_round_decisions_parse_through_each_protocol(protocol: str, gramma
                                                            cache: ProviderCache) -> None:
     spec = spec_for(protocol, grammar_server)
     calls = Calls(cache)
-    decision, _ = await termination.decide(calls.aux, debate_state(spec, "free-form"), 1)
+    decision, records = await termination.decide(calls.aux, debate_state(spec, "free-form"), 1)
     assert "no usable" not in decision["reason"] and isinstance(decision["stop"], bool)
+    assert [r["output_mode"] for r in records] == [PROTOCOLS[protocol][2]]  # how it was asked, in the ledger
     answer_requested(grammar_server, protocol)
     rating, _ = await termination.decide(calls.aux, debate_state(spec, "convergence"), 1)
     assert "no usable" not in rating["reason"] and 0 <= rating["agreement"] <= 100

@@ -4,6 +4,8 @@ and the extra context each turn gets (the user's clarifications, collaborative g
 
 Each function takes `call(spec, request) -> (text, cost_record)` from the runner, so retries, cost
 and timeouts are handled in one place, and returns plain data that the runner stores as an event.
+Every JSON answer is a pydantic model (`webapp.engine.answers`) whose schema asks the provider for a
+structured answer; the cost records of those calls say which mode was used (`output_mode`).
 Judge-side calls go to the first judge; when it fails, the configured fallback judge takes over.
 """
 
@@ -39,6 +41,7 @@ from webapp.engine.spending import BudgetExceeded
 from webapp.models import JudgeSpec, Participant, Turn
 from webapp.providers.base import Message, ProviderError, ProviderRequest
 from webapp.providers.lexical import content_words, lexical_on_topic  # noqa: F401 (importable from here too)
+from webapp.providers.structured import mode_for
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
@@ -107,12 +110,12 @@ async def _ask_answer(call: AuxCall, state: DebateState, request_for: RequestFor
         except ProviderError as exc:
             failure = exc
             continue
-        calls.append(record)
+        calls.append({**record, "output_mode": mode_for(spec)})
         try:
             return _validated(text, model)
         except VerdictInvalid as exc:
             text, record = await call(spec, repair_request(request, text, str(exc)))
-            calls.append(record)
+            calls.append({**record, "output_mode": mode_for(spec), "repair": True})
             return _validated(text, model)
     assert failure is not None
     raise failure
