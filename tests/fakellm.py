@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
+import random
 import re
 import threading
 from collections import deque
@@ -243,7 +245,117 @@ def _estimate(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-class FakeLLMServer:
+
+# --- grammar mode ---------------------------------------------------------------------------------
+# Like llama.cpp's grammar-constrained sampling: a request carrying `response_format` json_schema
+# (OpenAI wire) or a forced tool (Anthropic wire) is answered with JSON generated from the schema, so
+# it always validates (enums pick a value, numbers stay within their bounds, every required property
+# is present). `refuse_json_schema` makes the server answer such a request with a 400, like an old
+# server, so a client's fallback to `json_object` can be tested.
+
+GRAMMAR_REFUSAL = "response_format: json_schema is not supported by this server (fake server)"
+
+
+def schema_instance(schema: Any, rng: random.Random, name: str = "value") -> Any:
+    """A value valid against `schema` (the subset structured outputs use), chosen with `rng`."""
+    if not isinstance(schema, dict):
+        return None
+    if "enum" in schema:
+        return rng.choice(list(schema["enum"]))
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return schema_instance(schema[key][0], rng, name)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        return {key: schema_instance(sub, rng, key) for key, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        low = int(schema.get("minItems", 0))
+        high = max(low, min(int(schema.get("maxItems", 3)), 3))
+        items = schema.get("items", {"type": "string"})
+        return [schema_instance(items, rng, name) for _ in range(rng.randint(low, high))]
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 100)))
+    if kind == "number":
+        return round(rng.uniform(float(schema.get("minimum", 0)), float(schema.get("maximum", 100))), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return f"Grammar-constrained {name} ({rng.randint(1, 999)})?" if "question" in name else \
+        f"Grammar-constrained {name} ({rng.randint(1, 999)})."
+
+
+def requested_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]] | None:
+    """(mechanism, name, schema) of a structured request: ("json_schema", …) for an OpenAI
+    `response_format`, ("tool", …) for an Anthropic forced tool; None for anything else."""
+    body = request.body if isinstance(request.body, dict) else {}
+    fmt = body.get("response_format")
+    if request.protocol == "openai" and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return "json_schema", str(spec.get("name", "answer")), dict(spec.get("schema") or {})
+    choice = body.get("tool_choice")
+    if request.protocol == "anthropic" and isinstance(choice, dict) and choice.get("type") == "tool":
+        for tool in body.get("tools") or []:
+            if isinstance(tool, dict) and tool.get("name") == choice.get("name"):
+                return "tool", str(tool["name"]), dict(tool.get("input_schema") or {})
+    return None
+
+
+def prompt_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]] | None:
+    """("prompt", name, schema) when the prompt spells out a JSON schema ("… this JSON schema (name):"
+    followed by the schema), as Rostrum does when no structured-output mechanism is available."""
+    text = request.prompt_text
+    match = re.search(r"JSON schema \(([\w-]+)\):\s*", text)
+    if match is None:
+        return None
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(text, match.end())
+    except json.JSONDecodeError:
+        return None
+    return ("prompt", match.group(1), schema) if isinstance(schema, dict) else None
+
+
+class GrammarMode:
+    """The fake server's grammar mode and its refusal switch (mixed into `FakeLLMServer`)."""
+
+    grammar: bool = False  # answer structured requests with schema-valid JSON
+    refuse_json_schema: bool = False  # answer `response_format` json_schema with a 400, like an old server
+    _grammar_count: int = 0
+
+    def grammar_refusal(self, request: RecordedRequest) -> dict[str, Any] | None:
+        """The 400 body refusing a json_schema request, when the switch is on (else None)."""
+        found = requested_schema(request)
+        if not self.refuse_json_schema or found is None or found[0] != "json_schema":
+            return None
+        return {"error": {"message": GRAMMAR_REFUSAL, "type": "invalid_request_error",
+                          "param": "response_format", "code": None}}
+
+    def grammar_reply(self, request: RecordedRequest) -> str | None:
+        """Schema-valid JSON for a structured request in grammar mode (else None). Varied from call to
+        call but reproducible: seeded by the prompt and the request's number.
+
+        A request without a mechanism (`json_object`, or none) whose prompt spells out a JSON schema is
+        answered from that schema too: a model that follows what it was shown (JSON mode keeps it to
+        JSON, the prompt gives the shape), as the client's fallback expects."""
+        found = requested_schema(request) or prompt_schema(request)
+        if not self.grammar or found is None:
+            return None
+        self._grammar_count += 1
+        digest = hashlib.sha256(f"{request.prompt_text}|{self._grammar_count}".encode()).hexdigest()
+        return json.dumps(schema_instance(found[2], random.Random(int(digest[:16], 16))))
+
+    @staticmethod
+    def forced_tool(request: RecordedRequest) -> str | None:
+        """The name of the tool an Anthropic request forces (its answer is a `tool_use` block)."""
+        found = requested_schema(request)
+        return found[1] if found is not None and found[0] == "tool" else None
+
+
+class FakeLLMServer(GrammarMode):
     """The fake server, running its own event loop in a background thread."""
 
     def __init__(
@@ -513,6 +625,9 @@ class FakeLLMServer:
     def _reply_text(self, script: Script, request: RecordedRequest) -> str:
         if script.text is not None:
             return script.text
+        constrained = self.grammar_reply(request)
+        if constrained is not None:
+            return constrained
         if request.wants_json:
             return (
                 self.json_reply
@@ -526,6 +641,10 @@ class FakeLLMServer:
     async def _model_response(
         self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
+        refusal = self.grammar_refusal(request)
+        if refusal is not None:  # refused before any script is taken, like a server that cannot
+            await self._send(writer, 400, refusal)
+            return True
         script = self._next_script()
         protocol = request.protocol or "openai"
         request_id = script.request_id or f"req_fake_{next(self._ids):04d}"
@@ -788,16 +907,18 @@ class FakeLLMServer:
                 },
             ),
         )
-        await self._chunk(
-            writer, event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
-        )
+        tool = self.forced_tool(request)
+        block = ({"type": "tool_use", "id": "toolu_fake", "name": tool, "input": {}} if tool
+                 else {"type": "text", "text": ""})
+        await self._chunk(writer, event("content_block_start", {"index": 0, "content_block": block}))
         await self._chunk(writer, event("ping", {}))
         ended = await self._pieces(
             reader,
             writer,
             script,
             chunks,
-            lambda text: event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            lambda text: event("content_block_delta", {"index": 0, "delta": (
+                {"type": "input_json_delta", "partial_json": text} if tool else {"type": "text_delta", "text": text})}),
             lambda etype, message: event("error", {"error": {"type": etype, "message": message}}),
         )
         if ended is not None:
@@ -806,7 +927,7 @@ class FakeLLMServer:
         if script.no_terminal:
             await self._end(writer)
             return True
-        stop = None if script.no_finish_reason else (script.finish_reason or "end_turn")
+        stop = None if script.no_finish_reason else (script.finish_reason or ("tool_use" if tool else "end_turn"))
         await self._chunk(
             writer,
             event(
@@ -873,6 +994,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between text chunks")
     parser.add_argument("--one-at-a-time", action="store_true",
                         help="a new request interrupts the stream in progress (like llama-cpp-python)")
+    parser.add_argument("--grammar", action="store_true", help="answer json_schema / forced-tool requests "
+                        "with schema-valid JSON (like llama.cpp)")
+    parser.add_argument("--refuse-json-schema", action="store_true", help="answer json_schema with a 400")
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         args.host,
@@ -882,7 +1006,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_reply=args.json_reply,
         chunk_delay=args.chunk_delay,
         one_at_a_time=args.one_at_a_time,
-    ).start()
+    )
+    server.grammar, server.refuse_json_schema = args.grammar, args.refuse_json_schema
+    server.start()
     print(f"FAKELLM_URL={server.url}", flush=True)
     try:
         server.wait_forever()

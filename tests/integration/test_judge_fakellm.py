@@ -1,6 +1,7 @@
 """The verdict through the real OpenAI SDK against the local fake LLM server: JSON mode requested,
 fenced and prose-wrapped JSON accepted, one repair request quoting the validation error, *verdict
-unavailable* with the raw text kept, and the fallback judge when the only judge fails."""
+unavailable* with the raw text kept, and the fallback judge when the only judge fails. (The same over
+every protocol, and the fake server's grammar mode: tests/integration/test_structured_output.py.)"""
 
 from __future__ import annotations
 
@@ -97,7 +98,9 @@ async def test_verdict_from_fenced_or_prose_wrapped_json(engine: Engine, fake_ll
     assert verdict.labels == LABELS
     requests = fake_llm.model_requests
     assert len(requests) == 1
-    assert requests[0].body["response_format"] == {"type": "json_object"}  # the provider's JSON mode
+    response_format = requests[0].body["response_format"]  # the provider's structured output
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    assert verdict.rulings[0].output_mode == "json_schema" and verdict.notes == []
     assert "Ann" not in requests[0].prompt_text and "Bob" not in requests[0].prompt_text
 
 
@@ -109,7 +112,7 @@ async def test_invalid_verdict_gets_one_repair_request(engine: Engine, fake_llm:
     first, repair = fake_llm.model_requests
     assert repair.body["messages"][-2] == {"role": "assistant",
                                            "content": '{"winner": "B", "scores": {"A": 58, "B": 181}}'}
-    assert "scores.B must be between 0 and 100, got 181" in repair.last_user_text
+    assert "scores.B must be at most 100, got 181" in repair.last_user_text
     assert first.body["messages"] == repair.body["messages"][:-2]
 
 
@@ -135,7 +138,8 @@ async def test_fallback_judge_takes_over_when_the_only_judge_fails(engine: Engin
     config = JudgeConfig(judges=[judge(fake_llm)], fallback=judge(fake_llm, "judge-backup"), criteria=CRITERIA)
     session = await debate(engine, config)
     verdict = session.state.verdict
-    assert verdict is not None and verdict.available and verdict.winner == LABELS["B"]
+    backup_labels = assign_labels(["ann", "bob"], SEED, judge_index=1)  # each judge sees its own order
+    assert verdict is not None and verdict.available and verdict.winner == backup_labels["B"]
     main, backup = verdict.rulings
     assert main.judge == "openai:judge-main" and main.error and "judge-main" in main.error
     assert backup.judge == "openai:judge-backup (fallback)" and backup.error is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -61,10 +62,26 @@ def verdict_text(labels: dict[str, str], scores: dict[str, float], winner: str =
     return json.dumps(data)
 
 
+Reply = str | ProviderError | Callable[[ProviderRequest], str]
+
+
+def about(scores: dict[str, float], winner: str | None) -> Callable[[ProviderRequest], str]:
+    """A valid verdict reply given by participant id, written in the labels of the request it answers
+    (each judge sees its own order and labels)."""
+
+    def reply(request: ProviderRequest) -> str:
+        labels: dict[str, str] = request.context["label_ids"]
+        by_id = {pid: lab for lab, pid in labels.items()}
+        return verdict_text(labels, {by_id[pid]: score for pid, score in scores.items()},
+                            winner=by_id[winner] if winner else "tie")
+
+    return reply
+
+
 class ScriptedJudges:
     """A `JudgeCall` answering each judge (by model) from its own queue; records every request."""
 
-    def __init__(self, replies: dict[str, list[str | ProviderError]]) -> None:
+    def __init__(self, replies: dict[str, list[Reply]]) -> None:
         self.replies = {model: list(items) for model, items in replies.items()}
         self.requests: list[tuple[str, ProviderRequest]] = []
 
@@ -73,7 +90,7 @@ class ScriptedJudges:
         reply = self.replies[spec.model].pop(0)
         if isinstance(reply, ProviderError):
             raise reply
-        return reply
+        return reply if isinstance(reply, str) else reply(request)
 
 
 def fatal(message: str = "invalid API key") -> ProviderError:
@@ -127,14 +144,16 @@ def test_parse_ruling_tie_percent_confidence_and_one_line_notes() -> None:
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d["scores"].pop("B"), "missing label"),
-        (lambda d: d["scores"].update(A=140), "between 0 and 100"),
-        (lambda d: d["scores"].update(A="lots"), "must be a number"),
-        (lambda d: d.update(winner="C"), "'winner' must be one of A, B"),
-        (lambda d: d["criteria"].pop("evidence"), "missing 'evidence'"),
-        (lambda d: d["criteria"]["logic"].pop("A"), "criteria.logic' is missing label A"),
-        (lambda d: d.update(reasoning=""), "'reasoning' must not be empty"),
+        (lambda d: d["scores"].pop("B"), "'scores' is missing 'B'"),
+        (lambda d: d["scores"].update(A=140), "scores.A must be at most 100, got 140"),
+        (lambda d: d["scores"].update(A="lots"), "scores.A must be a number"),
+        (lambda d: d.update(winner="C"), "'winner' must be 'A', 'B' or 'tie', got 'C'"),
+        (lambda d: d["criteria"].pop("evidence"), "'criteria' is missing 'evidence'"),
+        (lambda d: d["criteria"]["logic"].pop("A"), "'criteria.logic' is missing 'A'"),
+        (lambda d: d.update(reasoning=""), "reasoning must not be empty"),
         (lambda d: d.update(scores=[1, 2]), "'scores' must be an object"),
+        (lambda d: d.update(confidence=True), "confidence must be a number from 0 to 1"),
+        (lambda d: d.pop("confidence"), "the field 'confidence' is missing"),
     ],
 )
 def test_parse_ruling_rejects_invalid_verdicts_with_a_precise_reason(mutate: Any, message: str) -> None:
@@ -197,7 +216,7 @@ async def test_invalid_reply_gets_one_repair_request_quoting_the_error() -> None
     repair = judges.requests[1][1]
     assert repair.messages[-2].role == "assistant"
     assert repair.messages[-2].content == '{"winner": "A", "scores": {"A": 70}}'
-    assert "'scores' is missing label(s) B" in repair.messages[-1].content
+    assert "'scores' is missing 'B'" in repair.messages[-1].content
     assert repair.context["repair"] is True
 
 
@@ -233,21 +252,21 @@ def panel_config(*models: str, fallback: str | None = None) -> DebateConfig:
 
 async def test_panel_mean_and_disagreement() -> None:
     config = panel_config("j1", "j2", "j3")
-    labels = assign_labels(["alice-pro", "bob-con"], config.seed)
     judges = ScriptedJudges({
-        "j1": [verdict_text(labels, {"A": 80, "B": 60}, winner="A")],
-        "j2": [verdict_text(labels, {"A": 70, "B": 70}, winner="tie")],
-        "j3": [verdict_text(labels, {"A": 60, "B": 80}, winner="B")],
+        "j1": [about({"alice-pro": 80, "bob-con": 60}, "alice-pro")],
+        "j2": [about({"alice-pro": 70, "bob-con": 70}, None)],
+        "j3": [about({"alice-pro": 60, "bob-con": 80}, "bob-con")],
     })
     verdict = await judge_debate(judges, config, FMT, TURNS)
     assert verdict.available
     assert [r.judge for r in verdict.rulings] == ["demo:j1", "demo:j2", "demo:j3"]
-    assert verdict.scores == {labels["A"]: 70.0, labels["B"]: 70.0}
-    assert verdict.winner is None  # equal means: a tie
+    assert [r.winner for r in verdict.rulings] == ["alice-pro", None, "bob-con"]
+    assert verdict.scores == {"alice-pro": 70.0, "bob-con": 70.0}
+    assert verdict.winner is None  # no majority and equal means: a tie
     # spread of each participant's scores is pstdev(80, 70, 60) = 8.16…, the mean of both is the same
     assert verdict.disagreement == pytest.approx(8.2)
-    assert "split on the winner" in verdict.reasoning
-    assert verdict.criteria["logic"][labels["A"]].score == 70.0
+    assert "split on the winner" in verdict.reasoning and "the mean score decides" in verdict.reasoning
+    assert verdict.criteria["logic"]["alice-pro"].score == 70.0
 
 
 def test_panel_winner_by_mean_and_zero_disagreement_when_judges_agree() -> None:
@@ -262,7 +281,6 @@ def test_panel_winner_by_mean_and_zero_disagreement_when_judges_agree() -> None:
 
 async def test_panel_judges_run_concurrently() -> None:
     config = panel_config("j1", "j2", "j3")
-    labels = assign_labels(["alice-pro", "bob-con"], config.seed)
     started: set[str] = set()
     everyone_started = asyncio.Event()
 
@@ -271,33 +289,31 @@ async def test_panel_judges_run_concurrently() -> None:
         if len(started) == 3:
             everyone_started.set()
         await everyone_started.wait()  # a sequential panel would wait here forever
-        return verdict_text(labels, {"A": 50, "B": 60}, winner="B")
+        return about({"alice-pro": 50, "bob-con": 60}, "bob-con")(request)
 
     verdict = await asyncio.wait_for(judge_debate(call, config, FMT, TURNS), timeout=5)
-    assert verdict.available and verdict.winner == labels["B"]
+    assert verdict.available and verdict.winner == "bob-con"
 
 
 async def test_a_failed_judge_is_reported_and_the_rest_still_rule() -> None:
     config = panel_config("j1", "j2", fallback="backup")
-    labels = assign_labels(["alice-pro", "bob-con"], config.seed)
-    judges = ScriptedJudges({"j1": [fatal()], "j2": [verdict_text(labels, {"A": 40, "B": 90}, winner="B")],
+    judges = ScriptedJudges({"j1": [fatal()], "j2": [about({"alice-pro": 40, "bob-con": 90}, "bob-con")],
                              "backup": []})
     verdict = await judge_debate(judges, config, FMT, TURNS)
-    assert verdict.available and verdict.winner == labels["B"]
+    assert verdict.available and verdict.winner == "bob-con"
     failed = [r for r in verdict.rulings if r.error]
     assert [r.judge for r in failed] == ["demo:j1"] and "invalid API key" in (failed[0].error or "")
-    assert verdict.scores == {labels["A"]: 40.0, labels["B"]: 90.0}
+    assert verdict.scores == {"alice-pro": 40.0, "bob-con": 90.0}
     assert "demo:j1 failed" in verdict.reasoning
     assert all(model != "backup" for model, _ in judges.requests)  # the fallback was not needed
 
 
 async def test_fallback_judge_takes_over_when_the_only_judge_fails() -> None:
     config = panel_config("main", fallback="backup")
-    labels = assign_labels(["alice-pro", "bob-con"], config.seed)
     judges = ScriptedJudges({"main": [fatal("model not found")],
-                             "backup": [verdict_text(labels, {"A": 66, "B": 55}, winner="A")]})
+                             "backup": [about({"alice-pro": 66, "bob-con": 55}, "alice-pro")]})
     verdict = await judge_debate(judges, config, FMT, TURNS)
-    assert verdict.available and verdict.winner == labels["A"]
+    assert verdict.available and verdict.winner == "alice-pro"
     assert [(r.judge, r.error is None) for r in verdict.rulings] == [("demo:main", False),
                                                                     ("demo:backup (fallback)", True)]
 

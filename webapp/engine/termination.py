@@ -4,6 +4,8 @@ and the extra context each turn gets (the user's clarifications, collaborative g
 
 Each function takes `call(spec, request) -> (text, cost_record)` from the runner, so retries, cost
 and timeouts are handled in one place, and returns plain data that the runner stores as an event.
+Every JSON answer is a pydantic model (`webapp.engine.answers`) whose schema asks the provider for a
+structured answer; the cost records of those calls say which mode was used (`output_mode`).
 Judge-side calls go to the first judge; when it fails, the configured fallback judge takes over.
 """
 
@@ -13,6 +15,18 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from webapp.engine.answers import (
+    Answer,
+    AnswerInvalid,
+    ContinueAnswer,
+    ConvergenceAnswer,
+    OnTopicAnswer,
+    QualityAnswer,
+    describe,
+    json_schema,
+    questions_model,
+    validate,
+)
 from webapp.engine.judge import (
     VerdictInvalid,
     anonymised_transcript,
@@ -27,6 +41,7 @@ from webapp.engine.spending import BudgetExceeded
 from webapp.models import JudgeSpec, Participant, Turn
 from webapp.providers.base import Message, ProviderError, ProviderRequest
 from webapp.providers.lexical import content_words, lexical_on_topic  # noqa: F401 (importable from here too)
+from webapp.providers.structured import mode_for
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
@@ -46,14 +61,23 @@ def judge_specs(state: DebateState) -> list[JudgeSpec]:
     return [judge.judges[0], *([judge.fallback] if judge.fallback is not None else [])]
 
 
-def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, **context: Any) -> ProviderRequest:
+def answer_fields(model: type[Answer]) -> str:
+    """The answer's fields in words, for the prompt (the schema says the same to the provider)."""
+    return "Answer with one JSON object with exactly these fields:\n" + describe(json_schema(model))
+
+
+def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, answer: type[Answer] | None = None,
+             **context: Any) -> ProviderRequest:
+    """A judge-side request; with an `answer` model, its JSON schema asks for a structured answer."""
     return ProviderRequest(
         model=spec.model,
         system="You are a careful, impartial debate judge. Answer with JSON only when asked for JSON.",
-        messages=[Message(role="user", content=prompt)],
+        messages=[Message(role="user", content=prompt + (f"\n\n{answer_fields(answer)}" if answer else ""))],
         max_tokens=min(spec.max_tokens, 800),
         temperature=spec.temperature,
-        json_mode=purpose not in ("synthesis", "summary"),
+        json_mode=answer is not None,
+        json_schema=json_schema(answer) if answer is not None else None,
+        schema_name=purpose,
         purpose=purpose,
         context={"topic": state.config.topic, "seed": state.config.seed, **context},
     )  # time limits: set per call for the provider's kind
@@ -73,10 +97,11 @@ async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) 
     raise failure
 
 
-async def _ask_json(call: AuxCall, state: DebateState, request_for: RequestFor,
-                    calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Ask for a JSON object, with one repair request quoting what was wrong. Every call made is
-    appended to `calls` (also when this raises), so the money spent is always recorded."""
+async def _ask_answer(call: AuxCall, state: DebateState, request_for: RequestFor, model: type[Answer],
+                      calls: list[dict[str, Any]]) -> Any:
+    """Ask for a structured answer validated by `model`, with one repair request quoting the field that
+    failed. Every call made is appended to `calls` (also when this raises), so the money spent is always
+    recorded. Raises `VerdictInvalid` when the repaired answer is still unusable."""
     failure: ProviderError | None = None
     for spec in judge_specs(state):
         request = request_for(spec)
@@ -85,15 +110,22 @@ async def _ask_json(call: AuxCall, state: DebateState, request_for: RequestFor,
         except ProviderError as exc:
             failure = exc
             continue
-        calls.append(record)
+        calls.append({**record, "output_mode": mode_for(spec)})
         try:
-            return extract_json(text)
+            return _validated(text, model)
         except VerdictInvalid as exc:
             text, record = await call(spec, repair_request(request, text, str(exc)))
-            calls.append(record)
-            return extract_json(text)
+            calls.append({**record, "output_mode": mode_for(spec), "repair": True})
+            return _validated(text, model)
     assert failure is not None
     raise failure
+
+
+def _validated(text: str, model: type[Answer]) -> Any:
+    try:
+        return validate(model, extract_json(text))
+    except AnswerInvalid as exc:
+        raise VerdictInvalid(str(exc)) from None
 
 
 def _labelled(state: DebateState, upto_round: int | None = None) -> str:
@@ -144,46 +176,34 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
 async def _decide_free_form(call: AuxCall, state: DebateState, round_no: int,
                             transcript: str) -> tuple[dict[str, Any], list[dict]]:
     prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
-              f"Round {round_no} has just ended. Decide whether another round would add anything new. "
-              'Reply with JSON: {"continue": true or false, "reason": "one sentence"}')
+              f"Round {round_no} has just ended. Decide whether another round would add anything new.")
     calls: list[dict[str, Any]] = []
     try:
-        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "round_check",
-                                                                  round=round_no), calls)
+        answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "round_check",
+                                                                      ContinueAnswer, round=round_no),
+                                   ContinueAnswer, calls)
     except (VerdictInvalid, ProviderError) as exc:
         return {"stop": False, "reason": f"the judge gave no usable decision ({exc}); continuing"}, calls
-    cont = data.get("continue")
-    if isinstance(cont, bool):
-        stop = not cont
-    elif isinstance(data.get("stop"), bool):
-        stop = data["stop"]
-    else:
-        stop = str(cont).strip().lower() in ("false", "no", "stop")
-    reason = str(data.get("reason") or "").strip() or ("no reason given" if stop else "continue")
+    stop = not answer.continue_
+    reason = answer.reason
     return {"stop": stop, "reason": f"the judge decided to stop: {reason}" if stop else reason}, calls
-
-
-async def _ask_rating(call: AuxCall, state: DebateState, prompt: str, purpose: str, field: str, round_no: int,
-                      calls: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
-    """A 0–100 rating from the judge's JSON reply (clamped), with the whole reply."""
-    data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, purpose, round=round_no), calls)
-    return max(0.0, min(100.0, float(data[field]))), data
 
 
 async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, transcript: str,
                               threshold: int) -> tuple[dict[str, Any], list[dict]]:
     prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
               "Rate how far the participants now agree, 0 (opposed) to 100 (full agreement), and say whether "
-              'their positions are irreconcilable. Reply with JSON: {"agreement": 0-100, '
-              '"irreconcilable": true or false, "reason": "one sentence"}')
+              "their positions are irreconcilable.")
     calls: list[dict[str, Any]] = []
     try:
-        agreement, data = await _ask_rating(call, state, prompt, "convergence", "agreement", round_no, calls)
-    except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
+        answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "convergence",
+                                                                      ConvergenceAnswer, round=round_no),
+                                   ConvergenceAnswer, calls)
+    except (VerdictInvalid, ProviderError) as exc:
         return {"stop": False, "reason": f"the judge gave no usable agreement rating ({exc}); continuing"}, calls
-    flag = data.get("irreconcilable")
-    irreconcilable = flag is True or str(flag).strip().lower() in ("true", "yes")
-    why = str(data.get("reason") or "").strip()
+    agreement = float(answer.agreement)
+    irreconcilable = answer.irreconcilable
+    why = answer.reason
     if irreconcilable:
         reason = "the judge declared the positions irreconcilable" + (f": {why}" if why else "")
     elif agreement >= threshold:
@@ -198,12 +218,15 @@ async def _decide_quality(call: AuxCall, state: DebateState, round_no: int,
                           transcript: str) -> tuple[dict[str, Any], list[dict]]:
     threshold = state.config.quality_threshold
     prompt = (f"Problem: {state.config.topic}\n\nWork so far:\n{transcript}\n\nRate the quality of the latest "
-              'refined proposals from 0 to 100. Reply with JSON: {"score": 0-100, "reason": "one sentence"}')
+              "refined proposals from 0 to 100.")
     calls: list[dict[str, Any]] = []
     try:
-        score, _ = await _ask_rating(call, state, prompt, "quality", "score", round_no, calls)
-    except (VerdictInvalid, ProviderError, KeyError, TypeError, ValueError) as exc:
+        answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "quality",
+                                                                      QualityAnswer, round=round_no),
+                                   QualityAnswer, calls)
+    except (VerdictInvalid, ProviderError) as exc:
         return {"stop": False, "reason": f"the judge gave no usable quality score ({exc}); continuing"}, calls
+    score = float(answer.score)
     stop = score >= threshold
     reason = (f"quality {score:g} reached the threshold {threshold}" if stop
               else f"quality {score:g} is below the threshold {threshold}")
@@ -226,7 +249,7 @@ async def score_round(call: AuxCall, state: DebateState, round_no: int) -> tuple
         return text
 
     config = state.config.model_copy(update={"judge": state.config.judge.model_copy(
-        update={"judges": [state.config.judge.judges[0]]})})
+        update={"judges": [state.config.judge.judges[0]], "swap_sides": False})})  # the final verdict swaps
     turns = [t for t in state.turns if t.visible and t.act != "prepare" and t.round <= round_no]
     verdict = await judge_debate(judge_call, config, state.format, turns)
     result: dict[str, Any] = {"scores": verdict.scores, "winner": verdict.winner, "available": verdict.available}
@@ -323,6 +346,7 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
     if iteration > 1 and _last_round_unanswered(state):
         return {p.id: [] for p in config.participants}, []
     known = brief(state)
+    model = questions_model(config.clarification_questions)
 
     async def ask(participant: Participant) -> list[str]:
         follow_up = iteration > 1
@@ -332,22 +356,25 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
                      "still unclear; ask none if you have what you need. " if follow_up else
                      f"Ask at most {config.clarification_questions} questions whose answers you need before "
                      "proposing a solution; ask none if you need nothing. ")
-                  + 'Reply with JSON: {"questions": ["…"]}')
+                  + "\n\n" + answer_fields(model))
         request = ProviderRequest(
             model=participant.model, system="You are a careful problem solver.",
             messages=[Message(role="user", content=prompt)], max_tokens=min(participant.max_tokens, 500),
-            temperature=participant.temperature, json_mode=True, purpose="clarify",
+            temperature=participant.temperature, json_mode=True, json_schema=json_schema(model),
+            schema_name="clarify", purpose="clarify",
             context={"topic": config.topic, "seed": config.seed, "iteration": iteration, "speaker": participant.id,
                      "max_questions": config.clarification_questions,
                      "turn_key": f"clarify/{iteration}/{participant.id}"},
         )  # time limits: set per call for the provider's kind
         text, _ = await call(participant, request, commit_cost=True)
         try:
-            raw = extract_json(text).get("questions") or []
-            if not isinstance(raw, list):
-                raw = [raw]
+            raw = list(_validated(text, model).questions)
         except VerdictInvalid:
-            raw = [line.strip("-•* ").strip() for line in text.splitlines() if line.strip().endswith("?")]
+            try:  # a JSON answer with too many questions, or one question as a string
+                found = extract_json(text).get("questions") or []
+                raw = found if isinstance(found, list) else [found]
+            except VerdictInvalid:
+                raw = [line.strip("-•* ").strip() for line in text.splitlines() if line.strip().endswith("?")]
         items = [str(q).strip()[:500] for q in raw if str(q).strip()]
         return items[: config.clarification_questions]
 
@@ -381,17 +408,16 @@ async def check_on_topic(call: AuxCall, state: DebateState, participant: Partici
     """
     if not state.config.strict:
         return None, []
-    prompt = (f"Topic: {state.config.topic}\n\nTurn by {participant.name}:\n{text}\n\nIs this turn on topic? "
-              'Reply with JSON: {"on_topic": true or false, "reason": "one sentence"}')
+    prompt = f"Topic: {state.config.topic}\n\nTurn by {participant.name}:\n{text}\n\nIs this turn on topic?"
     calls: list[dict[str, Any]] = []
     try:
-        data = await _ask_json(call, state, lambda spec: _request(spec, state, prompt, "on_topic",
-                                                                  speaker=participant.id), calls)
+        answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "on_topic",
+                                                                      OnTopicAnswer, speaker=participant.id),
+                                   OnTopicAnswer, calls)
     except (VerdictInvalid, ProviderError, BudgetExceeded) as exc:  # the turn itself is paid for: keep it
         return f"on-topic check unavailable: {exc}", calls
-    verdict = data.get("on_topic")
-    if verdict is False or str(verdict).strip().lower() in ("false", "no"):
-        return f"off-topic: {data.get('reason') or 'the judge flagged this turn'}", calls
+    if not answer.on_topic:
+        return f"off-topic: {answer.reason or 'the judge flagged this turn'}", calls
     return None, calls
 
 

@@ -1,6 +1,7 @@
 """Anthropic Messages adapter, streaming raw events from `messages.create(stream=True)`.
 
-Never sends `temperature` (the current API version rejects it). Usage comes from `message_start`
+Never sends `temperature` (the current API version rejects it). A structured answer (a request with
+a JSON schema) is asked for as a forced tool call; its streamed input JSON is the text. Usage comes from `message_start`
 and `message_delta`; like OpenAI's `prompt_tokens`, `Usage.input_tokens` counts every input token
 (uncached + cache writes + cache reads) and `cached_tokens` the cache reads; `stop_reason` is the
 finish reason. A stream that
@@ -18,6 +19,7 @@ import anthropic
 import httpx2
 
 from webapp.models import Usage
+from webapp.providers import structured
 from webapp.providers.base import Completion, ErrorKind, ProviderError, ProviderRequest, StreamItem, TextDelta
 from webapp.providers.sdk import (
     Call,
@@ -80,6 +82,14 @@ class AnthropicProvider(SDKProvider):
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "stream": True,
         }
+        if request.json_schema is not None:
+            # The answer as a forced tool call: its input schema is the answer's schema, and the
+            # streamed `input_json_delta`s are the answer's text.
+            tool = structured.tool_for(request)
+            params["tools"] = [tool]
+            params["tool_choice"] = {"type": "tool", "name": tool["name"]}
+        elif request.json_mode:
+            request = structured.with_schema_in_prompt(request)
         if request.system:
             params["system"] = request.system
         return params
@@ -100,6 +110,8 @@ class AnthropicProvider(SDKProvider):
             elif event.type == "content_block_delta":
                 if event.delta.type == "text_delta" and event.delta.text:
                     yield TextDelta(event.delta.text)
+                elif event.delta.type == "input_json_delta" and event.delta.partial_json:
+                    yield TextDelta(event.delta.partial_json)  # a forced tool's input: the answer
             elif event.type == "message_delta":
                 stop_reason = event.delta.stop_reason or stop_reason
                 output_tokens = event.usage.output_tokens or output_tokens

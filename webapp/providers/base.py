@@ -33,6 +33,11 @@ class ProviderRequest(BaseModel):
     max_tokens: int = 1024
     temperature: float | None = None
     json_mode: bool = False
+    # The answer's JSON schema (strict: every property required, no others) and its name: asked for
+    # through the provider's structured-output mechanism (OpenAI/compatible `response_format`
+    # json_schema, an Anthropic forced tool). Implies `json_mode`.
+    json_schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
     # What the call is for: a debate turn, a verdict, a round check, a summary, … Real providers
     # ignore it; the demo provider uses it (with `context`) to write fitting offline text.
     purpose: str = "turn"

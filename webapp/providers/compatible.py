@@ -1,8 +1,11 @@
 """OpenAI-compatible servers: presets for the common local and hosted ones, and the provider itself.
 
 A local preset needs no key (any dummy key is sent) and defaults to a price of $0. Servers that do
-not report usage in streams (LM Studio) get estimated usage; servers without JSON mode are asked for
-JSON in the prompt only.
+not report usage in streams (LM Studio) get estimated usage. A structured answer is asked for with
+`response_format` json_schema (grammar-constrained on llama.cpp, vLLM, LM Studio, Ollama), then
+`json_object`, then in the prompt only — each step down only after the server refused the one above
+(remembered per endpoint, see `webapp.providers.structured`); a preset without JSON mode skips
+`json_object`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class CompatibleProvider(OpenAIProvider):
     ) -> None:
         self.preset = preset
         if json_mode is None:
-            json_mode = preset.supports_json_mode if preset else False
+            json_mode = preset.supports_json_mode if preset else True  # a refusal is remembered
         if usage_in_stream is None:
             usage_in_stream = preset.usage_in_stream if preset else True
         super().__init__(

@@ -292,10 +292,15 @@ class DemoProvider:
         lengths: dict[str, int] = dict(ctx.get("label_words") or {})
         scores: dict[str, int] = {}
         per_criterion: dict[str, dict[str, dict[str, Any]]] = {}
+        # Scores follow the debater, not the label: with `label_ids` (label → participant), each score is
+        # drawn for the participant, so the demo judge rules the same whatever order it is shown.
+        ids: dict[str, str] = dict(ctx.get("label_ids") or {})
+        base_key = str(ctx.get("turn_key", "")).removesuffix("/swapped")
         for criterion in criteria:
             per_criterion[criterion] = {}
             for label in labels:
-                score = 55 + rng.randint(0, 35) + min(5, lengths.get(label, 0) // 400)
+                draw = _seeded(ctx.get("seed", 0), base_key, ids[label], criterion) if label in ids else rng
+                score = 55 + draw.randint(0, 35) + min(5, lengths.get(label, 0) // 400)
                 per_criterion[criterion][label] = {
                     "score": score,
                     "note": f"Debater {label} was {'consistent' if score > 75 else 'uneven'} on {criterion}.",

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 
 from webapp.models import Usage
+from webapp.providers import structured
 from webapp.providers.base import (
     Completion,
     ProviderError,
@@ -32,6 +33,7 @@ from webapp.providers.sdk import (
     status_error,
     transport_error,
 )
+from webapp.providers.structured import OutputMode
 
 
 def map_error(
@@ -93,8 +95,23 @@ class OpenAIProvider(SDKProvider):
         self.json_mode = json_mode
         self.usage_in_stream = usage_in_stream
 
-    def build_params(self, request: ProviderRequest) -> dict[str, Any]:
-        """The keyword arguments for `chat.completions.create`."""
+    def output_mode(self, request: ProviderRequest) -> OutputMode | None:
+        """How this request's structured answer is asked for now (None: a plain text request)."""
+        if request.json_schema is None and not request.json_mode:
+            return None
+        mode = structured.best_mode(self.name, self.base_url)
+        if mode == "json_schema" and request.json_schema is None:
+            mode = "json_object"  # JSON mode without a schema
+        if mode == "json_object" and not self.json_mode:
+            mode = "prompt"
+        return mode
+
+    def build_params(self, request: ProviderRequest, mode: OutputMode | None = None) -> dict[str, Any]:
+        """The keyword arguments for `chat.completions.create`, asking for a structured answer in `mode`
+        (by default the best mode this endpoint has not refused)."""
+        mode = mode or self.output_mode(request)
+        if mode in ("json_object", "prompt"):
+            request = structured.with_schema_in_prompt(request)
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -109,12 +126,28 @@ class OpenAIProvider(SDKProvider):
             params["stream_options"] = {"include_usage": True}
         if request.temperature is not None:
             params["temperature"] = request.temperature
-        if request.json_mode and self.json_mode:
+        if mode == "json_schema" and request.json_schema is not None:
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": request.schema_name, "schema": request.json_schema, "strict": True}}
+        elif mode == "json_object":
             params["response_format"] = {"type": "json_object"}
         return params
 
     async def _open(self, request: ProviderRequest, timeout: httpx2.Timeout) -> Any:
-        return await self._client.chat.completions.create(**self.build_params(request), timeout=timeout)
+        """Start the stream; a server refusing the structured-output mechanism is asked again one mode
+        down (json_schema → json_object → prompt), and the refusal is remembered for this endpoint."""
+        import openai
+
+        mode = self.output_mode(request)
+        while True:
+            try:
+                return await self._client.chat.completions.create(**self.build_params(request, mode),
+                                                                  timeout=timeout)
+            except openai.APIStatusError as exc:
+                if mode not in ("json_schema", "json_object") or not structured.is_refusal(
+                        exc.status_code, provider_message(exc.body, exc.message)):
+                    raise
+                mode = structured.record_refusal(self.name, self.base_url, mode, json_object=self.json_mode)
 
     async def _read(self, stream: Any, request: ProviderRequest, call: Call) -> AsyncGenerator[StreamItem, None]:
         headers = stream.response.headers

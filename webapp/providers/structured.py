@@ -1,0 +1,115 @@
+"""How a structured answer (a request with a JSON schema) is asked of each kind of provider, and
+which endpoints refused which mechanism.
+
+Modes, best first: `json_schema` (OpenAI and compatible servers: `response_format` json_schema,
+strict — llama.cpp, vLLM, LM Studio and Ollama turn it into a grammar), `tool` (Anthropic: a forced
+tool call whose input schema is the answer's schema), `json_object` (any JSON object; the schema is
+spelled out in the system prompt), `prompt` (no mechanism at all: the schema is in the prompt only).
+
+An OpenAI-style endpoint starts at `json_schema`; when the server refuses it (a 400 naming
+`response_format` / `json_schema`), the call is made again at the next mode down and the refusal is
+remembered for that endpoint for the life of the process, so later calls go straight to what works.
+The judge reads the mode a call used with `mode_for(spec)` after the call and stores it with its
+ruling (`JudgeRuling.output_mode`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from webapp.models import JudgeSpec, Participant
+    from webapp.providers.base import ProviderRequest
+
+OutputMode = Literal["json_schema", "tool", "json_object", "prompt"]
+LADDER: tuple[OutputMode, ...] = ("json_schema", "json_object", "prompt")
+# Words a server's refusal of a structured-output request mentions (llama.cpp, vLLM, Ollama, LM Studio,
+# OpenAI's "response_format … is not supported with this model").
+REFUSAL_WORDS = ("response_format", "response format", "json_schema", "json schema", "json_object",
+                 "structured output", "guided_json", "grammar")
+REFUSAL_STATUSES = frozenset({400, 404, 415, 422, 500, 501})
+
+_lock = threading.Lock()
+_best: dict[tuple[str, str | None], OutputMode] = {}  # endpoint → best mode it has not refused
+
+
+def endpoint_key(provider: str, base_url: str | None) -> tuple[str, str | None]:
+    return provider, (base_url or "").rstrip("/") or None
+
+
+def best_mode(provider: str, base_url: str | None) -> OutputMode:
+    """The best mode this endpoint has not refused (in this process)."""
+    with _lock:
+        return _best.get(endpoint_key(provider, base_url), "json_schema")
+
+
+def record_refusal(provider: str, base_url: str | None, refused: OutputMode, *,
+                   json_object: bool = True) -> OutputMode:
+    """Remember that the endpoint refused `refused`; returns the mode to try next."""
+    index = LADDER.index(refused) if refused in LADDER else len(LADDER) - 2
+    following = [m for m in LADDER[index + 1:] if json_object or m != "json_object"]
+    next_mode: OutputMode = following[0] if following else "prompt"
+    key = endpoint_key(provider, base_url)
+    with _lock:
+        current = _best.get(key, "json_schema")
+        if LADDER.index(next_mode) > LADDER.index(current):
+            _best[key] = next_mode
+        return _best[key]
+
+
+def forget_refusals() -> None:
+    """Forget every remembered refusal (tests; a server that was upgraded in place)."""
+    with _lock:
+        _best.clear()
+
+
+def is_refusal(status: int | None, message: str) -> bool:
+    """Whether an error answer is a server refusing the structured-output request (not the prompt)."""
+    if status not in REFUSAL_STATUSES:
+        return False
+    text = message.lower()
+    return any(word in text for word in REFUSAL_WORDS)
+
+
+def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
+    """The mode a structured request to this spec's endpoint is asked in now (after any refusal)."""
+    if spec.provider == "demo":
+        return "json_schema"  # the demo model writes exactly the fields of the schema
+    if spec.provider == "anthropic":
+        return "tool"
+    from webapp.providers.presets import get_preset
+    from webapp.providers.registry import base_url_for
+
+    mode = best_mode(spec.provider, base_url_for(spec))
+    preset = get_preset(spec.preset) if spec.provider == "compatible" else None
+    if mode == "json_object" and preset is not None and not preset.supports_json_mode:
+        return "prompt"
+    return mode
+
+
+def schema_instructions(request: ProviderRequest) -> str:
+    """The schema spelled out for the system prompt, when no mechanism enforces it."""
+    if request.json_schema is None:
+        return ""
+    schema = json.dumps(request.json_schema, separators=(",", ":"))
+    return ("Reply with a single JSON object and nothing else (no code fence, no prose). It must match this "
+            f"JSON schema ({request.schema_name}):\n{schema}")
+
+
+def with_schema_in_prompt(request: ProviderRequest) -> ProviderRequest:
+    """The request with its schema written into the system prompt (json_object and prompt modes)."""
+    extra = schema_instructions(request)
+    if not extra:
+        return request
+    system = f"{request.system}\n\n{extra}" if request.system else extra
+    return request.model_copy(update={"system": system})
+
+
+def tool_for(request: ProviderRequest) -> dict[str, Any]:
+    """The Anthropic tool whose input is the answer (forced with `tool_choice`)."""
+    assert request.json_schema is not None
+    description = str(request.json_schema.get("description") or "Give the answer.")
+    return {"name": request.schema_name, "description": f"Record the answer. {description}",
+            "input_schema": request.json_schema}
