@@ -124,6 +124,11 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE debates ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
     CREATE INDEX debates_creator ON debates (created_by, created_at);
     """),
+    # Side-swapped rematches form a series (`DebateConfig.series`: the first debate's id); a debate page
+    # lists its series, so the config's series id is indexed (an expression index: nothing stored twice).
+    Migration("006_debate_series", """
+    CREATE INDEX debates_series ON debates (json_extract(config, '$.series'));
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)
