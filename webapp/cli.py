@@ -7,6 +7,7 @@
     show ID [--json|--markdown|--text]
     export ID PATH           .md, .json or .txt, chosen by the extension
     delete ID [--yes]        remove a debate, its whole log and its share links
+    judges [--json]          judge health per judge model, from every stored verdict
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
     users add NAME --role admin|operator|viewer [--no-password]
@@ -45,6 +46,7 @@ from webapp.access.roles import CLI, Role
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
+from webapp.engine.judge_health import judge_health
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, config_notes
@@ -403,6 +405,41 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _pct(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.0%}"
+
+
+def _kappa(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db, _settings(args)) as engine:
+        report = await judge_health(engine.store).report()
+    if args.json:
+        exact_output(out).write(json.dumps(report.public(), indent=2) + "\n")
+        return EXIT_OK
+    if not report.judges:
+        out.write("No verdicts yet: judge health is computed from the stored verdicts.\n")
+        return EXIT_OK
+    out.write(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}\n\n")
+    out.write(f"{'judge':<32} {'rulings':>7}  {'parse failures':<15} {'picked 1st / 2nd':<18} "
+              f"{'flipped on swap':<16} {'agreement':<15} kappa\n")
+    for j in report.judges:
+        failures = f"{j.failed} ({_pct(j.failure_rate)})"
+        order = f"{_pct(j.first_rate)} / {_pct(j.second_rate)} ({j.ordered})" if j.ordered else "–"
+        swap = f"{j.flipped} of {j.rejudged} ({_pct(j.flip_rate)})" if j.rejudged else "–"
+        agreement = f"{_pct(j.agreement)} ({j.compared})" if j.compared else "–"
+        out.write(f"{j.judge[:32]:<32} {j.rulings:>7}  {failures:<15} {order:<18} {swap:<16} {agreement:<15} "
+                  f"{_kappa(j.kappa)}\n")
+    if report.pairs:
+        out.write("\nPairs of judges on the same debates\n")
+        for pair in report.pairs:
+            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {pair.debates} debates, identical winners "
+                      f"{_pct(pair.agreement)}, kappa {_kappa(pair.kappa)}\n")
+    return EXIT_OK
+
+
 def _confirm(question: str, out: TextIO) -> bool:
     out.write(f"{question} [y/N] ")
     out.flush()
@@ -615,6 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
     diagram = sub.add_parser("diagram", help="the state machine as Mermaid")
     diagram.add_argument("--format")
 
+    judges = sub.add_parser("judges", parents=[common],
+                            help="judge health: parse failures, order bias, flips on swap, agreement")
+    judges.add_argument("--json", action="store_true")
+
     delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
     delete.add_argument("id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -640,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "delete": cmd_delete, "users": cmd_users}
+            "judges": cmd_judges, "delete": cmd_delete, "users": cmd_users}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -129,6 +129,11 @@ MIGRATIONS: list[Migration] = [
     Migration("006_debate_series", """
     CREATE INDEX debates_series ON debates (json_extract(config, '$.series'));
     """),
+    # Judge health reads every verdict event (and, to know whether its cache is stale, their count, last
+    # row and time): a partial index holds just those rows.
+    Migration("007_verdict_events", """
+    CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)
