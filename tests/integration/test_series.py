@@ -245,3 +245,18 @@ def test_cli_rematch_swaps_sides_and_reports_the_series(tmp_path: Path, monkeypa
     with sqlite3.connect(db) as conn:
         configs = [json.loads(r[0]) for r in conn.execute("SELECT config FROM debates ORDER BY created_at")]
     assert [(c["series"], c["rematch_of"]) for c in configs] == [(None, None), (first, first)]
+
+
+def test_cli_warns_about_a_judge_of_a_debaters_family_and_still_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
+    db = str(tmp_path / "cli.sqlite3")
+    code, _ = run("debate", TOPIC, "--format", "round-limited", "--rounds", "1", "--db", db,
+                  "--participant", "name=Ada,model=llama3.1,position=pro",
+                  "--participant", "name=Bo,model=qwen2.5,position=con",
+                  "--judge", "model=llama3.3", "--judge", "model=gemma2")
+    assert code == EXIT_OK  # a warning, not a refusal
+    err = capsys.readouterr().err
+    assert ("warning: judge.judges[0]: the judge demo:llama3.3 is of the Meta Llama family, like Ada; judges tend "
+            "to prefer their own family's answers") in err
+    assert "judge.judges[1]" not in err  # gemma2: another family
