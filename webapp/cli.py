@@ -1,11 +1,13 @@
 """The command-line interface: `python -m webapp …` runs the same engine headless.
 
     debate TOPIC [options]   run a debate, streaming it to the terminal
+    rematch ID --swap-sides  run a finished or stopped debate again with the positions exchanged
     resume ID                continue a paused, failed or interrupted debate
     list [--json]            stored debates, newest first
     show ID [--json|--markdown|--text]
     export ID PATH           .md, .json or .txt, chosen by the extension
     delete ID [--yes]        remove a debate, its whole log and its share links
+    judges [--json]          judge health per judge model, from every stored verdict
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
     users add NAME --role admin|operator|viewer [--no-password]
@@ -42,10 +44,13 @@ from webapp.access.gate import Gate, check_username
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
 from webapp.engine.engine import DebateNotFound, Engine
+from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
+from webapp.engine.judge_health import judge_health
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, config_notes
+from webapp.engine.series import NotEnded, series_result, series_states
 from webapp.engine.state import DebateState
 from webapp.hygiene import strip_controls
 from webapp.models import DebateConfig
@@ -304,13 +309,43 @@ async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(str(exc)) from None
         for note in config_notes(config):  # settings that will have no effect: said, not refused
             _error(f"note: {note}")
+        for warning in self_preference_notes(config):  # a judge of a debater's family: said, not refused
+            _error(f"warning: {warning}")
         debate_id = await engine.create(config, actor=ACTOR)
         await Accounts(engine.store).audit(ACTOR, "start", debate_id, detail={"topic": config.topic[:200]})
         session = await engine.session(debate_id)  # `drive` starts it once the terminal view listens
         fmt = get_format(config.format)
-        names = ", ".join(f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants)
-        out.write(f"Debate {debate_id} — {fmt.title}\nTopic: {config.topic}\nParticipants: {names}\n")
+        out.write(f"Debate {debate_id} — {fmt.title}\nTopic: {config.topic}\nParticipants: {_cast_line(config)}\n")
         return await drive(session, args, out)
+
+
+def _cast_line(config: DebateConfig) -> str:
+    return ", ".join(f"{p.name} ({p.position}, {p.provider}:{p.model})" for p in config.participants)
+
+
+async def cmd_rematch(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.swap_sides:
+        raise UsageError("rematch: say what changes: --swap-sides (the participants exchange positions)")
+    async with opened(args.db, _settings(args)) as engine:
+        original = await engine.store.find_id(args.id)
+        if original is None:
+            raise DebateNotFound(args.id)
+        try:
+            session = await Gate(engine, CLI).rematch(original, start=False)  # `drive` starts it
+        except (ConfigError, NotEnded) as exc:
+            raise UsageError(f"rematch: {exc}") from None
+        config = session.state.config
+        for note in config_notes(config):
+            _error(f"note: {note}")
+        for warning in self_preference_notes(config):
+            _error(f"warning: {warning}")
+        out.write(f"Debate {session.id} — {get_format(config.format).title}, the rematch of {original} with sides "
+                  f"swapped (series {config.series})\nTopic: {config.topic}\nParticipants: {_cast_line(config)}\n")
+        code = await drive(session, args, out)
+        result = series_result(await series_states(engine, session.state))
+        if result is not None:
+            out.write(f"Series {config.series}: {result.headline}\n")
+        return code
 
 
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
@@ -367,6 +402,41 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     state = await _load_state(args)
     write_export(state, Path(args.path))
     out.write(f"Exported {state.id} to {args.path}\n")
+    return EXIT_OK
+
+
+def _pct(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.0%}"
+
+
+def _kappa(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db, _settings(args)) as engine:
+        report = await judge_health(engine.store).report()
+    if args.json:
+        exact_output(out).write(json.dumps(report.public(), indent=2) + "\n")
+        return EXIT_OK
+    if not report.judges:
+        out.write("No verdicts yet: judge health is computed from the stored verdicts.\n")
+        return EXIT_OK
+    out.write(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}\n\n")
+    out.write(f"{'judge':<32} {'rulings':>7}  {'parse failures':<15} {'picked 1st / 2nd':<18} "
+              f"{'flipped on swap':<16} {'agreement':<15} kappa\n")
+    for j in report.judges:
+        failures = f"{j.failed} ({_pct(j.failure_rate)})"
+        order = f"{_pct(j.first_rate)} / {_pct(j.second_rate)} ({j.ordered})" if j.ordered else "–"
+        swap = f"{j.flipped} of {j.rejudged} ({_pct(j.flip_rate)})" if j.rejudged else "–"
+        agreement = f"{_pct(j.agreement)} ({j.compared})" if j.compared else "–"
+        out.write(f"{j.judge[:32]:<32} {j.rulings:>7}  {failures:<15} {order:<18} {swap:<16} {agreement:<15} "
+                  f"{_kappa(j.kappa)}\n")
+    if report.pairs:
+        out.write("\nPairs of judges on the same debates\n")
+        for pair in report.pairs:
+            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {pair.debates} debates, identical winners "
+                      f"{_pct(pair.agreement)}, kappa {_kappa(pair.kappa)}\n")
     return EXIT_OK
 
 
@@ -548,6 +618,14 @@ def build_parser() -> argparse.ArgumentParser:
     debate.add_argument("--no-clarification", action="store_true", help="collaborative: skip the questions")
     debate.add_argument("--export", metavar="PATH", help="write the transcript (.md, .json, .txt) at the end")
 
+    rematch = sub.add_parser("rematch", parents=[common],
+                             help="run a finished or stopped debate again with the participants' positions exchanged")
+    rematch.add_argument("id")
+    rematch.add_argument("--swap-sides", action="store_true",
+                         help="each debater takes the other's position and place in the speaking order")
+    rematch.add_argument("--export", metavar="PATH")
+    rematch.add_argument("--stop-at-warning", action="store_true")
+
     resume = sub.add_parser("resume", parents=[common], help="continue a paused, failed or interrupted debate")
     resume.add_argument("id")
     resume.add_argument("--export", metavar="PATH")
@@ -574,6 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
     diagram = sub.add_parser("diagram", help="the state machine as Mermaid")
     diagram.add_argument("--format")
 
+    judges = sub.add_parser("judges", parents=[common],
+                            help="judge health: parse failures, order bias, flips on swap, agreement")
+    judges.add_argument("--json", action="store_true")
+
     delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
     delete.add_argument("id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -597,8 +679,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"debate": cmd_debate, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "delete": cmd_delete, "users": cmd_users}
+COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
+            "list": cmd_list, "show": cmd_show, "export": cmd_export,
+            "judges": cmd_judges, "delete": cmd_delete, "users": cmd_users}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -20,6 +20,7 @@ from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
+from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
 from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
 
@@ -133,6 +134,27 @@ class Gate:
         await self.check_daily_limit(principal, config)
         session = await self.engine.start(config, actor=principal.actor)
         await self.accounts.audit(principal.actor, "start", session.id, detail={"topic": config.topic[:200]})
+        return session
+
+    async def rematch(self, debate_id: str, start: bool = True) -> DebateSession:
+        """Create (and, with `start`, start) the side-swapped rematch of a finished or stopped debate
+        (`webapp.engine.series`): authorised like creating a debate, within the daily limit, audited
+        as `rematch` with the original's id. Raises `NotEnded` for a debate that has not ended."""
+        principal = await self.authorize(Action.CREATE, debate_id, detail="rematch")
+        original = await self.engine.session(debate_id)
+        try:
+            check_can_rematch(original.state)
+            config = self.engine.validate(rematch_config(original.state.config, original.id))
+            await self.check_daily_limit(principal, config)
+            if start:
+                session = await self.engine.start(config, actor=principal.actor)
+            else:
+                session = await self.engine.session(await self.engine.create(config, actor=principal.actor))
+        except Exception as exc:
+            await self.accounts.audit(principal.actor, "rematch", original.id, outcome="failed", detail=str(exc)[:500])
+            raise
+        await self.accounts.audit(principal.actor, "rematch", session.id, detail={
+            "rematch_of": original.id, "series": config.series, "topic": config.topic[:200]})
         return session
 
     async def daily_spend(self, principal: Principal | None = None) -> float:

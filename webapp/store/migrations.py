@@ -124,6 +124,16 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE debates ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
     CREATE INDEX debates_creator ON debates (created_by, created_at);
     """),
+    # Side-swapped rematches form a series (`DebateConfig.series`: the first debate's id); a debate page
+    # lists its series, so the config's series id is indexed (an expression index: nothing stored twice).
+    Migration("006_debate_series", """
+    CREATE INDEX debates_series ON debates (json_extract(config, '$.series'));
+    """),
+    # Judge health reads every verdict event (and, to know whether its cache is stale, their count, last
+    # row and time): a partial index holds just those rows.
+    Migration("007_verdict_events", """
+    CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

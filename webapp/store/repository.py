@@ -777,6 +777,15 @@ class Store:
         )
         return [self._row(r) for r in rows], int(total[0]) if total else 0
 
+    async def series_ids(self, series: str) -> list[str]:
+        """The debates of a series, oldest first: its first debate (whose id names the series) and every
+        debate whose config names it (`DebateConfig.series`; uses the `debates_series` index)."""
+        rows = await self.fetchall(
+            "SELECT id FROM debates WHERE id = ? OR json_extract(config, '$.series') = ? ORDER BY created_at, rowid",
+            (series, series),
+        )
+        return [r[0] for r in rows]
+
     async def ids_with_status(self, statuses: list[str]) -> list[str]:
         rows = await self.fetchall(
             f"SELECT id FROM debates WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created_at",

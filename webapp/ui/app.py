@@ -19,7 +19,7 @@ FAVICON = STATIC_DIR / "favicon.svg"
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
-    from webapp.ui.pages import admin, dashboard, debate, login, new_debate, settings, share
+    from webapp.ui.pages import admin, dashboard, debate, judges, login, new_debate, settings, share
 
     rt = runtime.reset()
     app.add_static_files("/static", STATIC_DIR)
@@ -28,6 +28,7 @@ def setup() -> None:
     ui.page("/", title=f"{PRODUCT} · Debates")(dashboard.page)
     ui.page("/new", title=f"{PRODUCT} · New debate")(new_debate.page)
     ui.page("/debate/{debate_id}", title=f"{PRODUCT} · Debate")(debate.page)
+    ui.page("/judges", title=f"{PRODUCT} · Judges")(judges.page)
     ui.page("/settings", title=f"{PRODUCT} · Settings")(settings.page)
     ui.page("/login", title=f"{PRODUCT} · Sign in")(login.page)
     ui.page("/admin", title=f"{PRODUCT} · Admin")(admin.page)

@@ -62,6 +62,9 @@ class FormFields:
     def render(self) -> None:
         raise NotImplementedError
 
+    def models_changed(self) -> None:
+        """Called when a model name is edited (a form may re-check what depends on the models)."""
+
     def field(self, path: str, element: Any) -> Any:
         """Register `element` as the input for the config path `path`: it shows (and clears) its error."""
         self.fields[path] = element
@@ -107,6 +110,7 @@ class FormFields:
         self.field(f"{prefix}.provider", provider)
         model = ui.input("Model").props("outlined dense").classes("w-48")
         self.field(f"{prefix}.model", model.bind_value(row, "model"))
+        model.on_value_change(lambda: self.models_changed())
 
     def provider_extras(self, prefix: str, row: dict[str, Any]) -> None:
         """Below the row: which variable a keyless provider needs, that a provider ignores the row's

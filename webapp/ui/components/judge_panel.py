@@ -7,10 +7,12 @@ participant (`FormFields.provider_inputs`), so errors map to paths like `judge.j
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nicegui import ui
 
+from webapp.engine.families import pick_judge
 from webapp.models import JudgeConfig
 from webapp.providers.demo import DEMO_MODELS
 from webapp.ui.components.form_fields import FormFields
@@ -23,9 +25,11 @@ MAX_JUDGES: int = next(m.max_length for m in JudgeConfig.model_fields["judges"].
 class JudgePanel:
     """Builds the judge card into the current container; edits re-render the whole form."""
 
-    def __init__(self, form: FormFields, judge: dict[str, Any]) -> None:
+    def __init__(self, form: FormFields, judge: dict[str, Any],
+                 debater_models: Callable[[], list[str]] = list) -> None:
         self.form = form
         self.judge = judge
+        self.debater_models = debater_models  # the models of the debaters, as the form has them now
 
     def build(self) -> None:
         judge, judges = self.judge, self.judge["judges"]
@@ -75,7 +79,8 @@ class JudgePanel:
         judges = self.judge["judges"]
         if len(judges) < MAX_JUDGES:
             last = judges[-1] if judges else judge_row()
-            judges.append(_another_opinion(last, judges))
+            judges.append(_another_opinion(last, judges, self.debater_models(),
+                                           lambda p: p not in self.form.missing_keys))
             self.form.drop_errors("judge.judges")
             self.form.render()
 
@@ -90,13 +95,23 @@ class JudgePanel:
 DEMO_JUDGE_MODELS = (*DEMO_MODELS, *(f"demo-{n}" for n in range(2, 8)))
 
 
-def _another_opinion(last: dict, judges: list[dict]) -> dict:
+def _another_opinion(last: dict, judges: list[dict], debater_models: list[str] | None = None,
+                     usable: Callable[[str], bool] = lambda provider: True) -> dict:
     """A new panel seat: the same kind of provider as the last one (a second opinion usually comes
     from there) but, for the demo, a model the panel does not have yet, since a panel needs
-    different models."""
+    different models. For a real provider, a model of a family that no debater and no judge has yet
+    (self-preference), from the same provider if it has one, else from another usable provider."""
     seat = {**last}
     if seat.get("provider") == "demo":
         used = {j.get("model") for j in judges if j.get("provider") == "demo"}
         seat["model"] = next((m for m in DEMO_JUDGE_MODELS if m not in used), seat.get("model"))
+        return seat
+    panel = [str(j.get("model") or "") for j in judges]
+    picked = pick_judge(debater_models or [], panel, seat.get("provider"),
+                        lambda p: usable(p) and p != "compatible")  # a compatible seat needs its server's address
+    if picked is not None:
+        provider, model = picked
+        if provider != seat.get("provider"):
+            seat.update(preset=None, base_url="")
+        seat.update(provider=provider, model=model)
     return seat
-

@@ -10,7 +10,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.state import DebateState
-from webapp.models import Verdict
+from webapp.models import JudgeRuling, Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.safe_markdown import SafeMarkdown
@@ -139,6 +139,7 @@ def render_verdict(state: DebateState) -> None:
                 ui.label("What the judge answered:").classes("text-sm text-grey-7")
                 ui.label(verdict.raw_text).classes("whitespace-pre-wrap font-mono text-xs p-2 rounded "
                                                    "bg-grey-2 w-full overflow-auto").mark("raw-text")
+            _notes(verdict)
             _synthesis(verdict)
             return
         with ui.row().classes("items-center gap-3"):
@@ -152,11 +153,15 @@ def render_verdict(state: DebateState) -> None:
             if tally is None:
                 if verdict.confidence is not None:
                     ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
+                mode = verdict.rulings[0].output_mode if len(verdict.rulings) == 1 else None
+                if mode:
+                    ui.label(f"answer via {mode}").classes("text-xs text-grey-7").mark("output-mode")
             else:  # a panel has no single confidence: each judge's is in the rulings table
                 ui.label(_panel_words(tally)).classes("text-sm text-grey-8").mark("panel-split")
         with ui.row().classes("gap-4"):
             for pid in _ordered(state, verdict.scores):
                 ui.label(f"{_name(state, pid)}: {verdict.scores[pid]:g}/100").classes("font-mono")
+        _bias_checks(state, verdict)
         if verdict.scores:
             options = score_chart_options(state, verdict)
             after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
@@ -165,6 +170,47 @@ def render_verdict(state: DebateState) -> None:
         _criteria_notes(state, verdict)
         _rulings(state, verdict)
         _synthesis(verdict)
+
+
+def length_ratio(verdict: Verdict) -> float | None:
+    """How many times as many words the winner spoke as the most talkative other debater."""
+    if verdict.winner is None or verdict.winner not in verdict.word_counts:
+        return None
+    others = [n for pid, n in verdict.word_counts.items() if pid != verdict.winner]
+    if not others or max(others) <= 0:
+        return None
+    return verdict.word_counts[verdict.winner] / max(others)
+
+
+def _bias_checks(state: DebateState, verdict: Verdict) -> None:
+    """Words per side (and the flag when the winner spoke far more), judges undecided by the order,
+    and how the verdict was obtained."""
+    if verdict.word_counts:
+        with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm").mark("word-counts"):
+            ui.label("Words spoken:").classes("text-grey-8")
+            for pid in _ordered(state, verdict.word_counts):
+                ui.label(f"{_name(state, pid)} {verdict.word_counts[pid]:,}").classes("tabular-nums") \
+                    .mark("word-count")
+    if verdict.length_flag:
+        ratio = length_ratio(verdict)
+        times = f"{ratio:.1f}×" if ratio is not None else "far more than"
+        with ui.row().classes("items-center gap-1 text-sm text-warning").mark("length-flag"):
+            ui.icon("straighten")
+            ui.label(f"The winner spoke {times} as many words: judges tend to favour longer answers, so this "
+                     "verdict may reward length.")
+    if verdict.undecided_judges:
+        with ui.column().classes("gap-0 text-sm").mark("undecided"):
+            ui.label("Undecided: the winner flipped when the order was reversed").classes("font-medium")
+            for judge in verdict.undecided_judges:
+                ui.label(f"· {judge}").classes("text-grey-8").mark("undecided-judge")
+    _notes(verdict)
+
+
+def _notes(verdict: Verdict) -> None:
+    if verdict.notes:
+        with ui.column().classes("gap-0 text-xs text-grey-7").mark("verdict-notes"):
+            for note in verdict.notes:
+                ui.label(note).mark("verdict-note")
 
 
 def _panel_words(tally: PanelTally) -> str:
@@ -196,20 +242,35 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
                    {"name": "winner", "label": "Winner", "field": "winner", "align": "left"}]
         columns += [{"name": pid, "label": _name(state, pid), "field": pid} for pid in pids]
         columns.append({"name": "confidence", "label": "Confidence", "field": "confidence"})
+        swapped = any(r.flipped is not None for r in verdict.rulings)
+        if swapped:
+            columns.append({"name": "swap", "label": "Order reversed", "field": "swap", "align": "left"})
+        columns.append({"name": "mode", "label": "Output", "field": "mode", "align": "left",
+                        "classes": "text-xs text-grey-7", "headerClasses": "text-xs"})
         rows = []
         for i, ruling in enumerate(verdict.rulings):
             winner = f"failed: {ruling.error}" if ruling.error else _name(state, ruling.winner)
             row: dict[str, Any] = {"id": i, "judge": ruling.judge, "winner": winner,
-                                   "confidence": "" if ruling.confidence is None else f"{ruling.confidence:.0%}"}
+                                   "confidence": "" if ruling.confidence is None else f"{ruling.confidence:.0%}",
+                                   "mode": ruling.output_mode or "", "swap": _swap_words(state, ruling)}
             row.update({pid: f"{ruling.scores[pid]:g}" if pid in ruling.scores else "–" for pid in pids})
             rows.append(row)
-        mean = {"id": "mean", "judge": "Mean", "winner": _name(state, verdict.winner), "confidence": ""}
+        mean = {"id": "mean", "judge": "Mean", "winner": _name(state, verdict.winner), "confidence": "", "mode": "",
+                "swap": ""}
         mean.update({pid: f"{verdict.scores[pid]:g}" for pid in pids})
         rows.append(mean)
         ui.table(columns=columns, rows=rows, row_key="id").props("flat dense").classes("w-full")
         if verdict.disagreement is not None:
             ui.label(f"Disagreement between judges: {verdict.disagreement:g} points").classes("text-sm") \
                 .mark("disagreement")
+
+
+def _swap_words(state: DebateState, ruling: JudgeRuling) -> str:
+    """What a judge said with the presentation order reversed."""
+    if ruling.flipped is None:
+        return ""
+    winner = _name(state, ruling.swap_winner)
+    return f"{winner} (flipped: undecided)" if ruling.flipped else f"{winner} (same)"
 
 
 def _synthesis(verdict: Verdict) -> None:

@@ -40,6 +40,7 @@ from webapp.ui.components.controls import Controls
 from webapp.ui.components.diagram import DiagramSection
 from webapp.ui.components.outcome import outcome_signature, render_outcome
 from webapp.ui.components.participants import ParticipantsPanel
+from webapp.ui.components.series import RematchButton, SeriesCard
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import Stepper
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
@@ -117,7 +118,9 @@ class DebateView:
                     for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
                         ui.button(label, icon="download", on_click=lambda k=kind: self.export(k)) \
                             .props("flat dense no-caps").mark(f"export-{kind}")
+                    self.rematch = RematchButton(self.session, self.gate)
         self.sections["outcome"] = ui.column().classes("w-full")
+        self.series = SeriesCard(self.session, self.gate)
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar"):
             self.stepper = Stepper(state)
@@ -191,6 +194,8 @@ class DebateView:
         self._section("cost-warning", (state.cost_warned, len(state.warnings)), lambda: render_cost_warning(state))
         self._section("activity", (len(state.actions), state.created_by), lambda: render_activity(state))
         self.controls.update()
+        self.rematch.update()
+        self.series.update()
         self.diagram.update()
         self._sync_dialog(state)
         self.seen_seq = state.last_seq

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine.families import SharedFamily, find_shared, pick_judge
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
 from webapp.models import MAX_PARTICIPANTS, PALETTE, TOPIC_MAX_CHARS, DebateConfig
@@ -58,6 +59,7 @@ class DebateForm(FormFields):
         self.form = form
         self.gate = gate
         self.submitting = False
+        self._family_signature: tuple[SharedFamily, ...] | None = None
 
     # --- building ---------------------------------------------------------------------------
 
@@ -88,8 +90,11 @@ class DebateForm(FormFields):
             self._topic_card()
             self._format_card()
             self._participants_card()
-            JudgePanel(self, self.form["judge"]).build()
+            JudgePanel(self, self.form["judge"], self.debater_models).build()
+            self.family_box = ui.column().classes("w-full").bind_visibility_from(self.form["judge"], "enabled")
             limits_card(self, self.form)
+        self._family_signature = None  # the new box shows nothing yet
+        self.models_changed()
         self._show_banner()
 
     def _topic_card(self) -> None:
@@ -171,6 +176,7 @@ class DebateForm(FormFields):
                 position = ui.input("Position", autocomplete=POSITION_SUGGESTIONS) \
                     .props('outlined dense hint="pro, con, moderator or any perspective"').classes("w-44")
                 self.field(f"{prefix}.position", position.bind_value(row, "position"))
+                position.on_value_change(lambda: self.models_changed())  # a moderator is not a debater
                 self.provider_inputs(prefix, row)
                 color = ui.color_input("Colour").props("outlined dense").classes("w-36")
                 self.field(f"{prefix}.color", color.bind_value(row, "color"))
@@ -208,6 +214,76 @@ class DebateForm(FormFields):
                 at_once = number("Calls at once", "its server; empty = 1 if local, else no limit", "w-52",
                                  precision=0)
                 self.field(f"{prefix}.concurrency", at_once.bind_value(row, "concurrency"))
+
+    # --- self-preference: judges of a debater's family ----------------------------------------
+
+    def debater_models(self) -> list[str]:
+        return [str(r.get("model") or "") for r in self.form["participants"]
+                if str(r.get("position") or "").strip().lower() not in ("moderator", "mod")]
+
+    def shared_families(self) -> list[SharedFamily]:
+        judge = self.form["judge"]
+        debaters = [(str(r.get("name") or f"#{i + 1}"), str(r.get("model") or ""))
+                    for i, r in enumerate(self.form["participants"])
+                    if str(r.get("position") or "").strip().lower() not in ("moderator", "mod")]
+        judges = [(f"judge.judges[{i}]", f"{r['provider']}:{r.get('model') or ''}", str(r.get("model") or ""))
+                  for i, r in enumerate(judge["judges"])]
+        if judge.get("use_fallback"):
+            fallback = judge["fallback"]
+            judges.append(("judge.fallback", f"{fallback['provider']}:{fallback.get('model') or ''}",
+                           str(fallback.get("model") or "")))
+        return find_shared(debaters, judges)
+
+    def models_changed(self) -> None:
+        """Re-check the judges against the debaters' families (a warning: it never blocks a start)."""
+        box = getattr(self, "family_box", None)
+        if box is None or box.is_deleted:
+            return
+        shared = self.shared_families()
+        signature = tuple(shared)
+        if self._family_signature == signature:
+            return
+        self._family_signature = signature
+        box.clear()
+        if not shared:
+            return
+        with box, ui.card().classes("w-full bg-amber-50 dark:bg-amber-950").props("flat bordered") \
+                .mark("self-preference"):
+            with ui.row().classes("items-center gap-2"):
+                ui.icon("warning").classes("text-warning text-xl")
+                ui.label("A judge shares a model family with a debater").classes("font-medium")
+            for item in shared:
+                ui.label(f"{item.judge} ({item.family.title}) judges {', '.join(item.debaters)}: judges tend to "
+                         "prefer answers of their own family.").classes("text-sm").mark("self-preference-item")
+            with ui.row().classes("items-center gap-2"):
+                ui.label("You can still start the debate.").classes("text-sm text-grey-8")
+                ui.button("Use judges from other families", icon="swap_horiz", on_click=self.other_families) \
+                    .props("flat dense no-caps").mark("other-families")
+
+    def other_families(self) -> None:
+        """Replace each panel judge of a debater's family with one of another family, where there is one."""
+        judges = self.form["judge"]["judges"]
+        left: list[str] = []
+        for item in self.shared_families():
+            if not item.field.startswith("judge.judges["):
+                left.append(item.judge)
+                continue
+            index = int(item.field.removeprefix("judge.judges[").rstrip("]"))
+            row = judges[index]
+            others = [str(j.get("model") or "") for k, j in enumerate(judges) if k != index]
+            picked = pick_judge(self.debater_models(), others, row["provider"],
+                                lambda p: p not in self.missing_keys and p != "compatible")
+            if picked is None:
+                left.append(item.judge)
+                continue
+            if picked[0] != row["provider"]:
+                row.update(preset=None, base_url="")
+            row.update(provider=picked[0], model=picked[1])
+        self.drop_errors("judge.")
+        self.render()
+        if left:
+            ui.notify(f"No judge of another family is available for {', '.join(left)}: set another provider's "
+                      "key, or name a model yourself.", type="warning", multi_line=True)
 
     def _show_banner(self) -> None:
         self.banner.clear()

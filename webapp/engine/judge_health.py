@@ -1,0 +1,241 @@
+"""Judge health: how each judge model has behaved across every stored debate.
+
+Derived from the stored verdict events (the last verdict of each debate), never stored itself:
+
+- **parse failures**: rulings that failed (`error`) or needed more than one reply (`parse_failures`),
+  out of all its rulings;
+- **order**: of the rulings that named a winner and recorded the order the judge saw the participants
+  in (`order`), how often the winner was the one presented first, and second;
+- **swap**: of the rulings re-judged with the order reversed (`flipped` is not None), how often the
+  winner flipped;
+- **agreement** with the other judges of the same debates: each pair of usable rulings on one debate
+  is compared — the share of identical winners, and Cohen's kappa over the winners' positions ("pro",
+  "con", …, "tie"), which discounts the agreement two judges would reach by chance.
+
+`JudgeHealth(store).report()` caches the figures until a verdict is stored or a debate deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from webapp.models import EventKind, JudgeRuling, Verdict
+from webapp.store import Store
+
+TIE = "tie"
+
+
+def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
+    """Cohen's kappa of two raters' labels on the same items; None when it is undefined (no items, or
+    both raters always gave one and the same label, so chance explains everything)."""
+    items = list(pairs)
+    if not items:
+        return None
+    n = len(items)
+    observed = sum(a == b for a, b in items) / n
+    left, right = Counter(a for a, _ in items), Counter(b for _, b in items)
+    expected = sum(left[label] * right[label] for label in left) / (n * n)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+class JudgeStats(BaseModel):
+    """One judge model's figures; the rates are None where nothing was there to count."""
+
+    judge: str
+    debates: int = 0
+    rulings: int = 0
+    failed: int = 0
+    ordered: int = 0  # rulings with a winner whose presentation order is known
+    picked_first: int = 0
+    picked_second: int = 0
+    ties: int = 0
+    rejudged: int = 0
+    flipped: int = 0
+    compared: int = 0  # comparisons with another judge's ruling on the same debate
+    agreed: int = 0
+    kappa: float | None = None
+
+    @property
+    def failure_rate(self) -> float | None:
+        return _rate(self.failed, self.rulings)
+
+    @property
+    def first_rate(self) -> float | None:
+        return _rate(self.picked_first, self.ordered)
+
+    @property
+    def second_rate(self) -> float | None:
+        return _rate(self.picked_second, self.ordered)
+
+    @property
+    def flip_rate(self) -> float | None:
+        return _rate(self.flipped, self.rejudged)
+
+    @property
+    def agreement(self) -> float | None:
+        return _rate(self.agreed, self.compared)
+
+    def public(self) -> dict[str, Any]:
+        """The figures and their rates, as `judges --json` prints them."""
+        return {**self.model_dump(), "failure_rate": self.failure_rate, "first_rate": self.first_rate,
+                "second_rate": self.second_rate, "flip_rate": self.flip_rate, "agreement": self.agreement}
+
+
+class PairStats(BaseModel):
+    """Two judges on the debates both ruled on."""
+
+    judges: tuple[str, str]
+    debates: int
+    agreed: int
+    kappa: float | None
+
+    @property
+    def agreement(self) -> float | None:
+        return _rate(self.agreed, self.debates)
+
+    def public(self) -> dict[str, Any]:
+        return {**self.model_dump(), "agreement": self.agreement}
+
+
+class HealthReport(BaseModel):
+    debates: int  # debates with a verdict
+    judges: list[JudgeStats]
+    pairs: list[PairStats]
+
+    def public(self) -> dict[str, Any]:
+        return {"debates": self.debates, "judges": [j.public() for j in self.judges],
+                "pairs": [p.public() for p in self.pairs]}
+
+
+@dataclass
+class _Tally:
+    stats: JudgeStats
+    debates: set[str] = field(default_factory=set)
+    labels: list[tuple[str, str]] = field(default_factory=list)  # (this judge's, the other's) per comparison
+
+
+def _usable(ruling: JudgeRuling) -> bool:
+    return ruling.error is None
+
+
+def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]]) -> HealthReport:
+    """The report from (debate id, its verdict, participant id -> position) of each judged debate."""
+    tallies: dict[str, _Tally] = {}
+    pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    debates = 0
+
+    def tally(judge: str) -> _Tally:
+        if judge not in tallies:
+            tallies[judge] = _Tally(JudgeStats(judge=judge))
+        return tallies[judge]
+
+    for debate_id, verdict, positions in verdicts:
+        debates += 1
+
+        def label(winner: str | None, positions: dict[str, str] = positions) -> str:
+            return TIE if winner is None else positions.get(winner, winner)
+
+        for ruling in verdict.rulings:
+            t = tally(ruling.judge)
+            s = t.stats
+            t.debates.add(debate_id)
+            s.rulings += 1
+            if ruling.error is not None or ruling.parse_failures > 0:
+                s.failed += 1
+            if not _usable(ruling):
+                continue
+            if ruling.winner is None:
+                s.ties += 1
+            elif ruling.winner in ruling.order:
+                s.ordered += 1
+                place = ruling.order.index(ruling.winner)
+                s.picked_first += place == 0
+                s.picked_second += place == 1
+            if ruling.flipped is not None:
+                s.rejudged += 1
+                s.flipped += bool(ruling.flipped)
+        usable = [r for r in verdict.rulings if _usable(r)]
+        for a in usable:
+            for b in usable:
+                if a.judge == b.judge:
+                    continue
+                t = tally(a.judge)
+                t.stats.compared += 1
+                t.stats.agreed += a.winner == b.winner
+                t.labels.append((label(a.winner), label(b.winner)))
+                if a.judge < b.judge:
+                    pairs.setdefault((a.judge, b.judge), []).append((label(a.winner), label(b.winner)))
+    judges = []
+    for t in tallies.values():
+        t.stats.debates = len(t.debates)
+        t.stats.kappa = cohen_kappa(t.labels)
+        judges.append(t.stats)
+    judges.sort(key=lambda s: (-s.rulings, s.judge))
+    pair_stats = [PairStats(judges=key, debates=len(labels), agreed=sum(x == y for x, y in labels),
+                            kappa=cohen_kappa(labels)) for key, labels in sorted(pairs.items())]
+    return HealthReport(debates=debates, judges=judges, pairs=pair_stats)
+
+
+VERDICTS_SQL = (
+    "SELECT e.debate_id, e.seq, e.data, d.participants FROM events e JOIN debates d ON d.id = e.debate_id "
+    f"WHERE e.kind = '{EventKind.VERDICT.value}'"
+)
+# Moves when a verdict is stored (a later time) or a debate with one is deleted (fewer verdicts).
+MARKER_SQL = (f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(at), '') FROM events "
+              f"WHERE kind = '{EventKind.VERDICT.value}'")
+
+
+async def stored_verdicts(store: Store) -> list[tuple[str, Verdict, dict[str, str]]]:
+    """The last verdict of every debate, with its participants' positions; unreadable ones are left out."""
+    last: dict[str, tuple[int, str, str]] = {}
+    for debate_id, seq, data, participants in await store.fetchall(VERDICTS_SQL):
+        if debate_id not in last or seq > last[debate_id][0]:  # a later verdict replaces an earlier one
+            last[debate_id] = (seq, data, participants)
+    out = []
+    for debate_id, (_, data, participants) in sorted(last.items()):
+        try:
+            verdict = Verdict.model_validate(json.loads(data).get("verdict") or {})
+            positions = {str(p.get("id")): str(p.get("position")) for p in json.loads(participants or "[]")}
+        except (ValueError, ValidationError, AttributeError):
+            continue
+        out.append((debate_id, verdict, positions))
+    return out
+
+
+class JudgeHealth:
+    """The report for one store, recomputed only when the stored verdicts changed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._marker: tuple[Any, ...] | None = None
+        self._report: HealthReport | None = None
+
+    async def report(self) -> HealthReport:
+        marker = tuple(await self.store.fetchone(MARKER_SQL) or ())
+        if self._report is None or marker != self._marker:
+            self._report = health(await stored_verdicts(self.store))
+            self._marker = marker
+        return self._report
+
+
+_reports: weakref.WeakKeyDictionary[Store, JudgeHealth] = weakref.WeakKeyDictionary()
+
+
+def judge_health(store: Store) -> JudgeHealth:
+    """The one cached `JudgeHealth` of a store (the /judges page and the CLI use it)."""
+    if store not in _reports:
+        _reports[store] = JudgeHealth(store)
+    return _reports[store]
