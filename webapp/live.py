@@ -117,11 +117,13 @@ class DebateChannel:
         self._streamed: dict[str, list[str]] = {}  # key -> text of the current attempt, to compare at commit
         self._hidden: set[str] = set()  # keys of private turns (preparation): never sent to browsers
         self._kids: dict[str, int] = {}
+        self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
         self._last_status: dict[str, Any] | None = None
         for key, live in session.live_turns.items():  # joining mid-turn: offsets continue from what exists
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
             self._streamed[key] = [live.text]
+            self._announced.add(key)  # every page built from now on has it in its snapshot
             if not live_wire.phase_visible(session.state, live.phase):
                 self._hidden.add(key)
         self._wake = asyncio.Event()
@@ -247,9 +249,12 @@ class DebateChannel:
                     wire.append([live_wire.TEXT, self.kid(delta.key), delta.offset, delta.text])
             elif isinstance(item, _Committed):
                 if item.turn.visible:
-                    wire.append([live_wire.COMMITTED, self.kid(item.turn.key),
-                                 live_wire.committed_info(state, item.turn, item.streamed)])
+                    info = live_wire.committed_info(state, item.turn, item.streamed)
+                    if item.turn.key in self._announced:  # browsers know who spoke where: just the end
+                        info = {k: v for k, v in info.items() if k in ("meta", "notes", "text")}
+                    wire.append([live_wire.COMMITTED, self.kid(item.turn.key), info])
                 self._hidden.discard(item.turn.key)
+                self._announced.discard(item.turn.key)
             else:
                 batch.append(item)
                 wire.extend(self._wire(item))
@@ -270,6 +275,7 @@ class DebateChannel:
             if info is None:
                 self._hidden.add(item.key)
                 return []
+            self._announced.add(item.key)
             return [[live_wire.STARTED, self.kid(item.key), item.attempt, info]]
         if isinstance(item, Aborted):
             if item.key in self._hidden:

@@ -16,20 +16,18 @@ from nicegui import ui
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 
-# How a pill looks and what it says (title attribute and screen-reader text) in each condition.
-PILLS: dict[str, tuple[str, str, str]] = {  # condition -> (classes, icon, words)
-    "done": ("rostrum-phase-done", "check", "done"),
-    "current": ("rostrum-phase-current", "arrow_right", "in progress"),
-    "paused": ("rostrum-phase-current", "pause", "paused here"),
-    "waiting": ("rostrum-phase-current", "hourglass_empty", "waiting for a person here"),
-    "stopped": ("rostrum-phase-todo ring-2 ring-slate-500 font-semibold", "stop_circle", "stopped here"),
-    "failed": ("rostrum-phase-todo ring-2 ring-red-600 text-red-700 dark:text-red-300 font-semibold", "error",
-               "failed here"),
-    "todo": ("rostrum-phase-todo", "", "to come"),
-    "not-reached": ("rostrum-phase-todo border border-dashed border-slate-400 dark:border-slate-500", "",
-                    "not reached"),
-    "unavailable": ("rostrum-phase-todo ring-2 ring-red-600 text-red-700 dark:text-red-300", "error",
-                    "verdict unavailable"),
+# What a pill shows and says (title attribute and screen-reader text) in each condition; how it looks
+# is the CSS class `rostrum-pill-<condition>` (static/styles.css), so an update carries no styling.
+PILLS: dict[str, tuple[str, str]] = {  # condition -> (icon, words)
+    "done": ("check", "done"),
+    "current": ("arrow_right", "in progress"),
+    "paused": ("pause", "paused here"),
+    "waiting": ("hourglass_empty", "waiting for a person here"),
+    "stopped": ("stop_circle", "stopped here"),
+    "failed": ("error", "failed here"),
+    "todo": ("", "to come"),
+    "not-reached": ("", "not reached"),
+    "unavailable": ("error", "verdict unavailable"),
 }
 RUNNING = (State.PREPARATION, State.DEBATING)
 WAITING = (State.PAUSED, State.AWAITING_ACK)
@@ -157,7 +155,6 @@ class Stepper(ui.element, component="stepper.js"):
 
     def __init__(self, state: DebateState) -> None:
         super().__init__()
-        self._props["classes"] = {condition: classes for condition, (classes, _, _) in PILLS.items()}
         self.view: StepperView | None = None
         self.classes("w-full").mark("stepper")
         self.show(state)
@@ -170,10 +167,10 @@ class Stepper(ui.element, component="stepper.js"):
         self.view = view
         pills = []
         for phase_id, title, condition in view.phases:
-            pills.append([phase_id, title, condition, PILLS[condition][2], PILLS[condition][1]])
+            pills.append([phase_id, title, condition, PILLS[condition][1], PILLS[condition][0]])
         if view.verdict is not None:
-            icon = "gavel" if view.verdict in ("done", "current", "todo", "not-reached") else PILLS[view.verdict][1]
-            pills.append(["verdict", "Verdict", view.verdict, PILLS[view.verdict][2], icon])
+            icon = "gavel" if view.verdict in ("done", "current", "todo", "not-reached") else PILLS[view.verdict][0]
+            pills.append(["verdict", "Verdict", view.verdict, PILLS[view.verdict][1], icon])
         self._props["pills"] = pills
         self._props["round"] = view.round_text
         if not first:
