@@ -112,10 +112,12 @@ class PanelTally:
 
 
 def panel_tally(verdict: Verdict) -> PanelTally | None:
-    """The judges' own winners, for a panel (two or more rulings); judges that failed are left out."""
+    """The judges' own winners, for a panel (two or more rulings); judges that failed, and judges whose
+    winner flipped when the order was reversed (undecided), are left out."""
     if len(verdict.rulings) < 2:
         return None
-    good = [r for r in verdict.rulings if r.error is None]
+    undecided = set(verdict.undecided_judges)
+    good = [r for r in verdict.rulings if r.error is None and not r.flipped and r.judge not in undecided]
     counts = Counter(r.winner for r in good)
     return PanelTally(len(good), tuple(counts.most_common()))
 
