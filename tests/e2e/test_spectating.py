@@ -110,6 +110,9 @@ def test_a_turn_never_shrinks_when_it_finishes(slow_server: str, browser: Browse
                            "window.__finalAtStart + 2", timeout=LONG)
     assert page.evaluate("() => window.__frames") > 30
     assert page.evaluate("() => window.__shrinks") == []
+    # the stepper moved on through the live stream alone (no page update is sent for it)
+    expect(page.locator(".rostrum-phase-pill[data-phase='opening']")).to_have_attribute("data-state", "done")
+    expect(page.locator(".rostrum-phase-pill[data-phase='rebuttal']")).to_have_attribute("data-state", "current")
     context.close()
 
 

@@ -76,9 +76,9 @@ async def test_a_debate_that_fails_after_the_first_phase_then_stops_shows_later_
     await session.stop(verdict=False)
     assert await session.join() is State.STOPPED
     assert session.state.verdict is None
-    before = shown.props["pills"]
-    shown.show(session.state)  # what the debate page does on each committed event
-    assert shown.props["pills"] != before, "the same element now shows where the debate stopped"
+    before = shown.props["steps"]
+    shown.show(session.state)  # what a page built now, or the live stream's status, carries
+    assert shown.props["steps"] != before, "the same element now shows where the debate stopped"
     await show(user, session.state)
     assert pills(user, session.state) == {"opening": "done", "rebuttal-1": "stopped", "rebuttal-2": "not-reached",
                                           "closing": "not-reached", "verdict": "not-reached"}

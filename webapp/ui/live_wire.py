@@ -17,6 +17,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveTurn, LiveTurnStarted
 from webapp.models import Turn
 from webapp.ui.components.badges import STATUS_STYLE, money, safe_color, ui_status
+from webapp.ui.components.stepper import stepper_steps
 
 # The item types of the wire format.
 TEXT, STARTED, CUT, COMMITTED, STATUS, NOTE = range(6)
@@ -159,8 +160,11 @@ def status(session: DebateSession) -> dict[str, Any]:
         priced = model not in ledger.unpriced_models
         models.append([model, f"{tokens.get('input_tokens', 0):,} in · {tokens.get('output_tokens', 0):,} out · "
                               f"{money(usd if priced else None)}"])
+    steps, steps_round = stepper_steps(state)
     return {
         "ended": state.status in TERMINAL_STATES,
+        "steps": steps,
+        "steps_round": steps_round,
         "state": STATUS_STYLE[shown][0],
         "phase": phase_text(state),
         "round": round_text(state),

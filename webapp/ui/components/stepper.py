@@ -149,38 +149,46 @@ def _round_text(state: DebateState, block: list[str], current_round: int) -> str
     return None
 
 
+def stepper_steps(state: DebateState) -> tuple[list[str], str | None]:
+    """Each pill's condition (the phases, then the Verdict pill when judged) and the round text: what
+    changes while a debate runs. The live stream carries it once per debate (`live_wire.status`)."""
+    view = stepper_view(state)
+    steps = [condition for _, _, condition in view.phases]
+    if view.verdict is not None:
+        steps.append(view.verdict)
+    return steps, view.round_text
+
+
 class Stepper(ui.element, component="stepper.js"):
-    """The stepper as one element: re-rendering it is one small props update, not ~30 new elements
-    per page (with hundreds of spectators that was a loop stall on every phase change)."""
+    """The stepper as one element. What it shows that changes while a debate runs (each pill's
+    condition, the round) reaches the browser through the live stream's status items, serialised once
+    per debate, so no page is updated for it; `show` sets it from the server (a page built later,
+    tests)."""
 
     def __init__(self, state: DebateState) -> None:
         super().__init__()
-        self.view: StepperView | None = None
+        phases = [[p.id, p.title] for p in state.format.phases]
+        if state.config.judge.enabled:
+            phases.append(["verdict", "Verdict"])
+        self._props["phases"] = phases
+        self._props["looks"] = {condition: [icon, words] for condition, (icon, words) in PILLS.items()}
         self.classes("w-full").mark("stepper")
-        self.show(state)
+        self.show(state, send=False)
 
-    def show(self, state: DebateState) -> None:
-        view = stepper_view(state)
-        if view == self.view:
+    def show(self, state: DebateState, send: bool = True) -> None:
+        steps, round_text = stepper_steps(state)
+        if steps == self._props.get("steps") and round_text == self._props.get("round"):
             return
-        first = self.view is None
-        self.view = view
-        pills = []
-        for phase_id, title, condition in view.phases:
-            pills.append([phase_id, title, condition, PILLS[condition][1], PILLS[condition][0]])
-        if view.verdict is not None:
-            icon = "gavel" if view.verdict in ("done", "current", "todo", "not-reached") else PILLS[view.verdict][0]
-            pills.append(["verdict", "Verdict", view.verdict, PILLS[view.verdict][1], icon])
-        self._props["pills"] = pills
-        self._props["round"] = view.round_text
-        if not first:
+        self._props["steps"] = steps
+        self._props["round"] = round_text
+        if send:
             self.update()
 
     def pill(self, phase_id: str) -> dict[str, str] | None:
         """What the pill of a phase (or "verdict") shows: its condition and its words."""
-        for pid, title, condition, words, _icon in self._props["pills"]:
+        for (pid, title), condition in zip(self._props["phases"], self._props["steps"], strict=True):
             if pid == phase_id:
-                return {"title": title, "condition": condition, "words": words}
+                return {"title": title, "condition": condition, "words": PILLS[condition][1]}
         return None
 
     @property

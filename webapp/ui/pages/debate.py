@@ -183,7 +183,6 @@ class DebateView:
         self._section("status", (view.status.value, view.interrupted, state.ended_because),
                       lambda: self._render_status(view, state))
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
-        self.stepper.show(state)
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
