@@ -143,6 +143,8 @@ def build_config(args: argparse.Namespace, settings: Settings | None = None) -> 
         judge["judges"] = [parse_spec(s, f"--judge #{i + 1}") for i, s in enumerate(args.judge)]
     if args.no_judge:
         judge["enabled"] = False
+    if args.judge_swap_sides:
+        judge["swap_sides"] = True
     if judge:
         data["judge"] = judge
     budget = dict(data.get("budget") or {})
@@ -608,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="name=Ada,provider=demo,model=demo,position=pro,persona=… (repeatable)")
     debate.add_argument("--judge", action="append", metavar="SPEC", help="provider=demo,model=demo (repeatable)")
     debate.add_argument("--no-judge", action="store_true", help="skip the verdict")
+    debate.add_argument("--judge-swap-sides", action="store_true",
+                        help="judge twice, the second time with the order reversed (a flipped judge is undecided)")
     debate.add_argument("--cost-limit", type=float, metavar="USD")
     debate.add_argument("--warn-at", type=float, metavar="USD")
     debate.add_argument("--stop-at-warning", action="store_true", help="stop instead of continuing at warn-at")

@@ -53,6 +53,9 @@ class JudgePanel:
                 self.form.field("judge.use_fallback", fallback)
                 with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "use_fallback"):
                     self._judge_row("judge.fallback", judge["fallback"], None, 0)
+                swap = ui.switch("Judge twice, sides swapped (a judge whose winner flips with the order "
+                                 "counts as undecided)").bind_value(judge, "swap_sides").mark("judge-swap-sides")
+                self.form.field("judge.swap_sides", swap)
                 with ui.row().classes("w-full items-start gap-2"):
                     frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense") \
                         .classes("w-56")

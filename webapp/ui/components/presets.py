@@ -93,7 +93,7 @@ def blank_form(defaults: dict[str, Any] | None = None, settings: Settings | None
         "participants": cast_rows(fmt, model),
         "judge": {"enabled": True, "judges": [judge_row("demo", model)], "use_fallback": False,
                   "fallback": judge_row("demo", "demo-instant"), "criteria": list(DEFAULT_CRITERIA),
-                  "frequency": "end"},
+                  "frequency": "end", "swap_sides": False},
         "budget": {"warn_at": d.get("warn_at"), "cost_limit": d.get("cost_limit")},
         "timeouts": timeouts,
         "max_retries": settings.max_retries,
@@ -164,7 +164,8 @@ def _judge_config(judge: dict[str, Any]) -> dict[str, Any]:
         return {"enabled": False}
     return {"enabled": True, "judges": [model_spec(r) for r in judge["judges"]],
             "fallback": model_spec(judge["fallback"]) if judge.get("use_fallback") else None,
-            "criteria": list(judge["criteria"] or []), "frequency": judge.get("frequency") or "end"}
+            "criteria": list(judge["criteria"] or []), "frequency": judge.get("frequency") or "end",
+            "swap_sides": bool(judge.get("swap_sides"))}
 
 
 def _context_config(context: dict[str, Any]) -> dict[str, Any]:
