@@ -120,7 +120,7 @@ async def test_a_flush_becomes_compact_wire_items_once_for_every_page(user: User
     emit(_turn_event(7, "k"))
     _batch, wire = channel._take()
     kid = channel.kid("k")
-    assert wire[0] == [1, kid, 1, {"key": "k", "speaker": "pro", "group": "Opening statements", "act": "speak"}]
+    assert wire[0] == [1, kid, 1, {"speaker": "pro", "group": "Opening statements"}]  # "speak" is the default
     assert wire[1] == [0, kid, 0, "Hello world"]
     assert wire[2] == [2, kid, "cancelled"]  # the browser keeps the cut text, greyed
     assert wire[3][:3] == [1, kid, 2] and wire[4] == [0, kid, 0, "done"]

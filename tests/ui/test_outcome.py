@@ -237,3 +237,13 @@ async def test_a_long_synthesis_is_cut_to_about_three_hundred_characters_and_sta
     assert len(element.content) <= 302 and element.content.endswith("…")
     html = element.props["innerHTML"]
     assert "<script" not in html and "<img" not in html and "image: pixel (evil.example)" in html
+
+
+async def test_notes_per_criterion_are_built_when_opened(user: User) -> None:
+    session = await start_demo("Should notes be lazy?")
+    assert await session.join() is State.COMPLETED
+    assert any(s.note for by_pid in session.state.verdict.criteria.values() for s in by_pid.values())
+    await user.open(f"/debate/{session.id}")
+    await user.should_not_see(marker="criterion-note")  # nothing built for a reader who never opens it
+    one(user, "criteria-notes").value = True
+    await user.should_see(marker="criterion-note")

@@ -83,9 +83,14 @@ def committed_info(state: DebateState, turn: Turn, streamed: str | None) -> dict
 
 
 def started_info(state: DebateState, item: LiveTurnStarted | LiveTurn) -> dict[str, Any] | None:
+    """Who starts speaking where, in as few bytes as the browser needs (it names turns by their small id;
+    "speak" is the default act)."""
     if not phase_visible(state, item.phase):
         return None
-    return turn_info(state, item.key, item.speaker, item.phase, item.round, item.act)
+    info: dict[str, Any] = {"speaker": item.speaker, "group": group_title(state, item.phase, item.round)}
+    if item.act != "speak":
+        info["act"] = item.act
+    return info
 
 
 def round_text(state: DebateState) -> str:
@@ -155,11 +160,15 @@ def status(session: DebateSession) -> dict[str, Any]:
     elif budget.warn_at is not None:
         limit = f"warns at {money(budget.warn_at)} · no hard limit"
     models = []
+    streaming = bool(session.live_turns) or state.status in (State.DEBATING, State.PREPARATION)
     for model, usd in sorted(ledger.by_model.items()):
+        priced = money(usd if model not in ledger.unpriced_models else None)
+        if streaming:  # cost per model as it changes; token counts once the debate stops streaming
+            models.append([model, priced])
+            continue
         tokens = ledger.tokens_by_model.get(model, {})
-        priced = model not in ledger.unpriced_models
         models.append([model, f"{tokens.get('input_tokens', 0):,} in · {tokens.get('output_tokens', 0):,} out · "
-                              f"{money(usd if priced else None)}"])
+                              f"{priced}"])
     steps, steps_round = stepper_steps(state)
     return {
         "ended": state.status in TERMINAL_STATES,
@@ -194,9 +203,9 @@ def snapshot_turns(session: DebateSession, kid: Any) -> list[dict[str, Any]]:
     for key, live in session.live_turns.items():
         if key in state.turn_keys:
             continue
-        started = started_info(state, live)
-        if started is None:
+        if not phase_visible(state, live.phase):
             continue
+        started = turn_info(state, key, live.speaker, live.phase, live.round, live.act)
         out.append({**started, "kid": kid(key), "state": "live", "text": live.text, "meta": "",
                     "notes": notes.get(key, []), "attempt": live.attempt})
     return out

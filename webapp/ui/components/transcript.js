@@ -18,7 +18,7 @@ export default {
       <template v-for="row in rows" :key="row.id">
         <h3 v-if="row.header" class="rostrum-group-title">{{ row.header }}</h3>
         <article v-else class="rostrum-turn" :class="['rostrum-turn-' + row.t.state, {'rostrum-turn-lazy': row.t.lazy}]"
-                 :data-key="row.t.key" :style="{'--turn-color': person(row.t).color}">
+                 :data-key="row.t.key || 'k' + row.t.kid" :style="{'--turn-color': person(row.t).color}">
           <header class="rostrum-turn-head">
             <span class="rostrum-dot" :style="{background: person(row.t).color}"></span>
             <span class="rostrum-turn-name">{{ person(row.t).name }}</span>

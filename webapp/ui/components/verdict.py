@@ -228,11 +228,22 @@ def _criteria_notes(state: DebateState, verdict: Verdict) -> None:
     notes = [(c, pid, s) for c, by_pid in verdict.criteria.items() for pid, s in by_pid.items() if s.note]
     if not notes:
         return
-    with ui.expansion("Notes per criterion", icon="notes").classes("w-full"):
-        for criterion, pid, score in notes:
-            with ui.row().classes("w-full gap-2 text-sm no-wrap"):
-                ui.label(f"{criterion} · {_name(state, pid)} · {score.score:g}").classes("font-medium shrink-0")
-                ui.label(score.note).classes("text-grey-8")
+    built = False
+
+    def build() -> None:  # on first opening: a row per criterion and debater, for every open page
+        nonlocal built
+        if built:
+            return
+        built = True
+        with expansion:
+            for criterion, pid, score in notes:
+                with ui.row().classes("w-full gap-2 text-sm no-wrap").mark("criterion-note"):
+                    ui.label(f"{criterion} · {_name(state, pid)} · {score.score:g}").classes("font-medium shrink-0")
+                    ui.label(score.note).classes("text-grey-8")
+
+    expansion = ui.expansion(f"Notes per criterion ({len(notes)})", icon="notes",
+                             on_value_change=lambda e: build() if e.value else None) \
+        .classes("w-full").mark("criteria-notes")
 
 
 def _rulings(state: DebateState, verdict: Verdict) -> None:
