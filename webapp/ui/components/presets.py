@@ -221,3 +221,43 @@ def quick_demo_config(topic: str | None = None, settings: Settings | None = None
         form["topic"] = topic
     apply_preset(form, "quick-demo")
     return DebateConfig.model_validate(form_to_config(form, settings))
+
+
+def _model_row(spec: Any) -> dict[str, Any]:
+    """A form model row from a stored `Participant` or `JudgeSpec` (the inverse of `model_spec`)."""
+    return {"provider": spec.provider, "model": spec.model, "preset": spec.preset,
+            "base_url": spec.base_url or "", "concurrency": spec.concurrency}
+
+
+def config_to_form(config: DebateConfig, defaults: dict[str, Any] | None = None,
+                   settings: Settings | None = None) -> dict[str, Any]:
+    """A form filled from a stored debate's config (the inverse of `form_to_config`): "Clone" opens the
+    new-debate form with it. What the config does not hold (a fallback judge it had none of, a window
+    of a strategy it did not use) comes from `blank_form`; the series and the rematch link do not carry
+    over, the clone is a debate of its own."""
+    form = blank_form(defaults, settings)
+    fmt = FORMATS.get(config.format)
+    timeouts = config.timeouts
+    form.update(
+        topic=config.topic, format=config.format,
+        rounds=config.rounds if fmt is None or fmt.has_rounds else None,
+        participants=[{**_model_row(p), "name": p.name, "position": p.position, "persona": p.persona,
+                       "temperature": p.temperature, "max_tokens": p.max_tokens,
+                       "context_tokens": p.context_tokens, "color": p.color or PALETTE[i % len(PALETTE)]}
+                      for i, p in enumerate(config.participants)],
+        budget={"warn_at": config.budget.warn_at, "cost_limit": config.budget.cost_limit},
+        timeouts={name: getattr(timeouts, name) if name in timeouts.model_fields_set else None
+                  for name in type(timeouts).model_fields},
+        max_retries=config.max_retries, word_limit=config.word_limit,
+        word_limit_action=config.word_limit_action, strict=config.strict, seed=config.seed,
+        context={**form["context"], **config.context.model_dump()},
+        **{name: getattr(config, name) for name in FORMAT_OPTIONS},
+    )
+    judge = config.judge
+    form["judge"].update(enabled=judge.enabled, criteria=list(judge.criteria), frequency=judge.frequency,
+                         swap_sides=judge.swap_sides)
+    if judge.enabled:
+        form["judge"]["judges"] = [_model_row(j) for j in judge.judges]
+        if judge.fallback is not None:
+            form["judge"].update(use_fallback=True, fallback=_model_row(judge.fallback))
+    return form
