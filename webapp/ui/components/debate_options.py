@@ -78,11 +78,13 @@ def limits_card(form: FormFields, values: dict[str, Any]) -> None:
     budget = values["budget"]
     with ui.card().classes("w-full"):
         ui.label("Budget and limits").classes("text-lg font-medium")
+        # No min/max on these numbers: the browser would clamp what was typed; a value out of range is
+        # an error shown at its field instead.
         with ui.row().classes("w-full items-start gap-2"):
-            warn = ui.number("Warn at (USD)", min=0, step=0.01, format="%.2f") \
+            warn = ui.number("Warn at (USD)", step=0.01, format="%.2f") \
                 .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"').classes("w-56")
             form.field("budget.warn_at", warn.bind_value(budget, "warn_at"))
-            limit = ui.number("Hard limit (USD)", min=0, step=0.01, format="%.2f") \
+            limit = ui.number("Hard limit (USD)", step=0.01, format="%.2f") \
                 .props('outlined dense prefix="$" hint="never crossed: answers are cut to fit"').classes("w-56")
             form.field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
             form.field("word_limit", number("Word limit", "empty = each phase's own limit", "w-44", precision=0)

@@ -53,6 +53,7 @@ class FormFields:
 
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
+        self.anchors: dict[str, Any] = {}  # config path -> element to focus for its error, in page order
         self.errors: dict[str, str] = {}
         self.opened: dict[str, bool] = {}  # expansion marker -> open
         status = provider_status()  # reads the environment and .env: once per form, not per select
@@ -62,18 +63,23 @@ class FormFields:
     def render(self) -> None:
         raise NotImplementedError
 
+    def changed(self) -> None:
+        """Called after any field's value changed (a form may keep a copy of itself)."""
+
     def models_changed(self) -> None:
         """Called when a model name is edited (a form may re-check what depends on the models)."""
 
     def field(self, path: str, element: Any) -> Any:
         """Register `element` as the input for the config path `path`: it shows (and clears) its error."""
         self.fields[path] = element
+        self.anchors[path] = element
         if path in self.errors:
             element.error = self.errors[path]
 
         def clear() -> None:
             if self.errors.pop(path, None) is not None and not element.is_deleted:
                 element.error = None
+            self.changed()
 
         element.on_value_change(clear)
         return element.mark(f"field-{path}")
@@ -82,9 +88,11 @@ class FormFields:
         """An error about a whole group (e.g. "participants"), shown as a line inside it."""
         message = self.errors.get(path)
         if message:
-            with ui.row().classes("items-center gap-1 text-negative").mark(f"error-{path}"):
+            with ui.row().classes("items-center gap-1 text-negative").props('tabindex="-1"') \
+                    .mark(f"error-{path}") as row:
                 ui.icon("error")
                 ui.label(message)
+            self.anchors[path] = row
 
     @contextmanager
     def section(self, title: str, icon: str, prefixes: tuple[str, ...], marker: str) -> Iterator[ui.expansion]:

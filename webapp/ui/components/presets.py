@@ -106,20 +106,21 @@ def blank_form(defaults: dict[str, Any] | None = None, settings: Settings | None
     }
 
 
-def apply_preset(form: dict[str, Any], preset: str) -> None:
-    """Fill `form` in place. A topic the user already typed is kept."""
+def apply_preset(form: dict[str, Any], preset: str, fill_topic: bool = True) -> None:
+    """Fill `form` in place. A topic the user already typed is kept; an empty one gets the preset's
+    sample topic unless `fill_topic` is false (the form shows the sample as a placeholder instead)."""
     if preset == "quick-demo":
         fmt = FORMATS["oxford"]
         form.update(format="oxford", rounds=1, word_limit=60, participants=cast_rows(fmt, "demo"))
         form["judge"].update(enabled=True, judges=[judge_row("demo")], use_fallback=False)
         form["budget"].update(warn_at=None, cost_limit=None)
-        if not form["topic"].strip():
+        if fill_topic and not form["topic"].strip():
             form["topic"] = QUICK_DEMO_TOPIC
         return
     fmt = FORMATS[preset]
     form.update(format=fmt.id, rounds=fmt.termination.default_rounds if fmt.has_rounds else None,
                 participants=cast_rows(fmt), word_limit=None)
-    if not form["topic"].strip():
+    if fill_topic and not form["topic"].strip():
         form["topic"] = SAMPLE_TOPICS.get(fmt.id, "")
 
 

@@ -10,6 +10,7 @@ groups (`components.debate_options`) are built from here and share `components.f
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from fastapi import Request
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine.engine import DebateNotFound
 from webapp.engine.families import SharedFamily, find_shared, pick_judge
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
@@ -28,14 +30,37 @@ from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.debate_options import format_settings, limits_card
+from webapp.ui.components.form_errors import plain, reword
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.judge_panel import JudgePanel
-from webapp.ui.components.presets import apply_preset, blank_form, cast_rows, form_to_config, participant_row
+from webapp.ui.components.presets import (
+    QUICK_DEMO_TOPIC,
+    SAMPLE_TOPICS,
+    apply_preset,
+    blank_form,
+    cast_rows,
+    config_to_form,
+    form_to_config,
+    participant_row,
+)
 from webapp.ui.layout import frame
 
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
 # Errors of a whole model land on the input that can fix them.
 FIELD_FOR = {"budget": "budget.cost_limit"}
+# Where a tab keeps its form (`app.storage.tab`): a reload shows what was typed.
+STORAGE_KEY = "new_debate_form"
+TOPIC_PLACEHOLDER = "e.g. Should cities ban private cars?"
+# Scroll the element with this id into view and focus its input (or the element itself).
+FOCUS_JS = """
+requestAnimationFrame(() => requestAnimationFrame(() => {
+  const el = document.getElementById(%r);
+  if (!el) return;
+  el.scrollIntoView({block: 'center', behavior: 'smooth'});
+  const input = el.matches('input, textarea') ? el : el.querySelector('input, textarea, [tabindex]');
+  (input || el).focus({preventScroll: true});
+}));
+"""
 
 
 def error_path(loc: tuple[Any, ...]) -> str:
@@ -47,8 +72,19 @@ def error_path(loc: tuple[Any, ...]) -> str:
     return FIELD_FOR.get(path, path)
 
 
-def _clean(message: str) -> str:
-    return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+def duplicate_names(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """An error on every participant whose name an earlier one already has (case and spaces aside)."""
+    seen: set[str] = set()
+    errors: dict[str, str] = {}
+    for index, row in enumerate(rows):
+        name = " ".join(str(row.get("name") or "").split())
+        if not name:
+            continue  # named after its position when the debate starts
+        if name.casefold() in seen:
+            errors[f"participants[{index}].name"] = (f"Two participants are called '{name}'; give each a "
+                                                     "different name")
+        seen.add(name.casefold())
+    return errors
 
 
 class DebateForm(FormFields):
@@ -59,11 +95,19 @@ class DebateForm(FormFields):
         self.form = form
         self.gate = gate
         self.submitting = False
+        self.tab_storage: dict[str, Any] | None = None  # app.storage.tab, once the tab is connected
+        self.focused: str | None = None  # the path of the field last scrolled to and focused
         self._family_signature: tuple[SharedFamily, ...] | None = None
 
     # --- building ---------------------------------------------------------------------------
 
     def build(self) -> None:
+        # Ctrl+Enter (Cmd+Enter on a Mac) starts the debate from any field of the form.
+        with ui.column().classes("w-full gap-4").mark("debate-form") as root:
+            root.on("keydown.ctrl.enter", self.submit).on("keydown.meta.enter", self.submit)
+            self._build()
+
+    def _build(self) -> None:
         with ui.row().classes("w-full items-center justify-between"):
             ui.label("New debate").classes("text-2xl font-semibold")
             with ui.row().classes("items-center gap-1"):
@@ -75,19 +119,25 @@ class DebateForm(FormFields):
                         ui.menu_item(fmt.title, on_click=lambda f=fmt.id: self.preset(f)) \
                                 .mark(f"preset-{fmt.id}")
         self.banner = ui.column().classes("w-full")
+        # The topic is built once, outside the re-rendered body: text typed while a preset or another
+        # edit re-renders the form can never land in an element that is being replaced.
+        self._topic_card()
         self.body = ui.column().classes("w-full gap-4")
         # Outside the re-rendered body: a click never lands on a button that is being replaced.
-        with ui.row().classes("w-full justify-end gap-2"):
+        with ui.row().classes("w-full items-center justify-end gap-2"):
+            self.kept_note = ui.row().classes("items-center")
+            ui.space()
             ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps")
             self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
                 .props("unelevated size=lg no-caps").mark("start")
         self.render()
 
     def render(self) -> None:
-        self.fields.clear()
+        self.fields = {"topic": self.topic}
+        self.anchors = {"topic": self.topic}
+        self.topic.error = self.errors.get("topic")
         self.body.clear()
         with self.body:
-            self._topic_card()
             self._format_card()
             self._participants_card()
             JudgePanel(self, self.form["judge"], self.debater_models).build()
@@ -96,17 +146,28 @@ class DebateForm(FormFields):
         self._family_signature = None  # the new box shows nothing yet
         self.models_changed()
         self._show_banner()
+        self.save()
 
     def _topic_card(self) -> None:
         with ui.card().classes("w-full"):
             ui.label("Topic").classes("text-lg font-medium")
             topic = ui.textarea(
-                label="What should they debate? *", placeholder="e.g. Should cities ban private cars?",
+                label="What should they debate? *", placeholder=TOPIC_PLACEHOLDER,
                 validation={f"The topic is too long (at most {TOPIC_MAX_CHARS} characters)":
                             lambda v: len(v or "") <= TOPIC_MAX_CHARS},
             ).props(f'outlined autogrow counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
             topic.bind_value(self.form, "topic")
-            self.field("topic", topic)
+            self.topic = self.field("topic", topic)
+            self._show_sample_topic()
+
+    def _show_sample_topic(self) -> None:
+        """A preset's sample topic is the topic's placeholder, taken when the topic is left empty: a
+        preset never writes into the topic, so it can never replace what is being typed."""
+        sample = self.form.get("sample_topic")
+        self.topic.props["placeholder"] = sample or TOPIC_PLACEHOLDER
+        self.topic.props["hint"] = ("Left empty, the debate takes the preset's sample topic shown here; "
+                                    "Ctrl+Enter starts it") if sample else "Ctrl+Enter starts the debate"
+        self.topic.update()
 
     def _format_card(self) -> None:
         fmt = FORMATS.get(self.form["format"], FORMATS["classic"])
@@ -121,7 +182,7 @@ class DebateForm(FormFields):
                     term = fmt.termination
                     hint = (f"{term.min_rounds}–{term.max_rounds}; empty = "
                             + (f"{term.default_rounds}" if term.kind == "fixed" else f"up to {term.max_rounds}"))
-                    rounds = ui.number(label="Rounds", min=term.min_rounds, max=term.max_rounds, precision=0) \
+                    rounds = ui.number(label="Rounds", precision=0) \
                         .props(f'outlined hint="{hint}"').classes("w-48")
                     rounds.bind_value(self.form, "rounds")
                     self.field("rounds", rounds)
@@ -201,11 +262,10 @@ class DebateForm(FormFields):
                 persona = ui.textarea("Persona / system prompt", placeholder="optional: voice, expertise, style") \
                     .props("outlined dense autogrow").classes("grow")
                 self.field(f"{prefix}.persona", persona.bind_value(row, "persona"))
-                temperature = ui.number("Temperature", min=0, max=2, step=0.1, format="%.1f") \
-                    .props('outlined dense hint="empty = model default"').classes("w-36")
+                temperature = ui.number("Temperature", step=0.1, format="%.1f") \
+                    .props('outlined dense hint="0–2; empty = model default"').classes("w-36")
                 self.field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
-                max_tokens = ui.number("Max tokens", min=16, max=64000, precision=0).props("outlined dense") \
-                    .classes("w-32")
+                max_tokens = number("Max tokens", "16–64000", "w-32", precision=0)
                 self.field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
                 budget = number("Context budget (tokens)", "empty = model's window; ≥ 500", "w-52",
                                 precision=0)
@@ -292,9 +352,25 @@ class DebateForm(FormFields):
         with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props("flat bordered") \
                 .mark("form-errors"):
             count = len(self.errors)
-            ui.label(f"Please fix {count} problem{'s' if count != 1 else ''} below:").classes("font-medium")
-            for path, message in self.errors.items():
-                ui.label(f"{path}: {message}").classes("text-sm")
+            ui.label(f"Please fix {count} problem{'s' if count != 1 else ''}:").classes("font-medium")
+            for path in self.error_order():
+                ui.button(self.errors[path], icon="arrow_downward", on_click=lambda p=path: self.focus(p)) \
+                    .props("flat dense no-caps align=left color=negative").classes("text-sm") \
+                    .mark(f"error-link-{path}")
+
+    def error_order(self) -> list[str]:
+        """The paths with an error, in the order their fields appear on the page."""
+        order = {path: index for index, path in enumerate(self.anchors)}
+        return sorted(self.errors, key=lambda path: order.get(path, len(order)))
+
+    def focus(self, path: str) -> None:
+        """Scroll the field of `path` into view and put the cursor in it (the summary's links, and the
+        first error after a failed start)."""
+        element = self.anchors.get(path)
+        if element is None or element.is_deleted:
+            element = self.banner
+        self.focused = path
+        ui.run_javascript(FOCUS_JS % element.html_id)
 
     def _show_store_error(self, exc: StoreError) -> None:
         self.banner.clear()
@@ -304,10 +380,45 @@ class DebateForm(FormFields):
             ui.label(f"{exc} ({exc.advice}).").classes("text-sm")
         ui.notify(f"Not started: {exc}", type="negative", multi_line=True)
 
+    # --- kept in the tab ----------------------------------------------------------------------
+
+    async def keep_in_tab(self) -> None:
+        """Once the tab is connected (`app.storage.tab` needs it): show what this tab's form held before
+        a reload, then keep every change there. A clone (`?from=ID`) replaces it, except on a reload of
+        the same clone, which keeps what was changed since."""
+        try:
+            await ui.context.client.connected()
+        except TimeoutError:  # never connected (a plain HTTP request): nothing to keep
+            return
+        self.tab_storage = app.storage.tab  # this tab's dictionary: later handlers may run outside its context
+        stored = self.tab_storage.get(STORAGE_KEY)
+        if isinstance(stored, dict) and stored.get("cloned_from") == self.form.get("cloned_from", stored.get(
+                "cloned_from")):
+            restored = json.loads(json.dumps(stored))  # a plain copy, detached from the storage
+            if restored != self.form:
+                self.form.clear()
+                self.form.update(restored)
+                self._show_sample_topic()
+                self.render()
+        self.save()
+        with self.kept_note:
+            ui.label("Kept in this tab: a reload shows it again.").classes("text-sm text-grey-7") \
+                .mark("form-kept")
+
+    def save(self) -> None:
+        """Put a copy of the form in this tab's storage (after every change, once the tab is connected)."""
+        if self.tab_storage is not None:
+            self.tab_storage[STORAGE_KEY] = json.loads(json.dumps(self.form))
+
+    def changed(self) -> None:
+        self.save()
+
     # --- editing ----------------------------------------------------------------------------
 
     def preset(self, name: str) -> None:
-        apply_preset(self.form, name)
+        apply_preset(self.form, name, fill_topic=False)
+        self.form["sample_topic"] = QUICK_DEMO_TOPIC if name == "quick-demo" else SAMPLE_TOPICS.get(name)
+        self._show_sample_topic()
         self.errors.clear()
         self.render()
         ui.notify(f"Preset applied: {'Quick demo' if name == 'quick-demo' else FORMATS[name].title}")
@@ -315,8 +426,10 @@ class DebateForm(FormFields):
     def reset(self) -> None:
         self.form.clear()
         self.form.update(blank_form(app.storage.general.get("defaults")))
+        self._show_sample_topic()
         self.errors.clear()
         self.render()
+        ui.notify("The form is back to the defaults")
 
     async def change_format(self, format_id: str) -> None:
         await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
@@ -384,17 +497,37 @@ class DebateForm(FormFields):
                 element.error = errors.get(path)
         self.render()
 
+    def _rounds_error(self) -> dict[str, str]:
+        fmt = FORMATS.get(self.form.get("format") or "")
+        rounds = self.form.get("rounds")
+        if fmt is None or not fmt.has_rounds or rounds in (None, ""):
+            return {}
+        term = fmt.termination
+        if isinstance(rounds, int | float) and not term.min_rounds <= rounds <= term.max_rounds:
+            return {"rounds": f"{fmt.title} takes {term.min_rounds} to {term.max_rounds} rounds; "
+                              f"{rounds:g} is out of range"}
+        return {}
+
     def collect_errors(self) -> tuple[DebateConfig | None, dict[str, str]]:
-        if not (self.form.get("topic") or "").strip():
-            return None, {"topic": "The topic is required"}
+        """Every problem the form can see at once: the topic, the rounds, duplicate names, and what the
+        model refuses; each in plain words, keyed by the path of its field."""
+        errors: dict[str, str] = {}
+        data = form_to_config(self.form)
+        if not data["topic"].strip() and self.form.get("sample_topic"):
+            data["topic"] = self.form["sample_topic"]
+        if not data["topic"].strip():
+            errors["topic"] = "The topic is required"
+        errors.update(self._rounds_error())
+        errors.update(duplicate_names(self.form["participants"]))
+        names = {i: str(r.get("name") or "").strip() for i, r in enumerate(self.form["participants"])}
         try:
-            config = DebateConfig.model_validate(form_to_config(self.form))
+            config = DebateConfig.model_validate(data)
         except ValidationError as exc:
-            errors: dict[str, str] = {}
             for item in exc.errors():
-                errors.setdefault(error_path(tuple(item["loc"])), _clean(item["msg"]))
+                path = error_path(tuple(item["loc"]))
+                errors.setdefault(path, plain(path, dict(item), names))
             return None, errors
-        return config, {}
+        return (None, errors) if errors else (config, {})
 
     async def submit(self) -> None:
         if self.submitting:  # a double click must not start two debates
@@ -407,7 +540,7 @@ class DebateForm(FormFields):
                 try:
                     session = await self.gate.start(config)
                 except ConfigError as exc:
-                    errors = {FIELD_FOR.get(exc.field, exc.field): exc.message}
+                    errors = {FIELD_FOR.get(exc.field, exc.field): reword(exc.message)}
                 except PermissionError as exc:
                     ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
                     return
@@ -418,8 +551,11 @@ class DebateForm(FormFields):
                     ui.navigate.to(f"/debate/{session.id}")
                     return
             self._set_errors(errors)
-            path, message = next(iter(errors.items()))
-            ui.notify(f"Please fix {path}: {message}", type="negative")
+            first = self.error_order()[0]
+            self.focus(first)
+            more = len(errors) - 1
+            ui.notify(errors[first] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
+                      type="negative")
         finally:
             self.submitting = False
             self.start_button.props(remove="loading")
@@ -443,8 +579,27 @@ async def page(request: Request) -> Response | None:
     if not isinstance(admitted, Principal):
         return admitted
     gate = auth_gate(admitted)
-    form = blank_form(app.storage.general.get("defaults"))
+    defaults = app.storage.general.get("defaults")
+    clone_of = request.query_params.get("from")
+    config = await _clone_source(gate, clone_of) if clone_of else None
+    form = {**config_to_form(config, defaults), "cloned_from": clone_of} if config else blank_form(defaults)
     with frame("/new", admitted):
         await _daily_limit_note(gate)
-        DebateForm(form, gate).build()
+        view = DebateForm(form, gate)
+        view.build()
+    await view.keep_in_tab()
     return None
+
+
+async def _clone_source(gate: Gate, debate_id: str) -> DebateConfig | None:
+    """The config of the debate to clone, if it exists and this person may see it."""
+    engine = await runtime.current().engine()
+    try:
+        session = await engine.session(debate_id)
+    except DebateNotFound:
+        session = None
+    if session is None or not await gate.allowed(Action.WATCH, session.id):
+        ui.notify(f"No debate with id {debate_id!r} to copy: the form starts empty.", type="warning")
+        return None
+    ui.notify(f"A copy of “{session.state.config.topic}”: change what you like, then start it.")
+    return session.state.config
