@@ -127,7 +127,7 @@ class DebateForm(FormFields):
         with ui.row().classes("w-full items-center justify-end gap-2"):
             self.kept_note = ui.row().classes("items-center")
             ui.space()
-            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps")
+            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps").mark("reset-form")
             self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
                 .props("unelevated size=lg no-caps").mark("start")
         self.render()
@@ -398,6 +398,7 @@ class DebateForm(FormFields):
             if restored != self.form:
                 self.form.clear()
                 self.form.update(restored)
+                self.topic.value = self.form["topic"]
                 self._show_sample_topic()
                 self.render()
         self.save()
@@ -426,6 +427,7 @@ class DebateForm(FormFields):
     def reset(self) -> None:
         self.form.clear()
         self.form.update(blank_form(app.storage.general.get("defaults")))
+        self.topic.value = self.form["topic"]
         self._show_sample_topic()
         self.errors.clear()
         self.render()
