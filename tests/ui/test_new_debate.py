@@ -355,7 +355,7 @@ async def test_a_silent_participant_a_bad_colour_and_an_invisible_topic_are_refu
     await user.open("/new")  # classic: only pro and con ever speak
     user.find(marker="field-topic").type("\u200b\ufeff")
     user.find(marker="start").click()
-    await user.should_see("The topic has no visible text")
+    await user.should_see("the topic has no visible text")
     assert "visible" in one(user, "field-topic").error
     _set(user, "field-topic", "Should exams be open-book?")
     user.find(marker="add-participant").click()

@@ -67,8 +67,9 @@ _REWORDED: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def reword(message: str) -> str:
-    """A validator's own message in the form's words (a judge index counted from 1)."""
+def reword(message: str, sentence: bool = True) -> str:
+    """A validator's own message in the form's words (a judge index counted from 1); `sentence`
+    capitalises any other message (the engine's messages are kept as they are worded)."""
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     for pattern, text in _REWORDED:
         match = pattern.search(message)
@@ -76,7 +77,7 @@ def reword(message: str) -> str:
             groups = match.groups()
             n = int(groups[0]) + 1 if groups and groups[0].isdigit() else 0
             return text.format(*groups, n=n)
-    return _sentence(message)
+    return _sentence(message) if sentence else message
 
 
 def plain(path: str, error: dict[str, Any], names: dict[int, str] | None = None) -> str:

@@ -542,7 +542,7 @@ class DebateForm(FormFields):
                 try:
                     session = await self.gate.start(config)
                 except ConfigError as exc:
-                    errors = {FIELD_FOR.get(exc.field, exc.field): reword(exc.message)}
+                    errors = {FIELD_FOR.get(exc.field, exc.field): reword(exc.message, sentence=False)}
                 except PermissionError as exc:
                     ui.notify(f"Not done: {exc}", type="negative", multi_line=True)
                     return
