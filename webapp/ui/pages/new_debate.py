@@ -349,7 +349,7 @@ class DebateForm(FormFields):
         self.banner.clear()
         if not self.errors:
             return
-        with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props("flat bordered") \
+        with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props("flat bordered role=alert") \
                 .mark("form-errors"):
             count = len(self.errors)
             ui.label(f"Please fix {count} problem{'s' if count != 1 else ''}:").classes("font-medium")
