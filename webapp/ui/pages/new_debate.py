@@ -96,7 +96,6 @@ class DebateForm(FormFields):
         self.gate = gate
         self.submitting = False
         self.tab_storage: dict[str, Any] | None = None  # app.storage.tab, once the tab is connected
-        self.focused: str | None = None  # the path of the field last scrolled to and focused
         self._family_signature: tuple[SharedFamily, ...] | None = None
 
     # --- building ---------------------------------------------------------------------------
@@ -369,7 +368,6 @@ class DebateForm(FormFields):
         element = self.anchors.get(path)
         if element is None or element.is_deleted:
             element = self.banner
-        self.focused = path
         ui.run_javascript(FOCUS_JS % element.html_id)
 
     def _show_store_error(self, exc: StoreError) -> None:
@@ -387,13 +385,13 @@ class DebateForm(FormFields):
         a reload, then keep every change there. A clone (`?from=ID`) replaces it, except on a reload of
         the same clone, which keeps what was changed since."""
         try:
-            await ui.context.client.connected()
+            await ui.context.client.connected(timeout=30)  # a slow connection still gets its form kept
         except TimeoutError:  # never connected (a plain HTTP request): nothing to keep
             return
         self.tab_storage = app.storage.tab  # this tab's dictionary: later handlers may run outside its context
         stored = self.tab_storage.get(STORAGE_KEY)
-        if isinstance(stored, dict) and stored.get("cloned_from") == self.form.get("cloned_from", stored.get(
-                "cloned_from")):
+        clone = self.form.get("cloned_from")
+        if isinstance(stored, dict) and (clone is None or stored.get("cloned_from") == clone):
             restored = json.loads(json.dumps(stored))  # a plain copy, detached from the storage
             if restored != self.form:
                 self.form.clear()
