@@ -234,7 +234,8 @@ class Dashboard:
             return
         ui.label(f"{total} debate{'s' if total != 1 else ''}").classes(f"text-sm {MUTED}").mark("debate-count")
         now = utcnow()
-        with ui.card().classes("w-full p-0 gap-0").props("flat bordered").mark("debate-list"):
+        with ui.card().classes("w-full p-0 gap-0").props("flat bordered") \
+                .mark("debate-list", f"sorted-{self.order}"):
             with ui.element("div").classes(f"{GRID} hidden md:grid w-full px-3 py-1 text-xs font-medium "
                                            f"uppercase tracking-wide {MUTED} border-b border-slate-500/20"):
                 for title in ("Status", "Debate", "Outcome", "Cost", "Started", "Actions"):
@@ -413,6 +414,6 @@ async def page(request: Request) -> Response | None:
         sort.on_value_change(on_filters)
 
         hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
-        ui.timer(REFRESH_SECONDS, dashboard.load)
+        ui.timer(REFRESH_SECONDS, dashboard.load, immediate=False)
         await dashboard.load()
     return None
