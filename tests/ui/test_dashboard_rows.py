@@ -123,7 +123,8 @@ async def test_clone_links_to_the_prefilled_form_and_rerun_starts_the_same_confi
     assert await done.join() is State.COMPLETED
     await user.open("/")
     clone = one(user, f"clone-{done.id}")
-    assert isinstance(clone, ui.link) and clone.props["href"] == f"/new?from={done.id}"
+    assert clone.props["href"] == f"/new?from={done.id}"  # a real link (q-btn renders an <a>)
+    assert clone.props["aria-label"] == "Clone: Run me again"
     assert text(user, f"rerun-{done.id}") == "Re-run"
 
     user.find(marker=f"rerun-{done.id}").click()

@@ -44,11 +44,10 @@ E = TypeVar("E", bound=ui.element)
 REFRESH_SECONDS = 60  # relative times ("3 min ago") move on even when no debate changes
 SORTS = {"newest": "Newest first", "oldest": "Oldest first", "cost": "Highest cost", "status": "Status"}
 # Status, debate, outcome, cost, when, actions; one column under `md`.
-GRID = ("grid grid-cols-1 md:grid-cols-[8.5rem_minmax(0,5fr)_minmax(0,4fr)_5.5rem_5.5rem_13rem] "
+GRID = ("grid grid-cols-1 md:grid-cols-[8.5rem_minmax(0,5fr)_minmax(0,4fr)_5.5rem_5.5rem_auto] "
         "items-center gap-x-3 gap-y-1")
 MUTED = "text-slate-600 dark:text-slate-400"
-ACTION = ("inline-flex items-center gap-1 px-2 py-1 rounded text-sm font-medium no-underline text-primary "
-          "hover:bg-slate-500/10 focus-visible:outline focus-visible:outline-2")
+BUTTON = "flat dense no-caps no-wrap padding='4px 8px'"
 
 
 # --- pure parts --------------------------------------------------------------------------------
@@ -255,11 +254,11 @@ class Dashboard:
             with ui.element("div"):
                 status_badge(row.status, row.interrupted)
             with ui.column().classes("gap-0 min-w-0"):
-                _titled(ui.link(row.topic, f"/debate/{row.id}").classes(
-                    "text-sm font-medium truncate rostrum-topic text-inherit no-underline hover:underline"),
-                    row.topic).mark(f"topic-{row.id}")
+                topic = ui.link(row.topic, f"/debate/{row.id}").classes(
+                    "block w-full text-sm font-medium truncate rostrum-topic text-inherit no-underline hover:underline")
+                _titled(topic, row.topic).mark(f"topic-{row.id}")
                 models = models_line(row)
-                _titled(ui.label(models).classes(f"text-xs truncate {MUTED}"), models).mark(f"models-{row.id}")
+                _titled(ui.label(models).classes(f"w-full text-xs truncate {MUTED}"), models).mark(f"models-{row.id}")
             with ui.row().classes("items-center gap-1 no-wrap min-w-0"):
                 negative = outcome.kind in NEGATIVE
                 ui.icon(OUTCOME_ICONS.get(outcome.kind, "flag")).classes(
@@ -276,19 +275,21 @@ class Dashboard:
             _titled(ui.label(relative_time(row.created_at, now)).classes(f"text-sm {MUTED}"),
                     exact_time(row.created_at)).mark(f"time-{row.id}")
             with ui.row().classes("items-center gap-0 no-wrap"):
+                buttons: list[ui.button] = []
                 if principal.can(Action.CLONE, row.id) and principal.can(Action.CREATE):
-                    clone = ui.link(target=f"/new?from={row.id}").classes(ACTION).mark(f"clone-{row.id}")
+                    clone = ui.button("Clone", icon="content_copy").props(BUTTON).mark(f"clone-{row.id}")
+                    clone.props["href"] = f"/new?from={row.id}"  # a real link: the form reads `from`
                     clone.props["title"] = "Open the new-debate form filled in from this debate"
-                    with clone:
-                        ui.icon("content_copy").classes("text-base").props('aria-hidden="true"')
-                        ui.label("Clone")
+                    buttons.append(clone)
                 if principal.can(Action.CREATE):
-                    ui.button("Re-run", icon="replay", on_click=lambda r=row: rerun(self.gate, r.id)) \
-                        .props("flat dense no-caps size=sm padding='2px 8px'").mark(f"rerun-{row.id}")
+                    buttons.append(ui.button("Re-run", icon="replay", on_click=lambda r=row: rerun(self.gate, r.id))
+                                   .props(BUTTON).mark(f"rerun-{row.id}"))
+                    buttons[-1].props["title"] = "Start this debate again, with the same settings"
                 if principal.can(Action.DELETE, row.id):
-                    ui.button("Delete", icon="delete", on_click=lambda r=row: self.confirm_delete(r)) \
-                        .props("flat dense no-caps size=sm color=negative padding='2px 8px'") \
-                        .mark(f"delete-{row.id}")
+                    buttons.append(ui.button("Delete", icon="delete", on_click=lambda r=row: self.confirm_delete(r))
+                                   .props(f"{BUTTON} color=negative").mark(f"delete-{row.id}"))
+                for button in buttons:  # the visible label first, then which debate (one of many alike)
+                    button.props["aria-label"] = f"{button.text}: {row.topic[:120]}"
 
     async def _go(self, page: int) -> None:
         if page != self.page:
