@@ -84,7 +84,9 @@ async def test_an_errored_debate_says_why_and_a_stopped_one_its_reason(user: Use
     await user.open("/")
     await user.should_see(marker=f"outcome-{session.id}")
     error = text(user, f"outcome-{session.id}")
-    assert error.startswith("Error from demo: ") and "simulated invalid API key" in error
+    speaker = session.state.config.participant(session.state.position.speaker or "")
+    assert error.startswith(f"Error from {speaker.name} (demo:{speaker.model}): ")  # who failed, and on what
+    assert "simulated invalid API key" in error
     await session.stop(verdict=False)
     assert await session.join() is State.STOPPED
     await user.should_see("Stopped without a verdict: stopped by user", retries=30)  # live, no reload

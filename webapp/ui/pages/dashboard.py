@@ -126,7 +126,7 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
             return RowOutcome(outcome.kind, text, color)
     if status == State.ERROR.value:
         error = (state.error if state is not None else None) or {}
-        who = str(error.get("provider") or "a provider")
+        who = _failed(state, str(error.get("provider") or ""))
         message = str(error.get("message") or "").strip()
         return RowOutcome("error", _clip(f"Error from {who}" + (f": {message}" if message else ""), HEADLINE_CHARS))
     if status == State.PAUSED.value and row.interrupted:
@@ -144,6 +144,19 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
         return RowOutcome("waiting", "Waiting for answers to the clarification questions")
     prefix = "Paused · " if status == State.PAUSED.value else ""
     return RowOutcome("progress", prefix + _progress(row))
+
+
+def _failed(state: DebateState | None, provider: str) -> str:
+    """Who a failed call was for: 'Ada (openai:gpt-4o)' when the turn's speaker uses that provider,
+    else the provider."""
+    if state is not None and provider:
+        speaker = state.position.speaker
+        errors = [t for t in state.transitions if t.get("event") == "ERROR"]
+        judging = bool(errors) and errors[-1].get("from") == State.JUDGING.value
+        for p in state.config.participants:
+            if not judging and p.id == speaker and p.provider == provider:
+                return f"{p.name} ({p.provider}:{p.model})"
+    return provider or "a provider"
 
 
 OUTCOME_ICONS = {**ICONS, "error": "error", "interrupted": "restart_alt", "progress": "play_circle",
