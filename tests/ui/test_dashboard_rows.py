@@ -9,7 +9,7 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from tests.ui.helpers import engine, one, start_demo
+from tests.ui.helpers import demo_speed, engine, one, start_demo
 from tests.ui.test_access import add_users, audit_rows, browser, signed_in
 from webapp.engine.machine import State
 from webapp.models import utcnow
@@ -185,3 +185,18 @@ async def test_only_those_allowed_see_delete_and_it_asks_first(user: User, auth_
     assert await eng.store.get_row(session.id) is None
     assert [(r.actor, r.debate_id) for r in await audit_rows("delete")] == [("root", session.id)]
     await vic.should_see(marker="empty-state", retries=30)  # the other lists follow
+
+
+async def test_a_debate_stopped_mid_way_says_it_was_stopped_and_why(user: User,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    await demo_speed(monkeypatch, 50)  # a turn takes far longer than the test: the stop comes mid-debate
+    session = await start_demo("Stop it half way")
+    await session.stop(verdict=True, reason="enough said")
+    assert await session.join() is State.STOPPED
+    outcome = outcome_of(session.state)
+    assert outcome is not None
+    await user.open("/")
+    await user.should_see(marker=f"outcome-{session.id}")
+    shown = text(user, f"outcome-{session.id}")
+    assert shown.startswith(outcome.headline) and shown.startswith("Stopped")
+    assert "enough said" in shown  # the reason given with the stop
