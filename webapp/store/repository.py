@@ -110,6 +110,17 @@ ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
 )
+# The orders a listing can be sorted in (SQL, from this fixed table only). "status": those that need a
+# person first (failed, waiting), then running, paused, created, stopped, completed; newest first within.
+_STATUS_RANK = ("CASE status WHEN 'error' THEN 0 WHEN 'awaiting_acknowledgement' THEN 1 "
+                "WHEN 'awaiting_clarification' THEN 1 WHEN 'paused' THEN 3 WHEN 'idle' THEN 4 "
+                "WHEN 'stopped' THEN 5 WHEN 'completed' THEN 6 ELSE 2 END")
+LIST_ORDERS: dict[str, str] = {
+    "newest": "created_at DESC, rowid DESC",
+    "oldest": "created_at ASC, rowid ASC",
+    "cost": "cost_usd DESC, created_at DESC, rowid DESC",
+    "status": f"{_STATUS_RANK}, created_at DESC, rowid DESC",
+}
 INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 
 # An append is one row inserted into `rostrum_append`, a TEMP table of the writer connection (the temp
@@ -758,9 +769,13 @@ class Store:
         return str(rows[0][0]) if len(rows) == 1 else None
 
     async def list_debates(
-        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20
+        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
+        order: str = "newest",
     ) -> tuple[list[DebateRow], int]:
-        """A page of debates, newest first, and how many match in all."""
+        """A page of debates in `order` (one of `LIST_ORDERS`: newest first by default), and how many
+        match in all."""
+        if order not in LIST_ORDERS:
+            raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
         where, params = ["1=1"], []
         if query.strip():
             where.append("topic_search LIKE ? ESCAPE '\\'")
@@ -772,7 +787,7 @@ class Store:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
         return [self._row(r) for r in rows], int(total[0]) if total else 0
