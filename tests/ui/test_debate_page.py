@@ -369,3 +369,11 @@ async def test_retry_notes_of_a_turn_that_never_finished_are_shown_after_a_reloa
     rows = sorted(user.find(marker="aux-note").elements, key=lambda e: e.id)
     shown = [next(d.text for d in row.descendants() if isinstance(d, ui.label)) for row in rows]
     assert len(shown) == len(notes) and all(t.startswith(f"{unfinished}:") for t in shown), shown
+
+
+async def test_a_debate_offers_clone_into_the_form_to_those_who_may_create(user: User) -> None:
+    session = await start_demo("Clone me?")
+    await session.join()
+    await user.open(f"/debate/{session.id}")
+    link = one(user, "clone")
+    assert link.props["href"] == f"/new?from={session.id}"

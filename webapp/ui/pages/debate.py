@@ -119,6 +119,11 @@ class DebateView:
                         ui.button(label, icon="download", on_click=lambda k=kind: self.export(k)) \
                             .props("flat dense no-caps").mark(f"export-{kind}")
                     self.rematch = RematchButton(self.session, self.gate)
+                    principal = self.gate.principal
+                    if principal.kind != "share-link" and principal.can(Action.CREATE):
+                        # "Clone" opens the form filled in from this debate, to re-run it with edits.
+                        ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
+                            'aria-label="Clone this debate into the new-debate form"').mark("clone")
         self.sections["outcome"] = ui.column().classes("w-full")
         self.series = SeriesCard(self.session, self.gate)
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
