@@ -167,9 +167,15 @@ export function startFollowing(initially) {
   if (follow.started) return;
   follow.started = true;
   follow.on = initially;
-  // Only a scroll decides: the reader follows exactly when the live turn's end is in view.
+  // The reader follows while the live turn's end is in view. Only the reader's own scrolling (wheel,
+  // touch, keys, the scrollbar) stops it: layout shifts and scroll anchoring also fire scroll events.
+  let readerScrolledAt = 0;
+  for (const name of ["wheel", "touchmove", "keydown", "mousedown"]) {
+    window.addEventListener(name, () => (readerScrolledAt = Date.now()), { passive: true });
+  }
   window.addEventListener("scroll", () => {
-    follow.on = targetVisible();
+    if (targetVisible()) follow.on = true;
+    else if (Date.now() - readerScrolledAt < 1000) follow.on = false;
     showButton(!follow.on && !!document.querySelector(".rostrum-turn-live"));
   }, { passive: true });
   if (initially) requestAnimationFrame(() => jumpToLive());

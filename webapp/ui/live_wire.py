@@ -93,36 +93,6 @@ def started_info(state: DebateState, item: LiveTurnStarted | LiveTurn) -> dict[s
     return info
 
 
-def round_text(state: DebateState) -> str:
-    """"Round N of M" while a round phase runs (not during openings, preparation or closings)."""
-    fmt, pos = state.format, state.position
-    if not fmt.has_rounds or pos.phase is None or state.status in TERMINAL_STATES:
-        return ""
-    try:
-        phase = fmt.phase(pos.phase)
-    except KeyError:
-        return ""
-    if phase.scope != "round":
-        return ""
-    round_no = max(1, pos.round or 1)
-    if fmt.termination.kind != "fixed":
-        return f"Round {round_no} (at most {state.total_rounds})"
-    return f"Round {round_no} of {state.total_rounds}"
-
-
-def phase_text(state: DebateState) -> str:
-    if state.status in TERMINAL_STATES:
-        return ""
-    if state.status is State.JUDGING:
-        return "Verdict"
-    if state.position.phase is None:
-        return ""
-    try:
-        return state.format.phase(state.position.phase).title
-    except KeyError:
-        return state.position.phase
-
-
 def speaking(session: DebateSession) -> list[list[str]]:
     """[name, colour, what they are doing] for everyone busy right now."""
     state = session.state
@@ -175,8 +145,6 @@ def status(session: DebateSession) -> dict[str, Any]:
         "steps": steps,
         "steps_round": steps_round,
         "state": STATUS_STYLE[shown][0],
-        "phase": phase_text(state),
-        "round": round_text(state),
         "speaking": speaking(session),
         "cost": money(total),
         "limit": limit,

@@ -1,17 +1,15 @@
 // The live summary of a debate, from the server's snapshot (`status` prop) and then the live stream's
-// status items: mode "bar" is the compact sticky line (phase, round, who is speaking, cost), mode
+// status items: mode "bar" is the compact sticky line under the stepper (who is speaking, cost), mode
 // "cost" the cost card (total, limit, per model).
 import { subscribe } from "rostrum-live";
 
 export default {
   template: `
     <div v-if="mode === 'bar'" class="rostrum-livebar" role="status" aria-live="polite">
-      <span v-if="s.phase" class="rostrum-livebar-phase">{{ s.phase }}</span>
-      <span v-if="s.round" class="rostrum-livebar-round" data-testid="round">{{ s.round }}</span>
       <span v-for="(p, i) in s.speaking" :key="i" class="rostrum-livebar-speaker">
         <span v-if="p[1]" class="rostrum-dot" :style="{background: p[1]}"></span>{{ p[0] }} <em>{{ p[2] }}</em>
       </span>
-      <span v-if="!s.phase && !s.speaking.length" class="rostrum-livebar-state">{{ s.state }}</span>
+      <span v-if="!s.speaking.length" class="rostrum-livebar-state">{{ s.state }}</span>
       <span class="rostrum-livebar-cost" :class="{'rostrum-warned': s.warned}" title="Spent so far">{{ s.cost }}</span>
     </div>
     <div v-else class="rostrum-cost">
