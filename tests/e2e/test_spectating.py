@@ -162,3 +162,17 @@ def test_a_finished_debate_shows_its_outcome_without_scrolling(
     expect(verdict_link).to_be_in_viewport()
     assert page.evaluate("() => window.scrollY") == 0
     context.close()
+
+
+def test_a_late_joiner_lands_on_the_live_turn(slow_server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    start(page, slow_server, "Should libraries lend musical instruments?")
+    page.wait_for_function("() => document.querySelectorAll('.rostrum-turn-final').length >= 2 && "
+                           "document.querySelector('.rostrum-turn-live .rostrum-turn-text')", timeout=LONG)
+    phone = browser.new_context(viewport={"width": 390, "height": 600})
+    late = phone.new_page()
+    late.goto(page.url)  # joins mid-turn, with finished turns above the live one
+    late.wait_for_function(f"() => window.scrollY > 0 && ({LIVE_IN_VIEW})()", timeout=20_000, polling="raf")
+    phone.close()
+    context.close()
