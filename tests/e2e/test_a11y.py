@@ -40,10 +40,12 @@ class Site:
         env.update(ROSTRUM_DEMO_SPEED=speed, PYTHONPATH=str(ROOT))
         return env
 
-    def debate(self, topic: str) -> str:
-        """A completed demo debate; returns its id."""
-        subprocess.run([sys.executable, "-m", "webapp", "debate", topic, "--rounds", "1", "--db", str(self.db)],
-                       cwd=self.workdir, env=self.env("0"), check=True, capture_output=True, timeout=120)
+    def debate(self, topic: str, fail: str = "") -> str:
+        """A finished demo debate (completed, or errored by `fail`: ROSTRUM_DEMO_FAIL); returns its id."""
+        env = self.env("0") | ({"ROSTRUM_DEMO_FAIL": fail} if fail else {})
+        done = subprocess.run([sys.executable, "-m", "webapp", "debate", topic, "--rounds", "1", "--db", str(self.db)],
+                              cwd=self.workdir, env=env, capture_output=True, timeout=120)
+        assert done.returncode == (1 if fail else 0), done.stderr
         return self.find(topic)
 
     def start(self, topic: str, speed: str) -> subprocess.Popen[bytes]:
@@ -69,16 +71,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         yield Site(base, db, workdir)
 
 
-def audit(browser: Browser, url: str, scheme: str, ready: str, pending: set[str] | None = None) \
-        -> list[dict[str, Any]]:
-    """Open `url` in `scheme`, wait until the element matching `ready` shows, run axe for RULES (less
-    `pending`); returns the violations."""
+def audit(browser: Browser, url: str, scheme: str, ready: str, pending: set[str] | None = None,
+          expand: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """Open `url` in `scheme`, wait until the element matching `ready` shows (and, with `expand`, click
+    the button named `expand[0]` and wait for `expand[1]`), run axe for RULES (less `pending`);
+    returns the violations."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme,  # type: ignore[arg-type]
                                   reduced_motion="reduce")
     try:
         page: Page = context.new_page()
         page.goto(url)
         expect(page.locator(ready).first).to_be_visible()
+        if expand is not None:
+            page.get_by_role("button", name=expand[0]).click()
+            expect(page.locator(expand[1]).first).to_be_visible()
         if scheme == "dark":
             expect(page.locator("body.body--dark")).to_have_count(1)
         page.add_script_tag(path=str(AXE))
@@ -107,6 +113,7 @@ def test_the_empty_dashboard_settings_and_404_pass_axe(site: Site, browser: Brow
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser, scheme: str) -> None:
     done = site.debate(f"Are audits worth it? ({scheme})")
+    failed = site.debate(f"Can a key be missing? ({scheme})", fail="1:auth!")
     topic = f"Should every page pass axe? ({scheme})"
     running = site.start(topic, speed="3")
     try:
@@ -120,7 +127,9 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser
         live = site.find(topic)
         found = {
             "/": audit(browser, site.base + "/", scheme, ".q-header", PENDING["dashboard"]),
-            "completed": audit(browser, f"{site.base}/debate/{done}", scheme, "h1"),
+            "completed": audit(browser, f"{site.base}/debate/{done}", scheme, "h1",
+                               expand=('Expand "How this debate runs"', ".rostrum-diagram-fit svg")),
+            "errored": audit(browser, f"{site.base}/debate/{failed}", scheme, "h1"),
             "running": audit(browser, f"{site.base}/debate/{live}", scheme, ".rostrum-livebar"),
             "missing debate": audit(browser, f"{site.base}/debate/not-a-debate", scheme, "h1"),
         }
