@@ -137,3 +137,36 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser
         running.terminate()
         running.wait(30)
     assert found == {name: [] for name in found}, json.dumps(found, indent=1)
+
+
+def test_navigation_links_work_by_keyboard_show_focus_and_shrink_to_icons_on_a_phone(site: Site,
+                                                                                     browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(site.base + "/settings")
+        nav = page.get_by_role("navigation", name="Main")
+        settings = nav.get_by_role("link", name="Settings")
+        expect(settings).to_have_attribute("aria-current", "page")
+        expect(settings).to_have_attribute("href", "/settings")  # a real link: opens in a new tab too
+        expect(nav.get_by_role("link", name="Debates")).not_to_have_attribute("aria-current", "page")
+        judges = nav.get_by_role("link", name="Judges")
+        for _ in range(10):  # Tab through the header until the Judges link has the focus
+            page.keyboard.press("Tab")
+            if judges.evaluate("e => e === document.activeElement"):
+                break
+        assert judges.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"  # a visible focus ring
+        page.keyboard.press("Enter")
+        page.wait_for_url(site.base + "/judges")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Judges")
+    finally:
+        context.close()
+    phone = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = phone.new_page()
+        page.goto(site.base + "/")
+        link = page.get_by_role("link", name="New debate")  # the label is hidden, still the accessible name
+        expect(link).to_be_visible()
+        expect(link.locator(".rostrum-nav-label")).to_be_hidden()
+    finally:
+        phone.close()

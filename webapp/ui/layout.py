@@ -102,7 +102,7 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
             # The image is decoration: the product name next to it (or the link's label on a phone) names it.
             ui.element("img").props('src="/static/favicon.svg" alt=""').classes("w-8 h-8")
             ui.label(PRODUCT).classes("text-xl font-semibold tracking-tight rostrum-collapse-sm")
-        with ui.row().classes("items-center gap-1"):
+        with ui.element("nav").classes("row items-center gap-1").props('aria-label="Main"'):
             if principal is not None and principal.kind == "share-link":
                 ui.label("Shared read-only view").classes("text-sm opacity-90").mark("shared-view")
             elif principal is not None:  # nobody signed in yet (the sign-in page): no navigation
