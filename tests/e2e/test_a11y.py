@@ -72,11 +72,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 def audit(browser: Browser, url: str, scheme: str, ready: str, pending: set[str] | None = None,
-          expand: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+          expand: tuple[str, str] | None = None, width: int = 1280) -> list[dict[str, Any]]:
     """Open `url` in `scheme`, wait until the element matching `ready` shows (and, with `expand`, click
     the button named `expand[0]` and wait for `expand[1]`), run axe for RULES (less `pending`);
     returns the violations."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme,  # type: ignore[arg-type]
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,  # type: ignore[arg-type]
                                   reduced_motion="reduce")
     try:
         page: Page = context.new_page()
@@ -103,10 +103,20 @@ def test_the_empty_dashboard_settings_and_404_pass_axe(site: Site, browser: Brow
         "/": ".q-header",
         "/settings": "h1",
         "/judges": "h1",
+        "/admin": "h1",
         "/no/such/page": "h1",
     }
     found = {path: audit(browser, site.base + path, scheme, ready, PENDING["dashboard"] if path == "/" else set())
              for path, ready in pages.items()}
+    assert found == {path: [] for path in pages}, json.dumps(found, indent=1)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_pages_on_a_phone_pass_axe(site: Site, browser: Browser, scheme: str) -> None:
+    """At 390 px the header shows icons only: the links keep their names."""
+    pages = {"/": ".q-header", "/settings": "h1", "/no/such/page": "h1"}
+    found = {path: audit(browser, site.base + path, scheme, ready, PENDING["dashboard"] if path == "/" else set(),
+                         width=390) for path, ready in pages.items()}
     assert found == {path: [] for path in pages}, json.dumps(found, indent=1)
 
 
@@ -130,6 +140,7 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser
             "completed": audit(browser, f"{site.base}/debate/{done}", scheme, "h1",
                                expand=('Expand "How this debate runs"', ".rostrum-diagram-fit svg")),
             "errored": audit(browser, f"{site.base}/debate/{failed}", scheme, "h1"),
+            "completed, on a phone": audit(browser, f"{site.base}/debate/{done}", scheme, "h1", width=390),
             "running": audit(browser, f"{site.base}/debate/{live}", scheme, ".rostrum-livebar"),
             "missing debate": audit(browser, f"{site.base}/debate/not-a-debate", scheme, "h1"),
         }

@@ -19,6 +19,13 @@ NAV = [
     ("Settings", "/settings", "tune", Action.LIST),
     ("Admin", "/admin", "admin_panel_settings", Action.VIEW_AUDIT),
 ]
+# A table wider than a phone scrolls sideways inside its card: keyboard users must be able to focus it
+# to scroll it (Quasar gives the scrolling element no tabindex, and it has no prop for one).
+FOCUSABLE_TABLES = """
+new MutationObserver(() => {
+  for (const e of document.querySelectorAll('.q-table__middle.scroll:not([tabindex])')) e.tabIndex = 0;
+}).observe(document.documentElement, {childList: true, subtree: true});
+""".strip()
 DARK_CYCLE = {None: True, True: False, False: None}  # auto -> dark -> light -> auto
 DARK_ICONS = {None: "brightness_auto", True: "dark_mode", False: "light_mode"}
 DARK_LABELS = {None: "Theme: follows the system", True: "Theme: dark", False: "Theme: light"}
@@ -92,6 +99,7 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
     """Enter the page body (a centred column) below the shared header. The navigation shows what
     `principal` may use (a share link gets none: it may see its one debate only)."""
     ui.add_head_html('<link rel="stylesheet" href="/static/styles.css">')
+    ui.add_head_html(f"<script>{FOCUSABLE_TABLES}</script>")
     # White text on each of these is at least 4.5:1 (WCAG AA).
     ui.colors(primary="#4f46e5", secondary="#0e7490", accent="#b45309", positive="#15803d",
               negative="#dc2626", warning="#b45309")
