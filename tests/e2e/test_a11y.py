@@ -23,8 +23,9 @@ from tests.e2e.conftest import ROOT, launch_server
 pytestmark = pytest.mark.e2e
 
 AXE = ROOT / "tests" / "e2e" / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
+# The rules issue 12 names, and heading-order (no skipped heading levels).
 RULES = ["html-has-lang", "page-has-heading-one", "role-img-alt", "image-alt", "button-name", "link-name",
-         "scrollable-region-focusable", "color-contrast"]
+         "scrollable-region-focusable", "color-contrast", "heading-order"]
 SCHEMES = ["light", "dark"]
 # The dashboard's title is still a plain label (webapp/ui/pages/dashboard.py belongs to the dashboard
 # work of issue 12, which gives it its h1 with `layout.heading`); every other rule applies to it.
