@@ -182,3 +182,12 @@ def test_navigation_links_work_by_keyboard_show_focus_and_shrink_to_icons_on_a_p
         expect(link.locator(".rostrum-nav-label")).to_be_hidden()
     finally:
         phone.close()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_sign_in_page_passes_axe(tmp_path: Path, browser: Browser, scheme: str) -> None:
+    if not AXE.exists():
+        pytest.skip(f"axe-core is not installed ({AXE}): run `make axe`")
+    with launch_server(tmp_path, extra_env={"ROSTRUM_AUTH": "on"}, log_name="a11y-login-server.log") as base:
+        found = {path: audit(browser, base + path, scheme, "h1") for path in ("/login", "/no/such/page")}
+    assert found == {path: [] for path in found}, json.dumps(found, indent=1)
