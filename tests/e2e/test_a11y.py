@@ -82,7 +82,7 @@ def audit(browser: Browser, url: str, scheme: str, ready: str, pending: set[str]
     try:
         page: Page = context.new_page()
         page.goto(url)
-        expect(page.locator(ready).first).to_be_visible()
+        expect(page.locator(ready).first).to_be_visible(timeout=30_000)
         if expand is not None:
             page.get_by_role("button", name=expand[0]).click()
             expect(page.locator(expand[1]).first).to_be_visible()
@@ -126,7 +126,7 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser
     done = site.debate(f"Are audits worth it? ({scheme})")
     failed = site.debate(f"Can a key be missing? ({scheme})", fail="1:auth!")
     topic = f"Should every page pass axe? ({scheme})"
-    running = site.start(topic, speed="3")
+    running = site.start(topic, speed="30")
     try:
         context = browser.new_context()
         try:
@@ -142,7 +142,7 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, browser: Browser
                                expand=('Expand "How this debate runs"', ".rostrum-diagram-fit svg")),
             "errored": audit(browser, f"{site.base}/debate/{failed}", scheme, "h1"),
             "completed, on a phone": audit(browser, f"{site.base}/debate/{done}", scheme, "h1", width=390),
-            "running": audit(browser, f"{site.base}/debate/{live}", scheme, ".rostrum-livebar"),
+            "running": audit(browser, f"{site.base}/debate/{live}", scheme, ".rostrum-turn"),
             "missing debate": audit(browser, f"{site.base}/debate/not-a-debate", scheme, "h1"),
         }
     finally:
