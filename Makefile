@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.install-stamp
 UV_VERSION := 0.13.9
 
-.PHONY: install run test lint typecheck format chromium bench clean lock
+AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
+
+.PHONY: install run test lint typecheck format chromium axe bench clean lock
 
 install: $(STAMP)
 
@@ -30,6 +32,14 @@ chromium:
 		|| $(PY) -m playwright install chromium; \
 	else $(PY) -m playwright install chromium; fi
 
+# axe-core for the accessibility tests (tests/e2e/test_a11y.py), in a git-ignored test-only folder.
+axe: $(AXE)
+
+$(AXE):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --prefix tests/e2e/.axe --no-save --no-audit --no-fund --silent axe-core@4; \
+	else echo "npm not found: tests/e2e/test_a11y.py will be skipped (install Node.js and npm to run it)"; fi
+
 lint: install
 	$(PY) -m ruff check .
 
@@ -40,7 +50,7 @@ format: install
 typecheck: install
 	$(PY) -m mypy
 
-test: install chromium
+test: install chromium axe
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q

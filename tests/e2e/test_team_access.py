@@ -138,7 +138,7 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
     viewer_context, viewer = new_page(browser, accept_downloads=True)
     viewer.goto(url)
     expect(viewer).to_have_url(re.compile(r".*/login\?next=%2Fdebate%2F[0-9a-f]+$"))
-    expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)  # no navigation before sign-in
+    expect(viewer.get_by_role("link", name="New debate")).to_have_count(0)  # no navigation before sign-in
     sign_in(viewer, team, "vic", url)
     expect(viewer.locator(".q-badge", has_text="running")).to_be_visible()
     wait_for_growing_stream(viewer)
@@ -147,8 +147,9 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
         expect(viewer.get_by_role("button", name=name, exact=True)).to_be_disabled()
     expect(viewer.get_by_text("Viewers can watch and export; controls need an operator.")).to_be_visible()
     expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)
-    expect(viewer.get_by_role("button", name="Admin")).to_have_count(0)
-    expect(viewer.get_by_role("button", name="Debates")).to_be_visible()
+    expect(viewer.get_by_role("link", name="New debate")).to_have_count(0)
+    expect(viewer.get_by_role("link", name="Admin")).to_have_count(0)
+    expect(viewer.get_by_role("link", name="Debates")).to_be_visible()
     expect(operator.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
 
     with viewer.expect_download() as info:  # viewers may export
@@ -158,6 +159,7 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
     viewer.goto(team.base + "/")  # the dashboard: the debate, but nothing to start one with
     expect(viewer.get_by_text("Should cities ban private cars from their centres?")).to_be_visible()
     expect(viewer.get_by_role("button", name="New debate")).to_have_count(0)
+    expect(viewer.get_by_role("link", name="New debate")).to_have_count(0)
     expect(viewer.get_by_role("button", name="Start a demo debate")).to_have_count(0)
 
     viewer.get_by_role("button", name="vic", exact=True).click()

@@ -19,6 +19,13 @@ NAV = [
     ("Settings", "/settings", "tune", Action.LIST),
     ("Admin", "/admin", "admin_panel_settings", Action.VIEW_AUDIT),
 ]
+# A table wider than a phone scrolls sideways inside its card: keyboard users must be able to focus it
+# to scroll it (Quasar gives the scrolling element no tabindex, and it has no prop for one).
+FOCUSABLE_TABLES = """
+new MutationObserver(() => {
+  for (const e of document.querySelectorAll('.q-table__middle.scroll:not([tabindex])')) e.tabIndex = 0;
+}).observe(document.documentElement, {childList: true, subtree: true});
+""".strip()
 DARK_CYCLE = {None: True, True: False, False: None}  # auto -> dark -> light -> auto
 DARK_ICONS = {None: "brightness_auto", True: "dark_mode", False: "light_mode"}
 DARK_LABELS = {None: "Theme: follows the system", True: "Theme: dark", False: "Theme: light"}
@@ -34,10 +41,12 @@ def _theme_toggle() -> None:
     def cycle() -> None:
         dark.value = DARK_CYCLE[dark.value]
         app.storage.user["dark"] = dark.value
-        button.props(f"icon={DARK_ICONS[dark.value]}")
+        # The tooltip is not the accessible name: aria-label says the theme too.
+        button.props(f'icon={DARK_ICONS[dark.value]} aria-label="{DARK_LABELS[dark.value]}"')
         tooltip.text = DARK_LABELS[dark.value]
 
     button = ui.button(on_click=cycle, icon=DARK_ICONS[preference]).props("flat round color=white")
+    button.props(f'aria-label="{DARK_LABELS[preference]}"').mark("theme-toggle")
     with button:
         tooltip = ui.tooltip(DARK_LABELS[preference])
 
@@ -62,29 +71,53 @@ def _account_menu(principal: Principal) -> None:
             ui.menu_item("Signed in by your organisation's proxy").props("disable")
 
 
+def nav_slug(label: str) -> str:
+    return "nav-" + "-".join(label.lower().split())
+
+
+def nav_link(label: str, target: str, icon: str, current: bool = False) -> ui.link:
+    """One navigation item: a real link (focusable, opens in a new tab), the current page marked with
+    `aria-current="page"`. On a phone only the icon shows; the label stays the accessible name."""
+    link = ui.link(target=target).classes("rostrum-nav").props(f'aria-label="{label}"').mark(nav_slug(label))
+    if current:
+        link.props('aria-current="page"').classes("rostrum-nav-current")
+    with link:
+        ui.icon(icon).classes("rostrum-nav-icon")
+        ui.label(label).classes("rostrum-nav-label")
+    return link
+
+
+def heading(text: str, level: int = 1) -> ui.label:
+    """A real heading element (`h1`…`h6`) with the look of a page or section title."""
+    label = ui.label(text).classes("rostrum-heading")
+    label.tag = f"h{level}"
+    return label
+
+
 @contextmanager
 def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.column]:
     """Enter the page body (a centred column) below the shared header. The navigation shows what
     `principal` may use (a share link gets none: it may see its one debate only)."""
     ui.add_head_html('<link rel="stylesheet" href="/static/styles.css">')
-    ui.colors(primary="#4f46e5", secondary="#0891b2", accent="#f59e0b", positive="#16a34a",
-              negative="#dc2626", warning="#d97706")
+    ui.add_head_html(f"<script>{FOCUSABLE_TABLES}</script>")
+    # White text on each of these is at least 4.5:1 (WCAG AA).
+    ui.colors(primary="#4f46e5", secondary="#0e7490", accent="#b45309", positive="#15803d",
+              negative="#dc2626", warning="#b45309")
     with ui.header(elevated=False).classes("items-center justify-between px-4 py-2 bg-primary text-white"):
         shared = principal is not None and principal.kind == "share-link"
-        with ui.link(target="/" if not shared else "").classes("flex items-center gap-2 no-underline text-white"):
-            ui.image("/static/favicon.svg").classes("w-8 h-8")
+        home = ui.link(target="/" if not shared else "").classes("flex items-center gap-2 no-underline text-white")
+        with home.props(f'aria-label="{PRODUCT}"').mark("home"):
+            # The image is decoration: the product name next to it (or the link's label on a phone) names it.
+            ui.element("img").props('src="/static/favicon.svg" alt=""').classes("w-8 h-8")
             ui.label(PRODUCT).classes("text-xl font-semibold tracking-tight rostrum-collapse-sm")
-        with ui.row().classes("items-center gap-1"):
+        with ui.element("nav").classes("row items-center gap-1").props('aria-label="Main"'):
             if principal is not None and principal.kind == "share-link":
                 ui.label("Shared read-only view").classes("text-sm opacity-90").mark("shared-view")
             elif principal is not None:  # nobody signed in yet (the sign-in page): no navigation
                 for label, target, icon, needs in NAV:
                     if not principal.can(needs):
                         continue
-                    button = ui.button(label, icon=icon, on_click=lambda t=target: ui.navigate.to(t))
-                    button.props("flat no-caps color=white" + (" outline" if target == active else ""))
-                    # On a phone the header shrinks to icons (the label stays the accessible name).
-                    button.classes("rostrum-nav").props(f'aria-label="{label}"')
+                    nav_link(label, target, icon, current=target == active)
                 if principal.kind in ("user", "proxy"):
                     _account_menu(principal)
             _theme_toggle()

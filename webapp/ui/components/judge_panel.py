@@ -74,6 +74,7 @@ class JudgePanel:
                     remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
                         .props("flat round dense color=negative").mark(f"remove-judge-{index}")
                     remove.tooltip("Remove judge")
+                    remove.props('aria-label="Remove judge"')
                     if count <= 1:
                         remove.disable()
             self.form.provider_extras(prefix, row)

@@ -2,7 +2,7 @@
 export default {
   template: `
     <div class="rostrum-participants">
-      <div class="rostrum-card-title">Participants</div>
+      <h2 class="rostrum-card-title">Participants</h2>
       <div v-for="p in people" :key="p.id" class="rostrum-person">
         <span class="rostrum-dot" :style="{background: p.color}"></span>
         <div class="rostrum-person-text">

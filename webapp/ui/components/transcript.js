@@ -16,7 +16,7 @@ export default {
     <div class="rostrum-transcript w-full">
       <div v-if="!items.length" class="rostrum-empty">{{ empty }}</div>
       <template v-for="row in rows" :key="row.id">
-        <h3 v-if="row.header" class="rostrum-group-title">{{ row.header }}</h3>
+        <h2 v-if="row.header" class="rostrum-group-title">{{ row.header }}</h2>
         <article v-else class="rostrum-turn" :class="['rostrum-turn-' + row.t.state, {'rostrum-turn-lazy': row.t.lazy}]"
                  :data-key="row.t.key || 'k' + row.t.kid" :style="{'--turn-color': person(row.t).color}">
           <header class="rostrum-turn-head">

@@ -14,6 +14,7 @@ from webapp.models import JudgeRuling, Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.safe_markdown import SafeMarkdown
+from webapp.ui.layout import heading
 
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
 _TOOLTIP = {"trigger": "axis", "renderMode": "richText"}
@@ -130,7 +131,7 @@ def render_verdict(state: DebateState) -> None:
     with ui.card().classes("w-full gap-3").props("id=verdict").style("scroll-margin-top: 4.5rem").mark("verdict"):
         with ui.row().classes("w-full items-center gap-2"):
             ui.icon("gavel").classes("text-2xl text-primary")
-            ui.label("Verdict").classes("text-xl font-semibold")
+            heading("Verdict", 2).classes("text-xl")
         if state.ended_because:
             ui.label(f"Ended because: {state.ended_because}").classes("text-sm text-grey-7").mark("ended-because")
         if not verdict.available:

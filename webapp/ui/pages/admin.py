@@ -13,7 +13,7 @@ from webapp.access.gate import Gate
 from webapp.access.roles import ROLE_HELP, Action, Principal, Role
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 PAGE_SIZE = 25
 AUDIT_COLUMNS = [
@@ -118,15 +118,15 @@ async def page(request: Request) -> Response | None:
         return admitted
     gate = auth_gate(admitted)
     with frame("/admin", admitted):
-        ui.label("Admin").classes("text-2xl font-semibold")
+        heading("Admin")
         with ui.card().classes("w-full"):
-            ui.label("Users").classes("text-lg font-medium")
+            heading("Users", 2)
             with ui.column().classes("gap-0 text-sm text-grey-8"):
                 for role, help_text in ROLE_HELP.items():
                     ui.label(f"{role.value}: {help_text}")
             users = Users(gate)
         with ui.card().classes("w-full"):
-            ui.label("Recent actions").classes("text-lg font-medium")
+            heading("Recent actions", 2)
             audit = AuditLog(gate)
     await users.load()
     await audit.load()

@@ -45,7 +45,7 @@ from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import Stepper
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
 from webapp.ui.components.verdict import render_round_scores, render_verdict
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 
 def render_cost_warning(state: DebateState) -> None:
@@ -102,7 +102,7 @@ class DebateView:
     def build(self, channel: DebateChannel) -> None:
         state = self.state
         with ui.card().classes("w-full gap-2"):
-            ui.label(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
+            heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
             with ui.row().classes("w-full items-center gap-3"):
                 ui.badge(state.format.title, color="indigo-1").classes("text-indigo-9 px-2 py-1").mark("format")
                 self.sections["status"] = ui.row().classes("items-center gap-2")
@@ -307,14 +307,21 @@ class DebateView:
         ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
 
 
-def not_found(principal: Principal | None, message: str, status: int = 404) -> None:
-    """A clear page for a debate (or link) that is not there, with the right HTTP status."""
+def not_found(principal: Principal | None, message: str, status: int = 404, title: str | None = None,
+              back: bool = False) -> None:
+    """A clear page for a debate, link or page that is not there, with the right HTTP status, and a
+    link back to the debates (for whoever may list them, or with `back`)."""
     context.client.status_code = status
-    with frame("", principal), ui.card().classes("w-full items-center py-10").mark("not-found"):
-        ui.icon("search_off" if status == 404 else "link_off").classes("text-5xl text-grey-6")
-        ui.label(message).classes("text-lg")
-        if principal is not None and principal.kind != "share-link":
-            ui.button("All debates", on_click=lambda: ui.navigate.to("/")).props("outline")
+    if title is None:
+        title = "Not found" if status == 404 else "No longer available"
+    with frame("", principal), ui.card().classes("w-full items-center py-10 gap-3").mark("not-found"):
+        ui.icon("search_off" if status == 404 else "link_off").classes("text-5xl text-grey-8")
+        heading(title).mark("not-found-title")
+        ui.label(message).classes("text-lg text-center rostrum-topic").mark("not-found-message")
+        if back or (principal is not None and principal.kind != "share-link"):
+            with ui.link(target="/").classes("rostrum-back-link").mark("back-to-debates"):
+                ui.icon("arrow_back")
+                ui.label("Back to Debates")
 
 
 async def show_debate(session: DebateSession, principal: Principal, base_url: str) -> None:

@@ -17,7 +17,7 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.judge_health import HealthReport, JudgeStats, judge_health
 from webapp.ui import runtime
 from webapp.ui.auth import admit
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 EXPLAIN = (
     "Per judge model, over the last verdict of every stored debate. Parse failures: rulings that failed or "
@@ -48,8 +48,8 @@ def judge_row(stats: JudgeStats) -> dict[str, Any]:
 
 def render_health(report: HealthReport) -> None:
     with ui.card().classes("w-full gap-2").mark("judge-health"):
-        ui.label(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}") \
-            .classes("text-lg font-medium").mark("judge-health-title")
+        heading(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}", 2) \
+            .mark("judge-health-title")
         ui.label(EXPLAIN).classes("text-sm text-grey-7")
         if not report.judges:
             ui.label("No verdicts yet.").classes("text-grey-8").mark("no-judges")
@@ -68,7 +68,7 @@ def render_health(report: HealthReport) -> None:
             .props("flat dense").classes("w-full").mark("judges-table")
     if report.pairs:
         with ui.card().classes("w-full gap-2").mark("judge-pairs"):
-            ui.label("Pairs of judges on the same debates").classes("text-lg font-medium")
+            heading("Pairs of judges on the same debates", 2)
             columns = [
                 {"name": "pair", "label": "Judges", "field": "pair", "align": "left"},
                 {"name": "debates", "label": "Debates", "field": "debates"},
@@ -88,6 +88,6 @@ async def page(request: Request) -> Response | None:
         return admitted
     report = await judge_health(engine.store).report()
     with frame("/judges", admitted):
-        ui.label("Judges").classes("text-2xl font-semibold")
+        heading("Judges")
         render_health(report)
     return None

@@ -16,7 +16,7 @@ from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import runtime
 from webapp.ui.auth import client_address, principal_for, sign_in
-from webapp.ui.layout import PRODUCT, frame
+from webapp.ui.layout import PRODUCT, frame, heading
 
 log = logging.getLogger("rostrum.access")
 
@@ -38,7 +38,7 @@ class LoginForm:
         self.address = address
         self.next_page = next_page
         with ui.card().classes("w-full max-w-sm mx-auto mt-10 gap-3").mark("login"):
-            ui.label(f"Sign in to {PRODUCT}").classes("text-xl font-semibold")
+            heading(f"Sign in to {PRODUCT}")
             self.username = ui.input("Username").props("outlined autocomplete=username autofocus") \
                 .classes("w-full").mark("username")
             self.password = ui.input("Password", password=True).props("outlined autocomplete=current-password") \

@@ -21,7 +21,7 @@ from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn_timeout", "word_limit")
 
@@ -29,7 +29,7 @@ DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn
 def _providers_card() -> None:
     rows = provider_status()
     with ui.card().classes("w-full"):
-        ui.label("Providers").classes("text-lg font-medium")
+        heading("Providers", 2)
         ui.label("Keys are read from the environment or .env when a debate starts. They are never stored, "
                  "logged or shown here.").classes("text-sm text-grey-7")
         columns = [
@@ -67,7 +67,7 @@ def _defaults_card(gate: Gate) -> None:
     values["format"] = values["format"] or "classic"
     values["demo_model"] = values["demo_model"] or "demo"
     with ui.card().classes("w-full"):
-        ui.label("Defaults for new debates").classes("text-lg font-medium")
+        heading("Defaults for new debates", 2)
         with ui.row().classes("w-full gap-2 items-start"):
             ui.select({f.id: f.title for f in FORMATS.values()}, label="Format").props("outlined dense") \
                 .classes("w-56").bind_value(values, "format")
@@ -118,7 +118,7 @@ def _defaults_card(gate: Gate) -> None:
 def _server_card() -> None:
     settings = get_settings()
     with ui.card().classes("w-full"):
-        ui.label("This server").classes("text-lg font-medium")
+        heading("This server", 2)
         with ui.grid(columns=2).classes("gap-x-6 gap-y-1 text-sm"):
             for label, value in (
                 ("Database", str(settings.db)),
@@ -142,7 +142,7 @@ async def page(request: Request) -> Response | None:
     gate = auth_gate(admitted)
     admin = admitted.can(Action.SERVER_SETTINGS)
     with frame("/settings", admitted):
-        ui.label("Settings").classes("text-2xl font-semibold")
+        heading("Settings")
         if admin:  # which keys are set and where the database lives are for admins only
             _providers_card()
         _defaults_card(gate)
