@@ -37,7 +37,7 @@ from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, safe_color, status_badge
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 PAGE_SIZE = 20
 E = TypeVar("E", bound=ui.element)
@@ -355,7 +355,7 @@ def _titled(element: E, text: str) -> E:
 def _empty_state(gate: Gate) -> None:
     with ui.card().classes("w-full items-center py-12 gap-3").mark("empty-state"):
         ui.icon("forum").classes("text-6xl text-primary").props('aria-hidden="true"')
-        ui.label("No debates yet").classes("text-2xl font-semibold")
+        heading("No debates yet", 2)
         if not gate.principal.can(Action.CREATE):
             ui.label("Debates your team starts will show here, live.").classes(MUTED)
             return
@@ -400,7 +400,7 @@ async def page(request: Request) -> Response | None:
     gate = auth_gate(admitted)
     with frame("/", admitted):
         with ui.row().classes("w-full items-center justify-between"):
-            ui.label("Debates").classes("text-2xl font-semibold")
+            heading("Debates")
             if admitted.can(Action.CREATE):
                 ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")) \
                     .props("unelevated no-caps").mark("new-debate")

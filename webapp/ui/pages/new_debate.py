@@ -43,7 +43,7 @@ from webapp.ui.components.presets import (
     form_to_config,
     participant_row,
 )
-from webapp.ui.layout import frame
+from webapp.ui.layout import frame, heading
 
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
 # Errors of a whole model land on the input that can fix them.
@@ -108,7 +108,7 @@ class DebateForm(FormFields):
 
     def _build(self) -> None:
         with ui.row().classes("w-full items-center justify-between"):
-            ui.label("New debate").classes("text-2xl font-semibold")
+            heading("New debate")
             with ui.row().classes("items-center gap-1"):
                 ui.label("Presets:").classes("text-sm text-grey-7")
                 ui.button("Quick demo", icon="bolt", on_click=lambda: self.preset("quick-demo")) \
@@ -241,14 +241,16 @@ class DebateForm(FormFields):
                 color = ui.color_input("Colour").props("outlined dense").classes("w-36")
                 self.field(f"{prefix}.color", color.bind_value(row, "color"))
                 ui.space()
+                name = row.get("name") or f"participant {index + 1}"
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
-                    .props("flat round dense").mark(f"move-up-{index}")
+                    .props(f'flat round dense aria-label="Move {name} up"').mark(f"move-up-{index}")
                 up.tooltip("Move up")
                 down = ui.button(icon="arrow_downward", on_click=lambda i=index: self.move(i, 1)) \
-                    .props("flat round dense").mark(f"move-down-{index}")
+                    .props(f'flat round dense aria-label="Move {name} down"').mark(f"move-down-{index}")
                 down.tooltip("Move down")
                 remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
-                    .props("flat round dense color=negative").mark(f"remove-participant-{index}")
+                    .props(f'flat round dense color=negative aria-label="Remove {name}"') \
+                    .mark(f"remove-participant-{index}")
                 remove.tooltip("Remove")
                 if index == 0:
                     up.disable()
