@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium axe bench clean lock
+.PHONY: install run test lint typecheck format chromium axe bench bench-live clean lock
 
 install: $(STAMP)
 
@@ -57,6 +57,12 @@ test: install chromium axe
 
 bench: install
 	$(PY) bench/run.py
+
+# Live spectating (a few minutes): demo pacing, a 160-turn page in Chromium, 0/100/400 spectators.
+bench-live: install chromium
+	$(PY) bench/pacing.py
+	$(PY) bench/page_build.py
+	$(PY) bench/spectators.py --clients 0,100,400 --rounds 3
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
