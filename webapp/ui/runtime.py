@@ -44,7 +44,8 @@ class Runtime:
             if recovered:
                 log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
                             len(recovered), ", ".join(recovered))
-            tune_garbage_collection()
+            # After the first requests (a full collection takes a noticeable moment at start-up).
+            asyncio.get_running_loop().call_later(2.0, tune_garbage_collection)
         except BaseException as exc:
             self.failure = exc
             advice = f"; {exc.advice}" if isinstance(exc, StoreError) else ""
