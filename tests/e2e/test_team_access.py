@@ -103,8 +103,9 @@ def wait_for_growing_stream(page: Page) -> None:
     replaced by the next one to watch)."""
     page.wait_for_function("""() => {
         const w = window.__watched;
-        if (w && w.stream.isConnected && w.stream.textContent.length > w.length + 15) return true;
-        if (!w || !w.stream.isConnected) {
+        const live = (s) => s.isConnected && s.closest('.rostrum-turn-live');  // a finished turn stops growing
+        if (w && live(w.stream) && w.stream.textContent.length > w.length + 15) return true;
+        if (!w || !live(w.stream)) {
             const s = [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]
                 .find(s => s.textContent.length > 0);
             window.__watched = s ? {stream: s, length: s.textContent.length} : null;

@@ -62,6 +62,8 @@ async def test_a_completed_debate_shows_its_winner_models_cost_and_when(user: Us
     assert outcome is not None and outcome.kind in ("winner", "tie")
     await user.open("/")
     await user.should_see(marker=f"debate-{session.id}")
+    # The first render says what the listing says; the outcome read from the log follows at once.
+    await user.should_see(outcome.headline)
     assert text(user, f"outcome-{session.id}") == outcome.headline
     if outcome.kind == "winner":
         winner = next(p.name for p in state.config.participants if p.id == outcome.winner)
@@ -82,9 +84,9 @@ async def test_an_errored_debate_says_why_and_a_stopped_one_its_reason(user: Use
     session = await start_demo("Does an error show on the list?", format="structured", rounds=None)
     assert await session.join() is State.ERROR
     await user.open("/")
-    await user.should_see(marker=f"outcome-{session.id}")
-    error = text(user, f"outcome-{session.id}")
     speaker = session.state.config.participant(session.state.position.speaker or "")
+    await user.should_see(f"Error from {speaker.name} (demo:{speaker.model})")
+    error = text(user, f"outcome-{session.id}")
     assert error.startswith(f"Error from {speaker.name} (demo:{speaker.model}): ")  # who failed, and on what
     assert "simulated invalid API key" in error
     await session.stop(verdict=False)
@@ -196,7 +198,7 @@ async def test_a_debate_stopped_mid_way_says_it_was_stopped_and_why(user: User,
     outcome = outcome_of(session.state)
     assert outcome is not None
     await user.open("/")
-    await user.should_see(marker=f"outcome-{session.id}")
+    await user.should_see("enough said")
     shown = text(user, f"outcome-{session.id}")
     assert shown.startswith(outcome.headline) and shown.startswith("Stopped")
     assert "enough said" in shown  # the reason given with the stop

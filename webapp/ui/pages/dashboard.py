@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from fastapi import Request
 from fastapi.responses import Response
-from nicegui import ui
+from nicegui import background_tasks, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
@@ -35,6 +35,7 @@ from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, safe_color, status_badge
+from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.layout import frame, heading
@@ -171,13 +172,20 @@ class OutcomeCache:
         self.size = size
         self._items: OrderedDict[str, tuple[datetime, RowOutcome]] = OrderedDict()
 
-    async def outcome(self, engine: Engine, row: DebateRow) -> RowOutcome:
+    def known(self, row: DebateRow) -> RowOutcome | None:
+        """The outcome without reading the log: what the row says, or what is cached (None: unknown)."""
         if not _needs_log(row):
             return row_outcome(row, None)
         cached = self._items.get(row.id)
         if cached is not None and cached[0] == row.updated_at:
             self._items.move_to_end(row.id)
             return cached[1]
+        return None
+
+    async def outcome(self, engine: Engine, row: DebateRow) -> RowOutcome:
+        known = self.known(row)
+        if known is not None:
+            return known
         session = engine.sessions.get(row.id)
         state: DebateState | None
         if session is not None:
@@ -217,7 +225,10 @@ class Dashboard:
         self._delete_id: str | None = None
         self._lock = asyncio.Lock()
 
-    async def load(self) -> None:
+    async def load(self, quick: bool = False) -> bool:
+        """Render the current page of rows. `quick` reads no debate's log: rows whose outcome is not
+        known yet say what their listing says; returns whether some were left so (the first render
+        of a tab, so the page answers at once; the full outcomes follow when its socket connects)."""
         async with self._lock:  # a burst of signals must not interleave two renders
             engine = await runtime.current().engine()
             states = [s for key in self.statuses for s in STATUS_FILTERS.get(key, [])]
@@ -227,12 +238,20 @@ class Dashboard:
                 self.page = max(1, math.ceil(total / PAGE_SIZE))
                 rows, total = await engine.list_debates(self.query, states or None,
                                                         (self.page - 1) * PAGE_SIZE, PAGE_SIZE, self.order)
-            outcomes = [await OUTCOMES.outcome(engine, row) for row in rows]
+            pending = False
+            outcomes: list[RowOutcome] = []
+            for row in rows:
+                known = OUTCOMES.known(row)
+                if known is None and quick:
+                    pending = True
+                    known = row_outcome(row, None)
+                outcomes.append(known if known is not None else await OUTCOMES.outcome(engine, row))
             if self.container.is_deleted:
-                return
+                return False
             self.container.clear()
             with self.container:
                 self._render(rows, outcomes, total)
+            return pending
 
     def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int) -> None:
         filtered = bool(self.query.strip() or self.statuses)
@@ -429,5 +448,6 @@ async def page(request: Request) -> Response | None:
 
         hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
         ui.timer(REFRESH_SECONDS, dashboard.load, immediate=False)
-        await dashboard.load()
+        if await dashboard.load(quick=True):
+            after_connect(lambda: background_tasks.create(dashboard.load(), name="dashboard-outcomes"), "hidden")
     return None
