@@ -8,6 +8,7 @@ for a short suite but slow enough to watch tokens stream and to pause mid-debate
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -102,3 +103,17 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
         yield browser
     finally:
         browser.close()
+
+
+DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
+
+def start_from_form(page: Page, base: str, topic: str) -> str:
+    """Start a Quick demo debate on `topic` from the new-debate form; returns the debate page's URL."""
+    page.goto(base + "/new")
+    page.get_by_label("What should they debate? *").fill(topic)
+    page.get_by_role("button", name="Quick demo").click()
+    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)  # the preset kept it
+    page.get_by_role("button", name="Start debate").click()
+    page.wait_for_url(DEBATE_URL)
+    return page.url

@@ -9,21 +9,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, start_from_form
 
 pytestmark = pytest.mark.e2e
 
 LONG = 90_000  # ms: a whole demo debate at the test's demo speed takes ~15 s
 
 
-def start_from_form(page: Page, base: str, topic: str) -> str:
-    page.goto(base + "/new")
-    page.get_by_label("What should they debate? *").fill(topic)
-    page.get_by_role("button", name="Quick demo").click()
-    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)  # the preset kept it
-    page.get_by_role("button", name="Start debate").click()
-    page.wait_for_url(re.compile(r".*/debate/[0-9a-f]+$"))
-    return page.url
 
 
 def transcript(page: Page) -> list[str]:

@@ -9,14 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from tests.e2e.conftest import launch_server
+from tests.e2e.conftest import start_from_form as start
 
 pytestmark = pytest.mark.e2e
 
 LONG = 90_000  # ms
-DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +28,6 @@ def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-def start(page: Page, base: str, topic: str) -> None:
-    page.goto(base + "/new")
-    page.get_by_label("What should they debate? *").fill(topic)
-    page.get_by_role("button", name="Quick demo").click()
-    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)
-    page.get_by_role("button", name="Start debate").click()
-    page.wait_for_url(DEBATE_URL)
 
 
 LIVE_IN_VIEW = """() => {

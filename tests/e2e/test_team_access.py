@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response, Route, WebSocket, expect
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.e2e.conftest import launch_server
+from tests.e2e.conftest import DEBATE_URL, launch_server, start_from_form
 from webapp.access.passwords import hash_password
 from webapp.settings import SECRET_FILE_NAME
 from webapp.store import Store
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.e2e
 
 FAILED = "Wrong username or password."
 CONTROLS = ("Pause", "Resume", "Retry", "Stop")
-DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
 LOGIN_URL = re.compile(r".*/login(\?.*)?$")
 # Slower than the other e2e module's speed: a quick demo (four 60-word turns) then runs ~15 s, long
 # enough for a viewer to sign in and watch it stream while the operator could still pause it.
@@ -114,14 +114,6 @@ def wait_for_growing_stream(page: Page) -> None:
     }""", timeout=20_000, polling=10)
 
 
-def start_from_form(page: Page, base: str, topic: str) -> str:
-    page.goto(base + "/new")
-    page.get_by_label("What should they debate? *").fill(topic)
-    page.get_by_role("button", name="Quick demo").click()
-    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)
-    page.get_by_role("button", name="Start debate").click()
-    page.wait_for_url(DEBATE_URL)
-    return page.url
 
 
 def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, browser: Browser) -> None:

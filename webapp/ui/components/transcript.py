@@ -19,7 +19,7 @@ from nicegui import ui
 
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
-from webapp.settings import get_settings
+from webapp.settings import image_hosts
 from webapp.ui import live_wire
 from webapp.ui.live_wire import group_title, phase_visible, retry_text
 
@@ -28,14 +28,6 @@ __all__ = ["LiveStatusView", "TranscriptView", "group_title", "phase_visible", "
 STATIC = Path(__file__).resolve().parents[3] / "static"
 ESM = {"rostrum-live": str(STATIC / "live"), "rostrum-marked": str(STATIC / "vendor" / "marked")}
 TURN_KEY = re.compile(r"^[^/]+/r\d+/[^/]+/\d+$")  # phase/r<round>/<speaker>/<index>
-
-
-def image_hosts() -> list[str]:
-    """Hosts an admin allows Markdown images from (`ROSTRUM_IMAGE_HOSTS`); others become links."""
-    hosts = getattr(get_settings(), "image_hosts", None) or []
-    if isinstance(hosts, str):
-        hosts = [h for h in hosts.split(",")]
-    return sorted({h.strip().lower() for h in hosts if h and h.strip()})
 
 
 class TranscriptView(ui.element, component="transcript.js", esm=ESM):
@@ -48,7 +40,7 @@ class TranscriptView(ui.element, component="transcript.js", esm=ESM):
         self._props["turns"] = self.turns
         self._props["people"] = live_wire.people(state)
         self._props["empty"] = live_wire.empty_text(state)
-        self._props["images"] = image_hosts()
+        self._props["images"] = sorted(image_hosts())
         self._props["follow"] = follow
         self._props["ended"] = False
         self.finished_turns = sum(1 for t in state.turns)  # turns the snapshot covers (visible or not)
