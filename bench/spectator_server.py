@@ -217,6 +217,25 @@ async def debate_stats(debate_id: str) -> dict[str, Any]:
     }
 
 
+async def element_census() -> dict[str, Any]:
+    """What the newest page holds: NiceGUI elements by tag/class (reading where a page's memory goes)."""
+    if not Client.instances:
+        return {"clients": 0}
+    client = list(Client.instances.values())[-1]
+    kinds = Counter(f"{type(e).__name__}:{e.tag}" for e in client.elements.values())
+    lines: list[str] = []
+
+    def walk(element: Any, depth: int) -> None:
+        marks = ",".join(element._markers)
+        lines.append(f"{'  ' * depth}{type(element).__name__}:{element.tag} {marks}")
+        for child in element:
+            walk(child, depth + 1)
+
+    walk(client.layout, 0)
+    return {"clients": len(Client.instances), "elements": len(client.elements), "kinds": dict(kinds.most_common()),
+            "tree": lines}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -230,6 +249,7 @@ def main() -> None:
     app.add_api_route("/bench/debates", create_debate, methods=["POST"])
     app.add_api_route("/bench/debates/{debate_id}/start", start_debate, methods=["POST"])
     app.add_api_route("/bench/debates/{debate_id}", debate_stats, methods=["GET"])
+    app.add_api_route("/bench/elements", element_census, methods=["GET"])
     settings = get_settings()
     assert settings.host == "127.0.0.1" and not settings.auth_enabled, "the bench serves loopback without sign-in"
     ui.run(

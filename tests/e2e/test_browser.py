@@ -63,7 +63,8 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
         expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
 
     with page.expect_download() as info:
-        page.get_by_role("button", name="Markdown").click()
+        page.get_by_role("button", name="Export").click()  # a menu of the three formats
+        page.get_by_text("Markdown (.md)").click()
     download = info.value
     assert download.suggested_filename.endswith(".md")
     markdown = Path(download.path()).read_text(encoding="utf-8")

@@ -146,7 +146,8 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
     expect(operator.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
 
     with viewer.expect_download() as info:  # viewers may export
-        viewer.get_by_role("button", name="Markdown").click()
+        viewer.get_by_role("button", name="Export").click()  # a menu of the three formats
+        viewer.get_by_text("Markdown (.md)").click()
     assert info.value.suggested_filename.endswith(".md")
 
     viewer.goto(team.base + "/")  # the dashboard: the debate, but nothing to start one with

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from html.parser import HTMLParser
 from typing import Any
 
+from nicegui import ui
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
@@ -43,6 +45,50 @@ def texts(user: User, marker: str) -> list[str]:
         return transcript(user).texts()
     elements = sorted(user.find(marker=marker).elements, key=lambda e: e.id)
     return [getattr(e, "content", None) or e.text for e in elements]
+
+
+class _Marked(HTMLParser):
+    """The text inside each element of a piece of HTML that carries `data-mark="<mark>"`."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__()
+        self.mark, self.depth, self.found = mark, 0, []  # type: ignore[var-annotated]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth:
+            self.depth += 1
+        elif dict(attrs).get("data-mark") == self.mark:
+            self.depth = 1
+            self.found.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.found[-1] += data
+
+
+def html_text(content: str) -> str:
+    """The text of a piece of HTML (what a reader sees), tags dropped."""
+    parser = HTMLParser()
+    parts: list[str] = []
+    parser.handle_data = parts.append  # type: ignore[method-assign]
+    parser.feed(content)
+    return "".join(parts)
+
+
+def marked_texts(user: User, mark: str) -> list[str]:
+    """The text of every part marked `data-mark="<mark>"` inside the page's HTML elements (parts of a
+    card written as HTML rather than as elements), in page order."""
+    found: list[str] = []
+    for element in sorted(user.client.elements.values(), key=lambda e: e.id):
+        if isinstance(element, ui.html):
+            parser = _Marked(mark)
+            parser.feed(element.content)
+            found += parser.found
+    return found
 
 
 def transcript(user: User) -> Any:

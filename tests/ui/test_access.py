@@ -309,9 +309,10 @@ async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: No
     guest = browser("10.3.3.3")
     await guest.open(f"/s/{token}")
     await guest.should_see("Shall we share?")
-    await guest.should_see(marker="shared-view")
+    await guest.should_see("Shared read-only view")  # in the header, instead of the navigation
     await guest.should_not_see("New debate")
     await guest.should_not_see(marker="pause")  # no controls at all for a link
+    guest.find(marker="export").click()
     guest.find(marker="export-md").click()
     assert "Shall we share?" in (await guest.download.next()).text
     for path in ("/", "/settings", f"/debate/{session.id}"):  # nothing beyond the one debate

@@ -145,6 +145,7 @@ async def test_controls_are_enabled_exactly_when_the_machine_allows(user: User,
     await user.should_see(marker="status-running", retries=20)
     assert enabled(user) == {"pause": True, "resume": False, "retry": False, "stop": True}
 
+    user.find(marker="stop").click()  # opens the menu: with or without a verdict
     user.find(marker="stop-now").click()  # stop without a verdict
     await user.should_see(marker="status-stopped", retries=20)
     assert session.state.verdict is None
@@ -298,16 +299,19 @@ async def test_exports_download_markdown_json_and_text(user: User) -> None:
     session = await start_demo("Should the voting age be 16?")
     await session.join()
     await user.open(f"/debate/{session.id}")
+    user.find(marker="export").click()
     user.find(marker="export-md").click()
     markdown = (await user.download.next()).text
     assert markdown.startswith("# Should the voting age be 16?")
     assert "## Verdict" in markdown and session.state.turns[0].text in markdown
+    user.find(marker="export").click()
     user.find(marker="export-json").click()
     data = json.loads((await user.download.next()).text)
     assert data["id"] == session.id and data["status"] == "completed"
     assert {p["role"] for p in data["participants"]} == {"pro", "con"}
     assert len(data["turns"]) == len(session.state.turns)
     assert set(data["verdict"]["scores"]) == {p.id for p in session.state.config.participants}
+    user.find(marker="export").click()
     user.find(marker="export-txt").click()
     text = (await user.download.next()).text
     assert "Winner:" in text and "Should the voting age be 16?" in text

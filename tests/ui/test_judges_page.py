@@ -29,6 +29,7 @@ async def test_the_judges_page_shows_each_judges_health(user: User) -> None:
 
 async def test_the_judges_page_is_in_the_navigation_and_says_when_there_is_nothing_yet(user: User) -> None:
     await user.open("/")
-    user.find(marker="nav-judges").click()
+    assert '<a href="/judges" ' in one(user, "navigation").content
+    await user.open("/judges")
     await user.should_see(marker="no-judges")
     assert one(user, "judge-health-title").text == "Judge health over 0 judged debates"

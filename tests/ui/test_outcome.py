@@ -13,7 +13,7 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
-from tests.ui.helpers import one, start_demo
+from tests.ui.helpers import html_text, marked_texts, one, start_demo
 from webapp.engine.machine import State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
@@ -39,7 +39,8 @@ async def show(user: User, state: DebateState) -> None:
 
 
 def headline(user: User) -> str:
-    return one(user, "outcome-headline").text
+    (text,) = marked_texts(user, "headline")
+    return text
 
 
 async def finished(topic: str, **changes: object) -> DebateSession:
@@ -63,11 +64,11 @@ async def test_a_win_is_the_headline_with_the_winners_colour_scores_and_a_link_t
     await show(user, state)
     winner = names(state)[verdict.winner]
     assert headline(user) == f"{winner} wins"
-    card = one(user, "outcome")
     color = next(p.color for p in state.config.participants if p.id == verdict.winner)
-    dots = [e for e in card.descendants() if "rostrum-dot" in e.classes]
-    assert dots[0].style["background"] == color  # the headline's dot: the winner's colour
-    scores = " ".join(e.text for e in one(user, "outcome-scores").descendants() if isinstance(e, ui.label))
+    # the headline's dot: the winner's colour
+    assert f'<span class="rostrum-dot w-4 h-4 shrink-0" style="background:{color}"' in \
+        one(user, "outcome-headline").content
+    scores = html_text(one(user, "outcome-scores").content)
     for p in state.config.participants:
         assert f"{p.name} {verdict.scores[p.id]:g}" in scores
     link = one(user, "outcome-verdict-link")
@@ -148,8 +149,7 @@ async def test_a_split_panel_says_so_and_shows_no_single_confidence(user: User) 
     await user.should_see(marker="rulings")  # each judge's confidence is in the rulings table
     table = next(e for e in one(user, "rulings").descendants() if isinstance(e, ui.table))
     assert [row["confidence"] for row in table.rows[:2]] == ["50%", "60%"]
-    assert "Mean scores of 2 judges" in " ".join(
-        e.text for e in one(user, "outcome-scores").descendants() if isinstance(e, ui.label))
+    assert "Mean scores of 2 judges" in html_text(one(user, "outcome-scores").content)
 
 
 async def test_a_majority_of_the_panel_names_its_winner_with_the_count(user: User) -> None:

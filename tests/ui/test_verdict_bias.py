@@ -9,7 +9,7 @@ import uuid
 from nicegui import ui
 from nicegui.testing import User
 
-from tests.ui.helpers import one, start_demo, texts
+from tests.ui.helpers import marked_texts, one, start_demo, texts
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.verdict import length_ratio, render_verdict
@@ -46,7 +46,7 @@ async def test_words_per_side_and_the_length_flag(user: User) -> None:
                                                      "length_flag": True})
     await show(user, state)
     names = {p.id: p.name for p in state.config.participants}
-    assert texts(user, "word-count") == [f"{names[a]} 1,800", f"{names[b]} 1,000"]
+    assert marked_texts(user, "word-count") == [f"{names[a]} 1,800", f"{names[b]} 1,000"]
     await user.should_see("The winner spoke 1.8× as many words")
     assert length_ratio(state.verdict) == 1.8
 

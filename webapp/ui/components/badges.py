@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from nicegui import ui
@@ -50,6 +51,19 @@ def status_badge(status: str, interrupted: bool = False) -> ui.badge:
         ui.label(label)
     badge.mark(f"status-{shown}")
     return badge
+
+
+def status_badge_html(status: str, interrupted: bool = False, note: str | None = None) -> tuple[str, str]:
+    """The status badge as HTML (with `note`, e.g. why the debate ended, beside it) and its marker: one
+    element on a page that follows a debate, where `status_badge` makes three."""
+    shown = ui_status(status, interrupted)
+    label, color, icon = STATUS_STYLE[shown]
+    badge = (f'<span class="q-badge flex inline items-center no-wrap q-badge--single-line q-badge--rounded '
+             f'bg-{color} text-white px-2 py-1 text-xs" role="status">'
+             f'<i class="q-icon notranslate material-icons mr-1 text-sm" aria-hidden="true">{icon}</i>{label}</span>')
+    if note:
+        badge += f'<span class="text-xs text-grey-7">{escape(note)}</span>'
+    return badge, f"status-{shown}"
 
 
 def participant_chip(participant: dict[str, Any]) -> None:

@@ -39,23 +39,29 @@ class Controls:
         self.busy = False
         self._shown: dict[str, bool] | None = None  # what the buttons show (`update` skips a no-op)
         self.buttons: dict[str, ui.button] = {}
-        with ui.row().classes("items-center gap-2").mark("controls"):
+        with ui.row().classes("items-center gap-2").mark("controls") as self.row:
             for name, (label, icon, _, _) in BUTTONS.items():
-                # Stop opens a menu (with or without a verdict) instead of running at once.
-                on_click = None if name == "stop" else (lambda n=name: self.run(n))
+                # Stop opens a menu (with or without a verdict) instead of running at once; the menu is
+                # made on the first click: every element costs each open page memory.
+                on_click = self.stop_menu if name == "stop" else (lambda n=name: self.run(n))
                 button = ui.button(label, icon=icon, on_click=on_click).props("no-caps").mark(name)
                 button.ignores_events_when_disabled = False  # the gate decides, and logs refusals
                 self.buttons[name] = button
-            with self.buttons["stop"], ui.menu():
-                ui.menu_item("Stop and judge what was said", on_click=lambda: self.run("stop", verdict=True)) \
-                    .mark("stop-judge")
-                ui.menu_item("Stop without a verdict", on_click=lambda: self.run("stop", verdict=False)) \
-                    .mark("stop-now")
+        self.menu: ui.menu | None = None
         if not any(self.gate.principal.can(COMMANDS[name], session.id) for name in BUTTONS):
             with ui.row().classes("items-center"):
                 ui.label(f"{self.gate.principal.role.value.capitalize()}s can watch and export; "
                          "controls need an operator.").classes("text-xs text-grey-7").mark("read-only")
         self.update()
+
+    def stop_menu(self) -> None:
+        if self.menu is None:
+            with self.buttons["stop"], ui.menu() as self.menu:
+                ui.menu_item("Stop and judge what was said", on_click=lambda: self.run("stop", verdict=True)) \
+                    .mark("stop-judge")
+                ui.menu_item("Stop without a verdict", on_click=lambda: self.run("stop", verdict=False)) \
+                    .mark("stop-now")
+        self.menu.open()
 
     def allowed(self) -> dict[str, bool]:
         allowed, principal = self.session.allowed_commands, self.gate.principal

@@ -108,10 +108,10 @@ class DiagramSection:
         self.source = diagram_source(session.state)
         self.mermaid: ui.mermaid | None = None
         ui.add_css(_CSS)
-        with ui.card().classes("w-full").mark("diagram-card"):
-            self.expansion = ui.expansion("How this debate runs", icon="account_tree", value=False,
-                                          on_value_change=lambda e: self.open() if e.value else None) \
-                .classes("w-full").mark("diagram-section")
+        # The expansion is the card (one element less on every page).
+        self.expansion = ui.expansion("How this debate runs", icon="account_tree", value=False,
+                                      on_value_change=lambda e: self.open() if e.value else None) \
+            .classes("w-full q-card").mark("diagram-card diagram-section")
 
     def open(self) -> ui.mermaid:
         """Make the caption and the diagram (once)."""

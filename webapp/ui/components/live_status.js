@@ -13,6 +13,7 @@ export default {
       <span class="rostrum-livebar-cost" :class="{'rostrum-warned': s.warned}" title="Spent so far">{{ s.cost }}</span>
     </div>
     <div v-else class="rostrum-cost">
+      <h2 class="rostrum-card-title">Cost</h2>
       <div class="rostrum-cost-total"><span data-testid="cost-total">{{ s.cost }}</span>
         <small v-if="s.simulated">simulated demo prices</small></div>
       <div v-if="s.unpriced" class="rostrum-cost-unpriced">unpriced: {{ s.unpriced }}</div>

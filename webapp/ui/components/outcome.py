@@ -9,6 +9,7 @@ the full verdict card (`#verdict`). `outcome_of` is the pure part (tested withou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 from nicegui import ui
@@ -178,32 +179,34 @@ ICONS = {"winner": "emoji_events", "tie": "balance", "split": "call_split", "agr
          "ended": "stop_circle"}
 
 
+def _dot(color: str, size: str = "") -> str:
+    return f'<span class="rostrum-dot {size}" style="background:{color}" aria-hidden="true"></span>'
+
+
 def render_outcome(state: DebateState) -> None:
-    """The outcome card; renders nothing for a debate that has not ended."""
+    """The outcome card; renders nothing for a debate that has not ended. Its fixed parts are HTML, not
+    elements: every spectator's page builds this card at the same moment, when the debate ends."""
     outcome = outcome_of(state)
     if outcome is None:
         return
     colors = {p.id: safe_color(p.color) for p in state.config.participants}
     negative = outcome.kind in ("unavailable", "ended")
     with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("outcome"):
-        with ui.row().classes("w-full items-center gap-2 no-wrap"):
-            ui.icon(ICONS.get(outcome.kind, "flag")).classes(
-                f"text-2xl shrink-0 {'text-negative' if negative else 'text-primary'}").props('aria-hidden="true"')
-            if outcome.winner is not None:
-                ui.element("span").classes("rostrum-dot w-4 h-4 shrink-0") \
-                    .style(f"background:{colors.get(outcome.winner, NEUTRAL)}").props('aria-hidden="true"')
-            ui.label(outcome.headline).classes("text-lg sm:text-xl font-bold min-w-0 rostrum-topic").props(
-                'role="status"').mark("outcome-headline")
+        dot = _dot(colors.get(outcome.winner, NEUTRAL), "w-4 h-4 shrink-0") if outcome.winner is not None else ""
+        tone = "text-negative" if negative else "text-primary"
+        ui.html(f'<i class="q-icon notranslate material-icons text-2xl shrink-0 {tone}" aria-hidden="true">'
+                f'{ICONS.get(outcome.kind, "flag")}</i>{dot}'
+                f'<div class="text-lg sm:text-xl font-bold min-w-0 rostrum-topic" role="status" data-mark="headline">'
+                f'{escape(outcome.headline)}</div>', sanitize=False) \
+            .classes("row w-full items-center gap-2 no-wrap").mark("outcome-headline")
         if outcome.synthesis:
             SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
         if outcome.scores:
-            with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm").mark("outcome-scores"):
-                ui.label(f"{outcome.scores_label}:").classes(MUTED)
-                for name, color, score in outcome.scores:
-                    with ui.row().classes("items-center gap-1 no-wrap"):
-                        ui.element("span").classes("rostrum-dot").style(f"background:{color}") \
-                            .props('aria-hidden="true"')
-                        ui.label(f"{name} {score:g}").classes("font-medium tabular-nums")
+            scores = "".join(f'<span class="row items-center gap-1 no-wrap">{_dot(color)}'
+                             f'<span class="font-medium tabular-nums">{escape(name)} {score:g}</span></span>'
+                             for name, color, score in outcome.scores)
+            ui.html(f'<span class="{MUTED}">{escape(outcome.scores_label)}:</span>{scores}', sanitize=False) \
+                .classes("row items-center gap-x-3 gap-y-0 text-sm").mark("outcome-scores")
         if outcome.note or outcome.verdict:
             with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm"):
                 if outcome.note:

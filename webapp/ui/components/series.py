@@ -156,8 +156,9 @@ class RematchButton:
         self.busy = False
         self.button = ui.button("Rematch, sides swapped", icon="swap_horiz", on_click=self.click) \
             .props("flat dense no-caps").mark("rematch")
-        self.button.tooltip("Run this debate again with the participants' positions exchanged, to see whether "
-                            "the model or the position won")
+        # A title rather than a tooltip element (each element costs every open page memory).
+        self.button.props('title="Run this debate again with the participants\' positions exchanged, to see '
+                          'whether the model or the position won"')
         self.button.set_visibility(gate.principal.kind != "share-link" and gate.principal.can(Action.CREATE))
         self.update()
 

@@ -29,10 +29,10 @@ class ShareLinks:
         self.gate = gate
         self.base_url = base_url.rstrip("/")
         self.built = False
-        with ui.card().classes("w-full gap-2 py-1").mark("share-card"):
-            self.expansion = ui.expansion("Share read-only", icon="link", value=False,
-                                          on_value_change=lambda e: self.open() if e.value else None) \
-                .classes("w-full").mark("share-section")
+        # The expansion is the card (one element less on every page that shows it).
+        self.expansion = ui.expansion("Share read-only", icon="link", value=False,
+                                      on_value_change=lambda e: self.open() if e.value else None) \
+            .classes("w-full q-card py-1").mark("share-card share-section")
         if opened:
             self.expansion.value = True
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 from nicegui import ui
@@ -14,7 +15,6 @@ from webapp.models import JudgeRuling, Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.safe_markdown import SafeMarkdown
-from webapp.ui.layout import heading
 
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
 _TOOLTIP = {"trigger": "axis", "renderMode": "richText"}
@@ -129,9 +129,10 @@ def render_verdict(state: DebateState) -> None:
         return
     # `#verdict` is the outcome card's "Full verdict" link; the margin keeps the title below the sticky header.
     with ui.card().classes("w-full gap-3").props("id=verdict").style("scroll-margin-top: 4.5rem").mark("verdict"):
-        with ui.row().classes("w-full items-center gap-2"):
-            ui.icon("gavel").classes("text-2xl text-primary")
-            heading("Verdict", 2).classes("text-xl")
+        # Fixed parts are HTML, not elements: every spectator's page builds this card when the debate ends.
+        ui.html('<i class="q-icon notranslate material-icons text-2xl text-primary" aria-hidden="true">gavel</i>'
+                '<h2 class="rostrum-heading text-xl">Verdict</h2>', sanitize=False) \
+            .classes("row w-full items-center gap-2")
         if state.ended_because:
             ui.label(f"Ended because: {state.ended_because}").classes("text-sm text-grey-7").mark("ended-because")
         if not verdict.available:
@@ -150,8 +151,9 @@ def render_verdict(state: DebateState) -> None:
                 ui.label("Tie").classes("text-2xl font-bold").mark("winner")
             else:
                 name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
-                ui.element("span").classes("rostrum-dot w-4 h-4").style(f"background:{color}")
-                ui.label(f"Winner: {name}").classes("text-2xl font-bold").mark("winner")
+                ui.html(f'<span class="rostrum-dot w-4 h-4" style="background:{color}" aria-hidden="true"></span>'
+                        f'<span class="text-2xl font-bold">Winner: {escape(name)}</span>', sanitize=False) \
+                    .classes("row items-center gap-3").mark("winner")
             tally = panel_tally(verdict)
             if tally is None:
                 if verdict.confidence is not None:
@@ -161,9 +163,8 @@ def render_verdict(state: DebateState) -> None:
                     ui.label(f"answer via {mode}").classes("text-xs text-grey-7").mark("output-mode")
             else:  # a panel has no single confidence: each judge's is in the rulings table
                 ui.label(_panel_words(tally)).classes("text-sm text-grey-8").mark("panel-split")
-        with ui.row().classes("gap-4"):
-            for pid in _ordered(state, verdict.scores):
-                ui.label(f"{_name(state, pid)}: {verdict.scores[pid]:g}/100").classes("font-mono")
+        ui.html("".join(f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
+                        for pid in _ordered(state, verdict.scores)), sanitize=False).classes("row gap-4")
         _bias_checks(state, verdict)
         if verdict.scores:
             options = score_chart_options(state, verdict)
@@ -189,11 +190,11 @@ def _bias_checks(state: DebateState, verdict: Verdict) -> None:
     """Words per side (and the flag when the winner spoke far more), judges undecided by the order,
     and how the verdict was obtained."""
     if verdict.word_counts:
-        with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm").mark("word-counts"):
-            ui.label("Words spoken:").classes("text-grey-8")
-            for pid in _ordered(state, verdict.word_counts):
-                ui.label(f"{_name(state, pid)} {verdict.word_counts[pid]:,}").classes("tabular-nums") \
-                    .mark("word-count")
+        counts = "".join(f'<span class="tabular-nums" data-mark="word-count">'
+                         f'{escape(_name(state, pid))} {verdict.word_counts[pid]:,}</span>'
+                         for pid in _ordered(state, verdict.word_counts))
+        ui.html(f'<span class="text-grey-8">Words spoken:</span>{counts}', sanitize=False) \
+            .classes("row items-center gap-x-3 gap-y-0 text-sm").mark("word-counts")
     if verdict.length_flag:
         ratio = length_ratio(verdict)
         times = f"{ratio:.1f}×" if ratio is not None else "far more than"

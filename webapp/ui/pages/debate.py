@@ -10,6 +10,7 @@ re-rendered from the session's current state, which is idempotent).
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 from fastapi import Request
@@ -29,7 +30,7 @@ from webapp.live import Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.components.badges import status_badge
+from webapp.ui.components.badges import status_badge_html
 from webapp.ui.components.banners import (
     banner_signature,
     last_cost_warning,
@@ -69,15 +70,17 @@ def describe_action(action: dict[str, Any]) -> str:
     return f"{verb} by {action.get('actor')}"
 
 
-def render_activity(state: DebateState) -> None:
+def activity_html(state: DebateState) -> str:
+    """Who did what, as a collapsed `<details>`: one element, however long the debate's history."""
     if not state.actions and not state.created_by:
-        return
-    with ui.expansion("Activity", icon="history", value=False).classes("w-full").mark("activity"):
-        if state.created_by:
-            ui.label(f"{state.created_at:%H:%M:%S} · created by {state.created_by}").classes("text-sm")
-        for action in state.actions:
-            at = action.get("at", "")[11:19]
-            ui.label(f"{at} · {describe_action(action)}").classes("text-sm").mark("activity-item")
+        return ""
+    items = []
+    if state.created_by:
+        items.append(f"{state.created_at:%H:%M:%S} · created by {state.created_by}")
+    items += [f"{action.get('at', '')[11:19]} · {describe_action(action)}" for action in state.actions]
+    lines = "".join(f'<li class="text-sm">{escape(item)}</li>' for item in items)
+    return (f'<details class="rostrum-activity"><summary class="text-base font-medium">Activity</summary>'
+            f'<ul>{lines}</ul></details>')
 
 
 class DebateView:
@@ -101,25 +104,23 @@ class DebateView:
 
     def build(self, channel: DebateChannel) -> None:
         state = self.state
+        principal = self.gate.principal
         with ui.card().classes("w-full gap-2"):
             heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
             with ui.row().classes("w-full items-center gap-3"):
                 ui.badge(state.format.title, color="indigo-1").classes("text-indigo-9 px-2 py-1").mark("format")
-                self.sections["status"] = ui.row().classes("items-center gap-2")
+                self.status_view = ui.html("", sanitize=False).classes("row items-center gap-2")
                 ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
                     .classes("text-xs text-grey-7")
+            # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
             with ui.row().classes("w-full items-center justify-between gap-2"):
-                controls_row = ui.row().classes("items-center")
-                with controls_row:
-                    self.controls = Controls(self.session, self.gate, after=self.sync)
-                controls_row.set_visibility(self.gate.principal.kind != "share-link")
+                self.controls = Controls(self.session, self.gate, after=self.sync)
+                self.controls.row.set_visibility(principal.kind != "share-link")
                 with ui.row().classes("items-center gap-1").mark("exports"):
-                    ui.label("Export:").classes("text-sm text-grey-8")
-                    for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
-                        ui.button(label, icon="download", on_click=lambda k=kind: self.export(k)) \
-                            .props("flat dense no-caps").mark(f"export-{kind}")
+                    self.export_menu: ui.menu | None = None
+                    self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
+                        .props('flat dense no-caps aria-haspopup="menu"').mark("export")
                     self.rematch = RematchButton(self.session, self.gate)
-                    principal = self.gate.principal
                     if principal.kind != "share-link" and principal.can(Action.CREATE):
                         # "Clone" opens the form filled in from this debate, to re-run it with edits.
                         ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
@@ -138,25 +139,20 @@ class DebateView:
                                                  or self.session.running)
                 self.transcript.on("resync", lambda: background_tasks.create(
                     channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
-                self.sections["aux-notes"] = ui.column().classes("w-full gap-0")
-                self.sections["rounds"] = ui.column().classes("w-full")
-                self.sections["verdict"] = ui.column().classes("w-full")
+                # Notes on retries, round scores and the verdict: one section, re-rendered when any changes.
+                self.sections["after"] = ui.column().classes("w-full gap-3")
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
-                with ui.card().classes("w-full gap-2").mark("cost-meter"):
-                    with ui.row().classes("w-full items-center justify-between"):
-                        ui.label("Cost").classes("text-base font-semibold")
-                        self.sections["cost-warning"] = ui.row()
+                with ui.card().classes("w-full gap-2").mark("cost-meter") as self.cost_card:
                     LiveStatusView(live_wire.status(self.session), "cost").classes("w-full").mark("cost")
-                self.sections["activity"] = ui.column().classes("w-full")
-                principal = self.gate.principal
+                self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
                 if principal.can(Action.DELETE, state.id):
                     self._delete_control()
         self.diagram = DiagramSection(self.session)
-        # Dialogs are made when first needed: each element costs every open page memory.
-        self.dialogs = ui.element("div")
+        # Dialogs are made when first needed (each element costs every open page memory), in the page body.
+        self.dialogs = context.slot.parent
         self.dialog: ui.dialog | None = None
         self.sync()
 
@@ -185,18 +181,28 @@ class DebateView:
     def sync(self) -> None:
         """Bring every part of the page up to the session's current state (idempotent)."""
         state, live, view = self.state, self.session.live_turns, self.session.view()
-        self._section("status", (view.status.value, view.interrupted, state.ended_because),
-                      lambda: self._render_status(view, state))
+        status = (view.status.value, view.interrupted, state.ended_because)
+        if self.signatures.get("status") != status:
+            self.signatures["status"] = status
+            note = state.ended_because if state.status in TERMINAL_STATES else None
+            content, marker = status_badge_html(view.status.value, view.interrupted, note)
+            self.status_view.mark(marker).set_content(content)
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
         self._section("past", len(state.answers), lambda: render_past_clarifications(state))
-        self._section("aux-notes", aux_notes_signature(state, live), lambda: render_aux_notes(state, live))
-        self._section("rounds", len(state.round_scores), lambda: render_round_scores(state))
-        # A verdict is replaced, never changed in place: compare it, do not serialise it on every event.
-        self._section("verdict", (state.verdict, state.ended_because), lambda: render_verdict(state))
-        self._section("cost-warning", (state.cost_warned, len(state.warnings)), lambda: render_cost_warning(state))
-        self._section("activity", (len(state.actions), state.created_by), lambda: render_activity(state))
+        self._section("after", (aux_notes_signature(state, live), len(state.round_scores), state.verdict,
+                                state.ended_because), lambda: self._render_after(state, live))
+        if "cost-warning" not in self.sections and (state.cost_warned or state.warnings):
+            with self.cost_card:  # made when first needed, above the figures
+                self.sections["cost-warning"] = ui.element("div").move(self.cost_card, 0)
+        if "cost-warning" in self.sections:
+            self._section("cost-warning", (state.cost_warned, len(state.warnings)),
+                          lambda: render_cost_warning(state))
+        activity = (len(state.actions), state.created_by)
+        if self.signatures.get("activity") != activity:
+            self.signatures["activity"] = activity
+            self.sections["activity"].set_content(activity_html(state))
         self.controls.update()
         self.rematch.update()
         self.series.update()
@@ -245,10 +251,18 @@ class DebateView:
         ui.notify("Debate deleted", type="positive")
         ui.navigate.to("/")
 
-    def _render_status(self, view: SessionView, state: DebateState) -> None:
-        status_badge(view.status.value, view.interrupted)
-        if state.status in TERMINAL_STATES and state.ended_because:
-            ui.label(state.ended_because).classes("text-xs text-grey-7")
+    @staticmethod
+    def _render_after(state: DebateState, live: Any) -> None:
+        render_aux_notes(state, live)
+        render_round_scores(state)
+        render_verdict(state)
+
+    def open_exports(self) -> None:
+        if self.export_menu is None:
+            with self.export_button, ui.menu() as self.export_menu:
+                for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
+                    ui.menu_item(f"{label} (.{kind})", on_click=lambda k=kind: self.export(k)).mark(f"export-{kind}")
+        self.export_menu.open()
 
     def _sync_dialog(self, state) -> None:
         if (state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings)
