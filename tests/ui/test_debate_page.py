@@ -14,6 +14,7 @@ from tests.ui.helpers import (
     demo_speed,
     engine,
     grow,
+    marked_texts,
     notified,
     one,
     start_demo,
@@ -275,7 +276,7 @@ async def test_panel_rulings_round_scores_and_unavailable_verdict_render_from_st
                         "wait_s": 1})
     await user.open(f"/debate/{session.id}")
     await user.should_see(marker="verdict-unavailable")
-    assert one(user, "raw-text").text == "{not json <b>"
+    assert marked_texts(user, "raw-text") == ["{not json <b>"]
     notes = turn_notes(user)
     assert "truncated at a sentence boundary to the 60-word limit (was 80 words)" in notes
     assert "attempt 1 failed (simulated rate limit); retried after 0.5 s" in notes

@@ -18,6 +18,7 @@ from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.state import DebateState
 from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.verdict import panel_tally
 
@@ -179,10 +180,6 @@ ICONS = {"winner": "emoji_events", "tie": "balance", "split": "call_split", "agr
          "ended": "stop_circle"}
 
 
-def _dot(color: str, size: str = "") -> str:
-    return f'<span class="rostrum-dot {size}" style="background:{color}" aria-hidden="true"></span>'
-
-
 def render_outcome(state: DebateState) -> None:
     """The outcome card; renders nothing for a debate that has not ended. Its fixed parts are HTML, not
     elements: every spectator's page builds this card at the same moment, when the debate ends."""
@@ -192,25 +189,28 @@ def render_outcome(state: DebateState) -> None:
     colors = {p.id: safe_color(p.color) for p in state.config.participants}
     negative = outcome.kind in ("unavailable", "ended")
     with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("outcome"):
-        dot = _dot(colors.get(outcome.winner, NEUTRAL), "w-4 h-4 shrink-0") if outcome.winner is not None else ""
+        mark = dot(colors.get(outcome.winner, NEUTRAL), "w-4 h-4 shrink-0") if outcome.winner is not None else ""
         tone = "text-negative" if negative else "text-primary"
-        ui.html(f'<i class="q-icon notranslate material-icons text-2xl shrink-0 {tone}" aria-hidden="true">'
-                f'{ICONS.get(outcome.kind, "flag")}</i>{dot}'
-                f'<div class="text-lg sm:text-xl font-bold min-w-0 rostrum-topic" role="status" data-mark="headline">'
-                f'{escape(outcome.headline)}</div>', sanitize=False) \
-            .classes("row w-full items-center gap-2 no-wrap").mark("outcome-headline")
+        HtmlParts().add(icon(ICONS.get(outcome.kind, "flag"), f"text-2xl shrink-0 {tone}") + mark) \
+            .add(f'<div class="text-lg sm:text-xl font-bold min-w-0 rostrum-topic" role="status" '
+                 f'data-mark="headline">{escape(outcome.headline)}</div>') \
+            .render("row w-full items-center gap-2 no-wrap", "outcome-headline")
         if outcome.synthesis:
             SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
+        rest = HtmlParts()
         if outcome.scores:
-            scores = "".join(f'<span class="row items-center gap-1 no-wrap">{_dot(color)}'
+            scores = "".join(f'<span class="row items-center gap-1 no-wrap">{dot(color)}'
                              f'<span class="font-medium tabular-nums">{escape(name)} {score:g}</span></span>'
                              for name, color, score in outcome.scores)
-            ui.html(f'<span class="{MUTED}">{escape(outcome.scores_label)}:</span>{scores}', sanitize=False) \
-                .classes("row items-center gap-x-3 gap-y-0 text-sm").mark("outcome-scores")
+            rest.add(f'<div class="row items-center gap-x-3 gap-y-0" data-mark="outcome-scores">'
+                     f'<span class="{MUTED}">{escape(outcome.scores_label)}:</span>{scores}</div>', "outcome-scores")
         if outcome.note or outcome.verdict:
-            with ui.row().classes("items-center gap-x-3 gap-y-0 text-sm"):
-                if outcome.note:
-                    ui.label(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
-                             outcome.note[0].upper() + outcome.note[1:]).classes(MUTED).mark("outcome-note")
-                if outcome.verdict:
-                    ui.link("Full verdict", "#verdict").classes("font-medium").mark("outcome-verdict-link")
+            rest.add('<div class="row items-center gap-x-3 gap-y-0">')
+            if outcome.note:
+                rest.text(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
+                          outcome.note[0].upper() + outcome.note[1:], MUTED, "outcome-note", "span")
+            if outcome.verdict:
+                rest.add('<a href="#verdict" class="nicegui-link font-medium" data-mark="outcome-verdict-link">'
+                         'Full verdict</a>', "outcome-verdict-link")
+            rest.add("</div>")
+        rest.render("column w-full gap-1 text-sm")

@@ -14,6 +14,7 @@ from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
+from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
@@ -129,43 +130,44 @@ def render_verdict(state: DebateState) -> None:
         return
     # `#verdict` is the outcome card's "Full verdict" link; the margin keeps the title below the sticky header.
     with ui.card().classes("w-full gap-3").props("id=verdict").style("scroll-margin-top: 4.5rem").mark("verdict"):
-        # Fixed parts are HTML, not elements: every spectator's page builds this card when the debate ends.
-        ui.html('<i class="q-icon notranslate material-icons text-2xl text-primary" aria-hidden="true">gavel</i>'
-                '<h2 class="rostrum-heading text-xl">Verdict</h2>', sanitize=False) \
-            .classes("row w-full items-center gap-2")
+        # The summary is one HTML element, not a dozen: every spectator's page builds it as the debate ends.
+        top = HtmlParts().add(f'<div class="row w-full items-center gap-2">{icon("gavel", "text-2xl text-primary")}'
+                              '<h2 class="rostrum-heading text-xl">Verdict</h2></div>')
         if state.ended_because:
-            ui.label(f"Ended because: {state.ended_because}").classes("text-sm text-grey-7").mark("ended-because")
+            top.text(f"Ended because: {state.ended_because}", "text-sm text-grey-7", "ended-because")
         if not verdict.available:
-            ui.label("Verdict unavailable").classes("text-lg font-medium text-negative").mark("verdict-unavailable")
+            top.text("Verdict unavailable", "text-lg font-medium text-negative", "verdict-unavailable")
             if verdict.reasoning:
-                ui.label(verdict.reasoning).classes("whitespace-pre-wrap")
+                top.text(verdict.reasoning, "whitespace-pre-wrap")
             if verdict.raw_text:
-                ui.label("What the judge answered:").classes("text-sm text-grey-7")
-                ui.label(verdict.raw_text).classes("whitespace-pre-wrap font-mono text-xs p-2 rounded "
-                                                   "bg-grey-2 w-full overflow-auto").mark("raw-text")
-            _notes(verdict)
+                top.text("What the judge answered:", "text-sm text-grey-7")
+                top.text(verdict.raw_text, "whitespace-pre-wrap font-mono text-xs p-2 rounded bg-grey-2 w-full "
+                         "overflow-auto", "raw-text")
+            _notes(top, verdict)
+            top.render("w-full column gap-3")
             _synthesis(verdict)
             return
-        with ui.row().classes("items-center gap-3"):
-            if verdict.winner is None:
-                ui.label("Tie").classes("text-2xl font-bold").mark("winner")
-            else:
-                name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
-                ui.html(f'<span class="rostrum-dot w-4 h-4" style="background:{color}" aria-hidden="true"></span>'
-                        f'<span class="text-2xl font-bold">Winner: {escape(name)}</span>', sanitize=False) \
-                    .classes("row items-center gap-3").mark("winner")
-            tally = panel_tally(verdict)
-            if tally is None:
-                if verdict.confidence is not None:
-                    ui.badge(f"confidence {verdict.confidence:.0%}", color="grey-7").mark("confidence")
-                mode = verdict.rulings[0].output_mode if len(verdict.rulings) == 1 else None
-                if mode:
-                    ui.label(f"answer via {mode}").classes("text-xs text-grey-7").mark("output-mode")
-            else:  # a panel has no single confidence: each judge's is in the rulings table
-                ui.label(_panel_words(tally)).classes("text-sm text-grey-8").mark("panel-split")
-        ui.html("".join(f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
-                        for pid in _ordered(state, verdict.scores)), sanitize=False).classes("row gap-4")
-        _bias_checks(state, verdict)
+        top.add('<div class="row items-center gap-3">')
+        if verdict.winner is None:
+            top.text("Tie", "text-2xl font-bold", "winner")
+        else:
+            name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
+            top.add(dot(color, "w-4 h-4")).text(f"Winner: {name}", "text-2xl font-bold", "winner")
+        tally = panel_tally(verdict)
+        if tally is None:
+            if verdict.confidence is not None:
+                top.text(f"confidence {verdict.confidence:.0%}", "q-badge bg-grey-7 text-white", "confidence", "span")
+            mode = verdict.rulings[0].output_mode if len(verdict.rulings) == 1 else None
+            if mode:
+                top.text(f"answer via {mode}", "text-xs text-grey-7", "output-mode")
+        else:  # a panel has no single confidence: each judge's is in the rulings table
+            top.text(_panel_words(tally), "text-sm text-grey-8", "panel-split")
+        top.add("</div>")
+        top.add('<div class="row gap-4">' + "".join(
+            f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
+            for pid in _ordered(state, verdict.scores)) + "</div>")
+        _bias_checks(top, state, verdict)
+        top.render("w-full column gap-3")
         if verdict.scores:
             options = score_chart_options(state, verdict)
             after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
@@ -186,35 +188,35 @@ def length_ratio(verdict: Verdict) -> float | None:
     return verdict.word_counts[verdict.winner] / max(others)
 
 
-def _bias_checks(state: DebateState, verdict: Verdict) -> None:
+def _bias_checks(top: HtmlParts, state: DebateState, verdict: Verdict) -> None:
     """Words per side (and the flag when the winner spoke far more), judges undecided by the order,
     and how the verdict was obtained."""
     if verdict.word_counts:
         counts = "".join(f'<span class="tabular-nums" data-mark="word-count">'
                          f'{escape(_name(state, pid))} {verdict.word_counts[pid]:,}</span>'
                          for pid in _ordered(state, verdict.word_counts))
-        ui.html(f'<span class="text-grey-8">Words spoken:</span>{counts}', sanitize=False) \
-            .classes("row items-center gap-x-3 gap-y-0 text-sm").mark("word-counts")
+        top.add(f'<div class="row items-center gap-x-3 gap-y-0 text-sm" data-mark="word-counts">'
+                f'<span class="text-grey-8">Words spoken:</span>{counts}</div>', "word-counts")
     if verdict.length_flag:
         ratio = length_ratio(verdict)
         times = f"{ratio:.1f}×" if ratio is not None else "far more than"
-        with ui.row().classes("items-center gap-1 text-sm text-warning").mark("length-flag"):
-            ui.icon("straighten")
-            ui.label(f"The winner spoke {times} as many words: judges tend to favour longer answers, so this "
-                     "verdict may reward length.")
+        words = (f"The winner spoke {times} as many words: judges tend to favour longer answers, so this verdict "
+                 "may reward length.")
+        top.add(f'<div class="row items-center gap-1 text-sm text-warning no-wrap" data-mark="length-flag">'
+                f'{icon("straighten")}<span>{escape(words)}</span></div>', "length-flag")
     if verdict.undecided_judges:
-        with ui.column().classes("gap-0 text-sm").mark("undecided"):
-            ui.label("Undecided: the winner flipped when the order was reversed").classes("font-medium")
-            for judge in verdict.undecided_judges:
-                ui.label(f"· {judge}").classes("text-grey-8").mark("undecided-judge")
-    _notes(verdict)
+        judges = "".join(f'<div class="text-grey-8" data-mark="undecided-judge">· {escape(judge)}</div>'
+                         for judge in verdict.undecided_judges)
+        top.add(f'<div class="column gap-0 text-sm" data-mark="undecided"><div class="font-medium">Undecided: the '
+                f'winner flipped when the order was reversed</div>{judges}</div>', "undecided")
+    _notes(top, verdict)
 
 
-def _notes(verdict: Verdict) -> None:
+def _notes(top: HtmlParts, verdict: Verdict) -> None:
     if verdict.notes:
-        with ui.column().classes("gap-0 text-xs text-grey-7").mark("verdict-notes"):
-            for note in verdict.notes:
-                ui.label(note).mark("verdict-note")
+        notes = "".join(f'<div data-mark="verdict-note">{escape(note)}</div>' for note in verdict.notes)
+        top.add(f'<div class="column gap-0 text-xs text-grey-7" data-mark="verdict-notes">{notes}</div>',
+                "verdict-notes")
 
 
 def _panel_words(tally: PanelTally) -> str:

@@ -107,24 +107,20 @@ class DebateView:
         principal = self.gate.principal
         with ui.card().classes("w-full gap-2"):
             heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
-            with ui.row().classes("w-full items-center gap-3"):
-                ui.badge(state.format.title, color="indigo-1").classes("text-indigo-9 px-2 py-1").mark("format")
-                self.status_view = ui.html("", sanitize=False).classes("row items-center gap-2")
-                ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
-                    .classes("text-xs text-grey-7")
+            # The format, the status and when it was made: one element, re-written when the status changes.
+            self.status_view = ui.html("", sanitize=False).classes("row w-full items-center gap-3")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            with ui.row().classes("w-full items-center justify-between gap-2"):
+            with ui.row().classes("w-full items-center gap-2"):
                 self.controls = Controls(self.session, self.gate, after=self.sync)
                 self.controls.row.set_visibility(principal.kind != "share-link")
-                with ui.row().classes("items-center gap-1").mark("exports"):
-                    self.export_menu: ui.menu | None = None
-                    self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
-                        .props('flat dense no-caps aria-haspopup="menu"').mark("export")
-                    self.rematch = RematchButton(self.session, self.gate)
-                    if principal.kind != "share-link" and principal.can(Action.CREATE):
-                        # "Clone" opens the form filled in from this debate, to re-run it with edits.
-                        ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
-                            'aria-label="Clone this debate into the new-debate form"').mark("clone")
+                self.export_menu: ui.menu | None = None
+                self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
+                    .props('flat dense no-caps aria-haspopup="menu"').classes("ml-auto").mark("export")
+                self.rematch = RematchButton(self.session, self.gate)
+                if principal.kind != "share-link" and principal.can(Action.CREATE):
+                    # "Clone" opens the form filled in from this debate, to re-run it with edits.
+                    ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
+                        'aria-label="Clone this debate into the new-debate form"').mark("clone")
         self.sections["outcome"] = ui.column().classes("w-full")
         self.series = SeriesCard(self.session, self.gate)
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
@@ -134,7 +130,7 @@ class DebateView:
         self.sections["banners"] = ui.column().classes("w-full gap-2")
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
             with ui.column().classes("min-w-0 gap-3 w-full"):
-                self.sections["past"] = ui.column().classes("w-full")
+                self.left = context.slot.parent  # the clarifications answered go first, once there are any
                 self.transcript = TranscriptView(self.session, channel.kid, follow=bool(self.session.live_turns)
                                                  or self.session.running)
                 self.transcript.on("resync", lambda: background_tasks.create(
@@ -143,8 +139,9 @@ class DebateView:
                 self.sections["after"] = ui.column().classes("w-full gap-3")
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
-                with ui.card().classes("w-full gap-2").mark("cost-meter") as self.cost_card:
-                    LiveStatusView(live_wire.status(self.session), "cost").classes("w-full").mark("cost")
+                self.right = context.slot.parent
+                LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
+                    .mark("cost-meter cost")
                 self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
@@ -185,17 +182,25 @@ class DebateView:
         if self.signatures.get("status") != status:
             self.signatures["status"] = status
             note = state.ended_because if state.status in TERMINAL_STATES else None
-            content, marker = status_badge_html(view.status.value, view.interrupted, note)
-            self.status_view.mark(marker).set_content(content)
+            badge, marker = status_badge_html(view.status.value, view.interrupted, note)
+            self.status_view.mark("format", marker).set_content(
+                f'<span class="q-badge flex inline items-center bg-indigo-1 text-indigo-9 px-2 py-1">'
+                f'{escape(state.format.title)}</span><span class="row items-center gap-2">{badge}</span>'
+                f'<span class="text-xs text-grey-7">created {state.created_at.strftime("%Y-%m-%d %H:%M UTC")} · '
+                f'id {escape(state.id)}</span>')
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
-        self._section("past", len(state.answers), lambda: render_past_clarifications(state))
+        if state.answers and "past" not in self.sections:
+            with self.left:
+                self.sections["past"] = ui.column().classes("w-full").move(self.left, 0)
+        if "past" in self.sections:
+            self._section("past", len(state.answers), lambda: render_past_clarifications(state))
         self._section("after", (aux_notes_signature(state, live), len(state.round_scores), state.verdict,
                                 state.ended_because), lambda: self._render_after(state, live))
         if "cost-warning" not in self.sections and (state.cost_warned or state.warnings):
-            with self.cost_card:  # made when first needed, above the figures
-                self.sections["cost-warning"] = ui.element("div").move(self.cost_card, 0)
+            with self.right:  # made when first needed, above the cost card
+                self.sections["cost-warning"] = ui.element("div").move(self.right, 1)
         if "cost-warning" in self.sections:
             self._section("cost-warning", (state.cost_warned, len(state.warnings)),
                           lambda: render_cost_warning(state))
