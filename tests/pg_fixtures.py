@@ -12,6 +12,8 @@ saying why; nothing else is.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import pwd
@@ -23,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from webapp.store import Store
@@ -31,6 +34,8 @@ from webapp.store.protocol import EventStore
 
 PG_BIN = Path(os.environ.get("ROSTRUM_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_USER = "postgres"
+EMPTY_TEMPLATE = "rostrum_empty"  # what `pg_dsn` copies: a database as an administrator creates it
+MIGRATED_TEMPLATE = "rostrum_migrated"  # what the store fixtures copy: the current schema, no rows
 
 
 def _free_port() -> int:
@@ -93,14 +98,18 @@ def pg_server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"could not start the test PostgreSQL: {exc}\n{stderr.decode(errors='replace')}\n"
                            f"{details}") from exc
-    template = "rostrum_template"
-    subprocess.run(
-        [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-q",
-         "-c", f"CREATE DATABASE {template}"],
-        check=True, capture_output=True, timeout=60,
-    )
+    server = f"postgresql://{PG_USER}@127.0.0.1:{port}/{EMPTY_TEMPLATE}"
+    for template in (EMPTY_TEMPLATE, MIGRATED_TEMPLATE):
+        subprocess.run(
+            [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-q",
+             "-c", f"CREATE DATABASE {template}"],
+            check=True, capture_output=True, timeout=60,
+        )
+    # Migrated once here, copied for each store test (the tests' event loop may be running: a thread).
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _migrate(_with_database(server, MIGRATED_TEMPLATE))).result()
     try:
-        yield f"postgresql://{PG_USER}@127.0.0.1:{port}/{template}"
+        yield server
     finally:
         subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
                        capture_output=True, timeout=60)
@@ -111,15 +120,20 @@ def _with_database(dsn: str, name: str) -> str:
     return dsn.rsplit("/", 1)[0] + "/" + name
 
 
-@contextlib.asynccontextmanager
-async def fresh_database(server: str) -> AsyncIterator[str]:
-    """A new, empty database on `server` (the `pg_server` DSN) for the block; dropped afterwards."""
-    import asyncpg
+async def _migrate(dsn: str) -> None:
+    store = await PostgresStore.open(dsn)
+    await store.close()
 
+
+@contextlib.asynccontextmanager
+async def fresh_database(server: str, migrated: bool = False) -> AsyncIterator[str]:
+    """A new database on `server` (the `pg_server` DSN) for the block, empty or (`migrated`) with the
+    current schema; dropped afterwards."""
     name = f"t_{uuid.uuid4().hex[:16]}"
+    template = MIGRATED_TEMPLATE if migrated else EMPTY_TEMPLATE
     admin = await asyncpg.connect(_with_database(server, "postgres"))
     try:
-        await admin.execute(f"CREATE DATABASE {name} TEMPLATE rostrum_template")
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
     finally:
         await admin.close()
     try:
@@ -139,21 +153,31 @@ async def pg_dsn(pg_server: str) -> AsyncIterator[str]:
         yield dsn
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventStore]:
-    """Each store in turn, new and empty: the SQLite file store and the PostgreSQL store. The tests that
-    use it are the store conformance suite: what they assert holds for both."""
-    if request.param == "sqlite":
+STORE_KINDS = ("sqlite", "postgresql")
+
+
+@contextlib.asynccontextmanager
+async def opened_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventStore]:
+    """A new, empty store of `kind` (one of `STORE_KINDS`), closed (and its database dropped) afterwards."""
+    if kind == "sqlite":
         store: EventStore = await Store.open(tmp_path / "db.sqlite3")
         try:
             yield store
         finally:
             await store.close()
         return
-    server = request.getfixturevalue("pg_server")
-    async with fresh_database(server) as dsn:
+    server = request.getfixturevalue("pg_server")  # skips the test where PostgreSQL cannot be had
+    async with fresh_database(server, migrated=True) as dsn:
         store = await PostgresStore.open(dsn)
         try:
             yield store
         finally:
             await store.close()
+
+
+@pytest.fixture(params=STORE_KINDS)
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventStore]:
+    """Each store in turn, new and empty: the SQLite file store and the PostgreSQL store. The tests that
+    use it are the store conformance suite: what they assert holds for both."""
+    async with opened_store(request.param, request, tmp_path) as store:
+        yield store

@@ -38,6 +38,7 @@ from webapp.store.errors import (
     StoreUnwritable,
 )
 from webapp.store.pg_migrations import migrate
+from webapp.store.protocol import redacted
 from webapp.store.repository import (
     INSERT_EVENT,
     LIST_ORDERS,
@@ -61,11 +62,6 @@ _COLUMN_TYPES: dict[str, type] = {
 }
 
 
-def redacted(dsn: str) -> str:
-    """The DSN without its password, for messages and logs (a password is a secret)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
-
-
 def _fault(exc: BaseException, where: str) -> StoreError | None:
     """The storage fault a driver or socket error stands for, or None (a constraint, a bug: re-raise)."""
     if isinstance(exc, StoreError):
@@ -77,7 +73,7 @@ def _fault(exc: BaseException, where: str) -> StoreError | None:
     if isinstance(exc, asyncpg.exceptions.InvalidCatalogNameError):
         return StoreUnavailable(f"database {where} does not exist: {exc}")
     if isinstance(exc, OSError | TimeoutError | asyncpg.exceptions.PostgresConnectionError
-                  | asyncpg.exceptions.InterfaceError | asyncpg.exceptions.CannotConnectNowError):
+                  | asyncpg.exceptions.OperatorInterventionError | asyncpg.exceptions.TooManyConnectionsError):
         return StoreUnavailable(f"database {where} cannot be reached: {exc}")
     return None
 
@@ -159,6 +155,10 @@ class PostgresStore:
                 yield conn
         except (StoreTooNew, StaleWrite, KeyError, DuplicateKey):
             raise
+        except asyncpg.exceptions.DataError as exc:
+            # A value the column cannot hold (a list for text, out of range): the caller's, not the
+            # database's, fault. A ValueError, as the driver's own check of a value's type is.
+            raise ValueError(f"database {self.where}: {exc}") from exc
         except Exception as exc:
             fault = _fault(exc, self.where)
             if fault is None:

@@ -9,6 +9,7 @@ and `?` placeholders (`webapp.store.sql`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -82,6 +83,11 @@ class EventStore(Protocol):
 def is_postgres_url(target: str | Path) -> bool:
     """Whether `target` (ROSTRUM_DB) names a PostgreSQL database rather than a SQLite file."""
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def redacted(target: str | Path) -> str:
+    """`target` as it may be shown or logged: a URL without its password (a secret)."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(target))
 
 
 async def open_store(target: str | Path, **kwargs: Any) -> EventStore:
