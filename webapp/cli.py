@@ -619,7 +619,8 @@ async def cmd_migrate_store(args: argparse.Namespace, out: TextIO) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m webapp", description="Rostrum: debates between LLMs.")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=None, help="database file (default: ROSTRUM_DB or data/rostrum.sqlite3)")
+    common.add_argument("--db", default=None,
+                        help="database file or postgresql:// URL (default: ROSTRUM_DB or data/rostrum.sqlite3)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     debate = sub.add_parser("debate", parents=[common], help="run a debate, streaming it live")
