@@ -17,6 +17,7 @@ numbered (`webapp.store.sql.numbered`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -46,7 +47,7 @@ from webapp.store.repository import (
     SUMMARY_COLUMNS,
     DebateRow,
     StaleWrite,
-    Store,
+    debate_row,
 )
 from webapp.store.sql import numbered
 
@@ -55,6 +56,7 @@ __all__ = ["PostgresStore", "redacted"]
 log = logging.getLogger(__name__)
 
 POOL_SIZE = 10  # connections per process: appends to different debates run side by side
+CLOSE_TIMEOUT = 5.0  # seconds `close` waits for connections still in use
 # How each listing column's value is sent (asyncpg wants the exact Python type of the column).
 _COLUMN_TYPES: dict[str, type] = {
     "status": str, "phase": str, "round": int, "total_rounds": int, "cost_usd": float, "turn_count": int,
@@ -145,7 +147,14 @@ class PostgresStore:
         return store
 
     async def close(self) -> None:
-        await self._pool.close()
+        """Close the pool: waits for connections in use to be released (a few seconds at most, then
+        they are cut: a task cancelled mid-query must not keep the process from stopping)."""
+        try:
+            await asyncio.wait_for(self._pool.close(), CLOSE_TIMEOUT)
+        except TimeoutError:
+            log.warning("database %s: connections still in use after %.0f s; closing them", self.where,
+                        CLOSE_TIMEOUT)
+            self._pool.terminate()
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
@@ -303,7 +312,7 @@ class PostgresStore:
             f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [Store._row(r) for r in rows], int(total[0]) if total else 0
+        return [debate_row(r) for r in rows], int(total[0]) if total else 0
 
     async def series_ids(self, series: str) -> list[str]:
         """The debates of a series, oldest first (uses the `debates_series` expression index)."""
@@ -322,7 +331,7 @@ class PostgresStore:
 
     async def get_row(self, debate_id: str) -> DebateRow | None:
         row = await self.fetchone(f"SELECT {ROW_SELECT} FROM debates WHERE id = ?", (debate_id,))
-        return Store._row(row) if row else None
+        return debate_row(row) if row else None
 
     async def delete_debate(self, debate_id: str) -> bool:
         """Remove a debate, its whole log and its share links (really removed, not hidden)."""
