@@ -99,16 +99,16 @@ def pg_server() -> Iterator[str]:
         raise RuntimeError(f"could not start the test PostgreSQL: {exc}\n{stderr.decode(errors='replace')}\n"
                            f"{details}") from exc
     server = f"postgresql://{PG_USER}@127.0.0.1:{port}/{EMPTY_TEMPLATE}"
-    for template in (EMPTY_TEMPLATE, MIGRATED_TEMPLATE):
-        subprocess.run(
-            [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-q",
-             "-c", f"CREATE DATABASE {template}"],
-            check=True, capture_output=True, timeout=60,
-        )
-    # Migrated once here, copied for each store test (the tests' event loop may be running: a thread).
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, _migrate(_with_database(server, MIGRATED_TEMPLATE))).result()
     try:
+        for template in (EMPTY_TEMPLATE, MIGRATED_TEMPLATE):
+            subprocess.run(
+                [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-q",
+                 "-c", f"CREATE DATABASE {template}"],
+                check=True, capture_output=True, timeout=60,
+            )
+        # Migrated once here, copied for each store test (the tests' event loop may be running: a thread).
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, _migrate(_with_database(server, MIGRATED_TEMPLATE))).result()
         yield server
     finally:
         subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
