@@ -99,3 +99,19 @@ async def test_processes_opening_a_new_database_together_migrate_it_once(pg_dsn:
     for store in stores:
         await store.close()
     assert await applied_migrations(conn) == list(NAMES)
+
+
+async def test_a_migration_inserted_between_others_is_applied_alone(
+    pg_dsn: str, conn: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Names, not positions: a migration added in the middle runs on a database that has all the
+    others, and none of them runs again."""
+    await migrate(conn)
+    inserted = Migration("002b_inserted_later", "CREATE TABLE inserted_later (x INTEGER);")
+    patched = [*pg_migrations.MIGRATIONS[:2], inserted, *pg_migrations.MIGRATIONS[2:]]
+    monkeypatch.setattr(pg_migrations, "MIGRATIONS", patched)
+    monkeypatch.setattr(pg_migrations, "NAMES", tuple(m.name for m in patched))
+    assert await migrate(conn) == ["002b_inserted_later"]
+    assert await conn.fetchval("SELECT to_regclass('inserted_later') IS NOT NULL")
+    assert await applied_migrations(conn) == [*NAMES, "002b_inserted_later"]
+    assert await migrate(conn) == []
