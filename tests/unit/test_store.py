@@ -1,5 +1,6 @@
 """The event log: SQLite settings, integrity check, group commit (one transaction per group, one savepoint
-per event), idempotency, listing, and storage faults reported as what they are."""
+per event), idempotency, listing, and storage faults reported as what they are. The tests that take the
+`store` fixture run on both stores (SQLite and PostgreSQL) unless marked `@sqlite_only`."""
 
 from __future__ import annotations
 

@@ -131,6 +131,28 @@ async def test_racing_writers_with_the_same_expected_sequence_number_have_one_wi
     assert [e.seq for e in await any_store.events("abc")] == [1, 2]
 
 
+async def test_concurrent_appends_keep_their_own_outcomes(any_store: EventStore) -> None:
+    """Appends to different debates at once: a stale one, a replayed key and an unknown debate fail
+    (or store nothing) alone; the others are stored and listed."""
+    for debate_id in ("a", "b", "c"):
+        await _debate(any_store, debate_id)
+    await any_store.append("c", EventKind.TURN, {"turn": "kept"}, idem_key="turn-1")
+    results = await asyncio.gather(
+        any_store.append("a", EventKind.NOTE, {"n": 1}, expected_seq=2, summary={"turn_count": 1}),
+        any_store.append("b", EventKind.NOTE, {"n": 2}, expected_seq=9),  # stale: b's log is at 1
+        any_store.append("c", EventKind.TURN, {"turn": "again"}, idem_key="turn-1"),  # a replay
+        any_store.append("ghost", EventKind.NOTE, {}),  # no such debate
+        any_store.append("c", EventKind.NOTE, {"n": 4}, summary={"status": "debating"}, expected_seq=3),
+        return_exceptions=True,
+    )
+    first, stale, replay, ghost, last = results
+    assert (first.seq, last.seq) == (2, 3) and replay is None
+    assert isinstance(stale, StaleWrite) and isinstance(ghost, KeyError)
+    assert [e.seq for e in await any_store.events("b")] == [1]
+    assert [e.data for e in await any_store.events("c")][1:] == [{"turn": "kept"}, {"n": 4}]
+    assert (await any_store.get_row("a")).turn_count == 1 and (await any_store.get_row("c")).status == "debating"
+
+
 async def test_writes_to_an_unknown_or_deleted_debate_are_refused(any_store: EventStore) -> None:
     with pytest.raises(KeyError):
         await any_store.append("ghost", EventKind.NOTE, {})
