@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium axe bench bench-live clean lock
+.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live clean lock
 
 install: $(STAMP)
 
@@ -32,6 +32,24 @@ chromium:
 		|| $(PY) -m playwright install chromium; \
 	else $(PY) -m playwright install chromium; fi
 
+# PostgreSQL 15 for the PostgreSQL store's tests (tests/pg_fixtures.py starts a throwaway server per test
+# session), and redis-server for the bus between processes. Debian's packages, installed only when missing.
+PG_INITDB := /usr/lib/postgresql/15/bin/initdb
+
+postgres:
+	@if [ -x $(PG_INITDB) ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y postgresql >/dev/null 2>&1 || (apt-get update >/dev/null && apt-get install -y postgresql >/dev/null) \
+		|| echo "could not install postgresql: the PostgreSQL store's tests will be skipped"; \
+	else echo "apt-get not found: the PostgreSQL store's tests will be skipped (install PostgreSQL 15)"; fi
+
+redis:
+	@if command -v redis-server >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y redis-server >/dev/null 2>&1 || (apt-get update >/dev/null && apt-get install -y redis-server >/dev/null) \
+		|| echo "could not install redis-server"; \
+	else echo "apt-get not found: install redis-server by hand"; fi
+
 # axe-core for the accessibility tests (tests/e2e/test_a11y.py), in a git-ignored test-only folder.
 axe: $(AXE)
 
@@ -50,7 +68,7 @@ format: install
 typecheck: install
 	$(PY) -m mypy
 
-test: install chromium axe
+test: install chromium postgres redis axe
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q

@@ -23,10 +23,11 @@ async def _check_store() -> int:
     """Open the database once before serving: a corrupt, locked, read-only or unwritable database stops
     the start with a clear message. Returns how many active admins exist. The integrity check done here
     is remembered, so the app's own open of the same, untouched file does not repeat it."""
-    from webapp.store import Store
     from webapp.store.accounts import Accounts
+    from webapp.store.protocol import is_postgres_url, open_store
 
-    store = await Store.open(get_settings().db, remember_check=True)
+    db = get_settings().db
+    store = await open_store(db, **({} if is_postgres_url(db) else {"remember_check": True}))
     try:
         return await Accounts(store).count_admins()
     finally:

@@ -15,6 +15,9 @@
     users set-role NAME ROLE
     users disable NAME | users enable NAME
     users passwd NAME        set a new password
+    migrate-store --from sqlite:PATH --to postgresql://…
+                             copy every debate, account, share link and audit row to another store,
+                             verifying counts and each debate's checksum
 
 Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
 twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
@@ -594,10 +597,30 @@ def cmd_diagram(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+async def cmd_migrate_store(args: argparse.Namespace, out: TextIO) -> int:
+    from webapp.store.protocol import redacted
+    from webapp.store.transfer import TransferError, migrate_store, parse_target
+
+    try:
+        source, target = parse_target(args.source), parse_target(args.target)
+        out.write(f"copying {redacted(source)} to {redacted(target)}\n")
+
+        def progress(line: str) -> None:
+            out.write(f"  {line}\n")
+
+        report = await migrate_store(source, target, progress=progress)
+    except TransferError as exc:
+        _error(f"error: {exc}")
+        return EXIT_FAILED
+    out.write(report.summary() + "\n")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m webapp", description="Rostrum: debates between LLMs.")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=None, help="database file (default: ROSTRUM_DB or data/rostrum.sqlite3)")
+    common.add_argument("--db", default=None,
+                        help="database file or postgresql:// URL (default: ROSTRUM_DB or data/rostrum.sqlite3)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     debate = sub.add_parser("debate", parents=[common], help="run a debate, streaming it live")
@@ -655,6 +678,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagram = sub.add_parser("diagram", help="the state machine as Mermaid")
     diagram.add_argument("--format")
+
+    move = sub.add_parser("migrate-store", help="copy everything to another store (e.g. SQLite to PostgreSQL)")
+    move.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                      help="sqlite:PATH (or a path), or a postgresql:// URL")
+    move.add_argument("--to", dest="target", required=True, metavar="TARGET",
+                      help="a postgresql:// URL, or sqlite:PATH; must hold no debates or accounts yet")
 
     judges = sub.add_parser("judges", parents=[common],
                             help="judge health: parse failures, order bias, flips on swap, agreement")
@@ -736,6 +765,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             return cmd_formats(args, out)
         if args.command == "diagram":
             return cmd_diagram(args, out)
+        if args.command == "migrate-store":
+            return asyncio.run(cmd_migrate_store(args, out))
         return asyncio.run(COMMANDS[args.command](args, out))
     except UsageError as exc:
         _error(f"error: {exc}")

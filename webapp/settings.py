@@ -43,7 +43,10 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ROSTRUM_", env_file=".env", extra="ignore")
 
-    db: Path = Field(default=Path("data/rostrum.sqlite3"), description="SQLite database file")
+    db: Path | str = Field(
+        default=Path("data/rostrum.sqlite3"),
+        description="SQLite database file, or a postgresql://… URL for the PostgreSQL store",
+    )
     host: str = Field(default="127.0.0.1", description="address the web app listens on")
     port: int = Field(default=8080, ge=1, le=65535, description="port the web app listens on")
     demo_speed: float | None = Field(
@@ -105,6 +108,14 @@ class Settings(BaseSettings):
             value = hosts
         return value
 
+    @field_validator("db", mode="before")
+    @classmethod
+    def _database(cls, value: object) -> object:
+        """A postgresql:// URL stays as it is; anything else is a SQLite file's path."""
+        if isinstance(value, str) and not value.startswith(("postgresql://", "postgres://")):
+            return Path(value)
+        return value
+
     @field_validator("auth_header", mode="before")
     @classmethod
     def _blank_header(cls, value: object) -> object:
@@ -163,7 +174,9 @@ def storage_secret(settings: Settings) -> str:
     start and kept beside the database (mode 0600), so it survives restarts but is never a constant."""
     if settings.storage_secret:
         return settings.storage_secret
-    path = Path(settings.db).parent / SECRET_FILE_NAME
+    # Beside a SQLite file; with PostgreSQL, in the data directory a SQLite file would have used.
+    folder = settings.db.parent if isinstance(settings.db, Path) else Path("data")
+    path = folder / SECRET_FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         # O_EXCL: of two processes starting together, the second keeps the first one's secret.

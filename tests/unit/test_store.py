@@ -1,5 +1,6 @@
 """The event log: SQLite settings, integrity check, group commit (one transaction per group, one savepoint
-per event), idempotency, listing, and storage faults reported as what they are."""
+per event), idempotency, listing, and storage faults reported as what they are. The tests that take the
+`store` fixture run on both stores (SQLite and PostgreSQL) unless marked `@sqlite_only`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_fixtures import STORE_KINDS, opened_store
 from webapp.models import EventKind
 from webapp.store import (
     StaleWrite,
@@ -31,11 +33,17 @@ from webapp.store.errors import classify
 from webapp.store.migrations import LEGACY_MARK, NAMES, applied_migrations_async
 
 
-@pytest.fixture
-async def store(tmp_path: Path):
-    s = await Store.open(tmp_path / "db.sqlite3")
-    yield s
-    await s.close()
+@pytest.fixture(params=STORE_KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """Each store in turn (SQLite, PostgreSQL); tests of SQLite's own machinery say `@sqlite_only`."""
+    async with opened_store(request.param, request, tmp_path) as s:
+        yield s
+
+
+# The tests of what only the SQLite store has: its file, pragmas, group commit, writer queue and locks.
+sqlite_only = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+# What each store raises for a value its database cannot hold (a list where text belongs).
+UNSTORABLE: tuple[type[BaseException], ...] = (sqlite3.Error, ValueError)
 
 
 async def _pragma(store: Store, name: str):
@@ -61,12 +69,14 @@ async def _fill(path: Path, debates: int = 20) -> None:
 # --- connection settings -----------------------------------------------------------------------
 
 
+@sqlite_only
 async def test_real_file_uses_wal_full_sync_and_foreign_keys(store: Store):
     assert (await _pragma(store, "journal_mode")).lower() == "wal"
     assert await _pragma(store, "synchronous") == 2  # FULL
     assert await _pragma(store, "foreign_keys") == 1
 
 
+@sqlite_only
 async def test_foreign_keys_are_enforced(store: Store):
     with pytest.raises(sqlite3.IntegrityError):
         async with store.transaction() as tx:
@@ -76,6 +86,7 @@ async def test_foreign_keys_are_enforced(store: Store):
     assert not store._writer.in_transaction
 
 
+@sqlite_only
 async def test_new_file_has_every_named_migration(store: Store):
     assert await applied_migrations_async(store._writer) == list(NAMES)
     # A Rostrum from before named migrations finds a version it does not know, and refuses the file.
@@ -164,6 +175,7 @@ async def test_append_numbers_events_and_updates_the_listing(store: Store):
     assert (row.status, row.round, row.total_rounds, row.turn_count, row.cost_usd) == ("debating", 1, 2, 5, 0.25)
 
 
+@sqlite_only
 async def test_each_append_is_committed_when_it_returns(store: Store):
     """Another connection sees the event at once: committed before anyone is told about it."""
     await store.create_debate("abc", "Topic", "classic", {}, {})
@@ -180,11 +192,12 @@ async def test_each_append_is_committed_when_it_returns(store: Store):
 async def test_a_failed_append_stores_neither_event_nor_projection(store: Store):
     """The event and its listing update are one transaction: a failure in the second undoes the first."""
     await store.create_debate("abc", "Topic", "classic", {}, {"status": "idle"})
-    with pytest.raises(sqlite3.Error):
+    with pytest.raises(UNSTORABLE):
         await store.append("abc", EventKind.NOTE, {"n": 1}, summary={"status": "debating", "phase": ["unbindable"]})
     assert [e.seq for e in await store.events("abc")] == [1]
     assert (await store.get_row("abc")).status == "idle"
-    assert not store._writer.in_transaction
+    if isinstance(store, Store):
+        assert not store._writer.in_transaction
     after = await store.append("abc", EventKind.NOTE, {"n": 2})
     assert after.seq == 2
 
@@ -257,6 +270,7 @@ async def test_find_id_accepts_unique_prefixes_only(store: Store):
 # --- group commit -------------------------------------------------------------------------------
 
 
+@sqlite_only
 async def test_concurrent_appends_share_one_commit_and_keep_their_own_outcomes(store: Store):
     """Everything queued together commits in one transaction, yet each append keeps its own result: a
     stale `expected_seq` or an existing idempotency key affects only that append."""
@@ -285,6 +299,7 @@ async def test_concurrent_appends_share_one_commit_and_keep_their_own_outcomes(s
     assert (await store.get_row("a")).turn_count == 1 and (await store.get_row("c")).status == "debating"
 
 
+@sqlite_only
 async def test_a_failing_append_in_a_group_leaves_no_trace_of_itself(store: Store):
     """A write that fails halfway (its event inserted, its listing update refused) is rolled back to its
     savepoint: neither half stays, and the appends around it commit."""
@@ -300,6 +315,7 @@ async def test_a_failing_append_in_a_group_leaves_no_trace_of_itself(store: Stor
     assert [e.data for e in await store.events("abc")][1:] == [{"n": 1}, {"n": 2}]
 
 
+@sqlite_only
 async def test_appends_sqlite_refuses_fail_alone_wherever_they_are_in_the_group(store: Store):
     """Refused values first, in the middle and last of one group: each fails with its own error, and every
     other append of the group is stored, numbered and listed as if the refused ones had not been there."""
@@ -322,6 +338,7 @@ async def test_appends_sqlite_refuses_fail_alone_wherever_they_are_in_the_group(
     assert (row.status, row.turn_count, row.round, row.phase) == ("debating", 1, 0, None)
 
 
+@sqlite_only
 async def test_a_group_mixing_writes_has_the_outcome_of_the_writes_one_after_another(store: Store):
     """The appends of a group are written together, yet each sees what the writes queued before it did:
     a debate created, or deleted, earlier in the same group; its own earlier appends (numbering, a key
@@ -374,6 +391,7 @@ def test_a_failed_open_leaves_no_thread_behind(tmp_path: Path, monkeypatch: pyte
     assert [t for t in left if t.is_alive()] == [] and errors == []
 
 
+@sqlite_only
 async def test_an_append_cancelled_while_queued_is_never_stored(store: Store):
     await store.create_debate("abc", "Topic", "classic", {}, {})
     async with store.transaction():  # the writer connection is busy: the append waits in the queue
@@ -457,6 +475,7 @@ async def test_writes_to_a_read_only_database_say_so(tmp_path: Path, monkeypatch
         await s.close()
 
 
+@sqlite_only
 async def test_a_full_disk_fails_the_group_with_disk_full_and_the_store_recovers(store: Store):
     await store.create_debate("abc", "Topic", "classic", {}, {})
     pages = await _pragma(store, "page_count")
@@ -490,6 +509,7 @@ async def test_a_locked_database_is_busy_not_corrupt_and_left_untouched(tmp_path
     assert _digest(path) == before
 
 
+@sqlite_only
 async def test_an_append_waits_out_a_lock_held_by_another_process(store: Store):
     await store.create_debate("abc", "Topic", "classic", {}, {})
     other = _hold_write_lock(store.path)

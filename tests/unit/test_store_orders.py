@@ -6,18 +6,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_fixtures import STORE_KINDS, opened_store
 from webapp.models import EventKind
-from webapp.store import Store
+from webapp.store.protocol import EventStore
 
 
-@pytest.fixture
-async def store(tmp_path: Path):
-    s = await Store.open(tmp_path / "db.sqlite3")
-    yield s
-    await s.close()
+@pytest.fixture(params=STORE_KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """Each store in turn: the orders are the same SQL on SQLite and PostgreSQL."""
+    async with opened_store(request.param, request, tmp_path) as s:
+        yield s
 
 
-async def test_listing_sorts_by_date_cost_and_status_and_pages_in_that_order(store: Store) -> None:
+async def test_listing_sorts_by_date_cost_and_status_and_pages_in_that_order(store: EventStore) -> None:
     made = [("a", "completed", 0.5), ("b", "error", 0.01), ("c", "debating", 2.0), ("d", "stopped", 0.0),
             ("e", "paused", 0.2)]
     for debate_id, status, cost in made:

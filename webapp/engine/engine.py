@@ -26,7 +26,8 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
 from webapp.models import DebateConfig, DebateEvent, utcnow
 from webapp.settings import Settings, get_settings
-from webapp.store import DebateRow, StaleWrite, Store
+from webapp.store import DebateRow, StaleWrite
+from webapp.store.protocol import EventStore, open_store
 
 __all__ = ["Command", "CommandResult", "ConfigError", "DebateNotFound", "Engine", "TransitionNotAllowed"]
 
@@ -52,7 +53,7 @@ class Engine:
 
     def __init__(
         self,
-        store: Store,
+        store: EventStore,
         settings: Settings | None = None,
         providers: ProviderSource | None = None,
         task_factory: TaskFactory | None = None,
@@ -76,7 +77,7 @@ class Engine:
     @classmethod
     async def open(cls, db: str | Path | None = None, **kwargs: Any) -> Engine:
         settings = kwargs.pop("settings", None) or get_settings()
-        store = await Store.open(db or settings.db)
+        store = await open_store(db or settings.db)  # a SQLite file, or a postgresql:// URL
         return cls(store, settings=settings, **kwargs)
 
     async def close(self) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from webapp.models import EventKind, JudgeRuling, Verdict
-from webapp.store import Store
+from webapp.store.protocol import EventStore
 
 TIE = "tie"
 
@@ -198,7 +198,7 @@ MARKER_SQL = (f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(at), '') 
               f"WHERE kind = '{EventKind.VERDICT.value}'")
 
 
-async def stored_verdicts(store: Store) -> list[tuple[str, Verdict, dict[str, str]]]:
+async def stored_verdicts(store: EventStore) -> list[tuple[str, Verdict, dict[str, str]]]:
     """The last verdict of every debate, with its participants' positions; unreadable ones are left out."""
     last: dict[str, tuple[int, str, str]] = {}
     for debate_id, seq, data, participants in await store.fetchall(VERDICTS_SQL):
@@ -218,7 +218,7 @@ async def stored_verdicts(store: Store) -> list[tuple[str, Verdict, dict[str, st
 class JudgeHealth:
     """The report for one store, recomputed only when the stored verdicts changed."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
         self._marker: tuple[Any, ...] | None = None
         self._report: HealthReport | None = None
@@ -231,10 +231,10 @@ class JudgeHealth:
         return self._report
 
 
-_reports: weakref.WeakKeyDictionary[Store, JudgeHealth] = weakref.WeakKeyDictionary()
+_reports: weakref.WeakKeyDictionary[EventStore, JudgeHealth] = weakref.WeakKeyDictionary()
 
 
-def judge_health(store: Store) -> JudgeHealth:
+def judge_health(store: EventStore) -> JudgeHealth:
     """The one cached `JudgeHealth` of a store (the /judges page and the CLI use it)."""
     if store not in _reports:
         _reports[store] = JudgeHealth(store)

@@ -80,7 +80,8 @@ from webapp.providers.base import (
     ProviderRequest,
 )
 from webapp.settings import Settings
-from webapp.store import StaleWrite, Store, StoreError
+from webapp.store import StaleWrite, StoreError
+from webapp.store.protocol import EventStore
 
 # A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
 # full, I/O, …), and a raw SQLite operational error should one ever escape unclassified.
@@ -137,7 +138,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
     def __init__(
         self,
         state: DebateState,
-        store: Store,
+        store: EventStore,
         providers: ProviderSource,
         settings: Settings,
         task_factory: TaskFactory | None = None,

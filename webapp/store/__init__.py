@@ -1,4 +1,6 @@
-"""Persistence: the append-only event log in SQLite (WAL, group commit) and its named migrations."""
+"""Persistence: the append-only event log in SQLite (WAL, group commit; the embedded default) or in
+PostgreSQL (`ROSTRUM_DB=postgresql://…`), both behind one protocol (`EventStore`, `open_store`), each
+with its named, forward-only migrations."""
 
 from webapp.store.errors import (
     StoreBusy,
@@ -9,10 +11,12 @@ from webapp.store.errors import (
     StoreTooNew,
     StoreUnwritable,
 )
+from webapp.store.protocol import EventStore, open_store
 from webapp.store.repository import DebateRow, StaleWrite, Store
 
 __all__ = [
     "DebateRow",
+    "EventStore",
     "StaleWrite",
     "Store",
     "StoreBusy",
@@ -22,4 +26,5 @@ __all__ = [
     "StoreIOError",
     "StoreTooNew",
     "StoreUnwritable",
+    "open_store",
 ]

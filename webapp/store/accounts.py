@@ -1,4 +1,5 @@
-"""Accounts, share links and the audit trail, kept in the same database as the event log.
+"""Accounts, share links and the audit trail, kept in the same database as the event log (SQLite or
+PostgreSQL: the queries are written in the SQL both accept, `?` placeholders).
 
 Passwords arrive here already hashed (argon2, `webapp.access.passwords`) and share-link tokens as
 their SHA-256 digest: neither a password nor a usable token is ever stored.
@@ -15,7 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from webapp.models import utcnow
-from webapp.store.repository import Store
+from webapp.store.errors import DuplicateKey
+from webapp.store.protocol import EventStore
 
 RoleName = Literal["admin", "operator", "viewer"]
 
@@ -89,7 +91,7 @@ def _when(value: datetime | None) -> str | None:
 class Accounts:
     """Users, share links and audit rows of one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
 
     # --- users -------------------------------------------------------------------------------
@@ -102,7 +104,7 @@ class Accounts:
                     "INSERT INTO users (username, password_hash, role, created_at) VALUES (?,?,?,?)",
                     (row.username, row.password_hash, row.role, row.created_at.isoformat()),
                 )
-        except sqlite3.IntegrityError:
+        except (sqlite3.IntegrityError, DuplicateKey):
             raise UserExists(f"a user named {username!r} already exists") from None
         return row
 

@@ -112,3 +112,15 @@ def _classify_os(exc: OSError, path: Path) -> StoreError:
     if exc.errno == errno.EIO:
         return StoreIOError(f"disk I/O error on database {path} ({where}: {reason})", path)
     return StoreUnwritable(f"cannot use database {path}: {where}: {reason}", path)
+
+
+class StoreUnavailable(StoreError):
+    """The database server could not be reached, or the connection to it was lost."""
+
+    advice = "check that the PostgreSQL server in ROSTRUM_DB is running and reachable, then retry"
+    transient = True
+
+
+class DuplicateKey(ValueError):
+    """A row with the same unique key is stored already (a constraint of the data, not a storage fault).
+    The PostgreSQL store raises it where SQLite raises `sqlite3.IntegrityError`."""

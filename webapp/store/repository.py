@@ -834,9 +834,14 @@ class Store:
 
     @staticmethod
     def _row(r: tuple[Any, ...]) -> DebateRow:
-        values = dict(zip(ROW_COLUMNS, r, strict=True))
-        values["participants"] = json.loads(values["participants"])
-        return DebateRow.model_validate(values)
+        return debate_row(r)
+
+
+def debate_row(r: tuple[Any, ...]) -> DebateRow:
+    """A listing row from the `ROW_SELECT` columns of `debates` (either store's)."""
+    values = dict(zip(ROW_COLUMNS, r, strict=True))
+    values["participants"] = json.loads(values["participants"])
+    return DebateRow.model_validate(values)
 
 
 async def _retry_busy(attempt: Callable[[], Awaitable[T]], deadline: float,

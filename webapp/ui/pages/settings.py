@@ -19,6 +19,7 @@ from webapp.engine.formats import FORMATS
 from webapp.providers.demo import DEMO_MODELS
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
+from webapp.store.protocol import redacted
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.layout import frame, heading
@@ -121,7 +122,7 @@ def _server_card() -> None:
         heading("This server", 2)
         with ui.grid(columns=2).classes("gap-x-6 gap-y-1 text-sm"):
             for label, value in (
-                ("Database", str(settings.db)),
+                ("Database", redacted(settings.db)),  # never a PostgreSQL password
                 ("Listening on", f"{settings.host}:{settings.port}"),
                 ("Sign-in", "required" if settings.auth_enabled else "off (this machine only)"),
                 ("Identity header", settings.auth_header or "none"),

@@ -1,0 +1,280 @@
+"""The store conformance suite: what every store (`webapp.store.protocol.EventStore`) must do, run
+against each of them (`any_store`: SQLite, PostgreSQL): append and fold, idempotency keys, the
+stale-write check across processes, listing, search and paging, series and spending queries, deletion,
+and the accounts, share links and audit rows kept beside the log. The tests of one store's own
+machinery (SQLite's file, pragmas and group commit) stay in test_store.py."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from webapp.engine.engine import Engine
+from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
+from webapp.engine.machine import State
+from webapp.engine.state import DebateState
+from webapp.models import DebateConfig, EventKind, utcnow
+from webapp.providers.demo import OneProvider, RecordingDemoProvider
+from webapp.store import StaleWrite, Store
+from webapp.store.accounts import Accounts, UnknownUser, UserExists
+from webapp.store.postgres import PostgresStore
+from webapp.store.protocol import EventStore, open_store
+
+
+def target(store: EventStore) -> str | Path:
+    """Where `store` keeps its data: another store opened on it is another process's view."""
+    if isinstance(store, Store):
+        return store.path
+    assert isinstance(store, PostgresStore)
+    return store.dsn
+
+
+async def _debate(store: EventStore, debate_id: str = "abc", **summary: Any) -> None:
+    await store.create_debate(debate_id, f"Topic {debate_id}", "classic", {}, {"status": "idle", **summary})
+
+
+# --- append and fold ----------------------------------------------------------------------------
+
+
+async def test_a_demo_debate_folds_back_to_its_live_state(any_store: EventStore) -> None:
+    """The engine runs a whole debate on the store; the log read back folds to the same state."""
+    engine = Engine(any_store, providers=OneProvider(RecordingDemoProvider("demo-instant", speed=0)))
+    try:
+        session = await engine.start(DebateConfig(topic="Tea is better than coffee", format="classic"))
+        assert await session.join() is State.COMPLETED
+    finally:
+        for running in list(engine.sessions.values()):
+            await running.shutdown()
+    events = await any_store.events(session.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    rebuilt = DebateState.from_events(events)
+    assert [t.model_dump() for t in rebuilt.turns] == [t.model_dump() for t in session.state.turns]
+    assert rebuilt.summary() == session.state.summary() and rebuilt.verdict == session.state.verdict
+    row = await any_store.get_row(session.id)
+    assert row is not None and (row.status, row.turn_count) == ("completed", len(session.state.turns))
+
+
+async def test_events_after_returns_only_the_later_events_in_order(any_store: EventStore) -> None:
+    await _debate(any_store)
+    for n in range(5):
+        await any_store.append("abc", EventKind.NOTE, {"n": n, "text": "<b>ünïcode</b> ' \" ?"})
+    later = await any_store.events_after("abc", 3)
+    assert [(e.seq, e.data["n"]) for e in later] == [(4, 2), (5, 3), (6, 4)]
+    assert later[0].data["text"] == "<b>ünïcode</b> ' \" ?"  # stored as given, placeholders and all
+    assert await any_store.events_after("abc", 6) == [] and await any_store.events("nope") == []
+
+
+async def test_the_change_marker_moves_on_every_create_and_append(any_store: EventStore) -> None:
+    empty = await any_store.last_change()
+    assert empty == (0, "")
+    await _debate(any_store)
+    created = await any_store.last_change()
+    await any_store.append("abc", EventKind.NOTE, {}, at=utcnow() + timedelta(seconds=1))
+    appended = await any_store.last_change()
+    assert len({empty, created, appended}) == 3 and appended[0] == 1
+
+
+# --- idempotency and the stale-write check, across processes ---------------------------------------
+
+
+async def test_an_idempotency_key_stores_once_even_when_two_processes_race(any_store: EventStore) -> None:
+    await _debate(any_store)
+    other = await open_store(target(any_store))
+    try:
+        results = await asyncio.gather(*(
+            store.append("abc", EventKind.TURN, {"by": n}, idem_key="opening/r1/pro/0", summary={"turn_count": 1})
+            for n, store in enumerate([any_store, other, any_store, other])
+        ))
+    finally:
+        await other.close()
+    stored = [r for r in results if r is not None]
+    assert len(stored) == 1 and stored[0].seq == 2
+    assert [e.seq for e in await any_store.events("abc")] == [1, 2]
+
+
+async def test_a_write_that_does_not_extend_what_its_writer_read_is_refused(any_store: EventStore) -> None:
+    """Two processes both read the log at event 1; the first to append wins, the other gets `StaleWrite`
+    and writes nothing; after reading again it may append."""
+    await _debate(any_store)
+    other = await open_store(target(any_store))
+    try:
+        assert (await any_store.append("abc", EventKind.NOTE, {"by": "first"}, expected_seq=2)) is not None
+        with pytest.raises(StaleWrite, match="changed by another process"):
+            await other.append("abc", EventKind.NOTE, {"by": "second"}, expected_seq=2,
+                               summary={"status": "paused"})
+        seen = await other.events("abc")
+        assert [e.data.get("by") for e in seen] == [None, "first"]
+        assert (await any_store.get_row("abc")).status == "idle"  # the refused write left no trace
+        again = await other.append("abc", EventKind.NOTE, {"by": "second"}, expected_seq=seen[-1].seq + 1)
+        assert again is not None and again.seq == 3
+    finally:
+        await other.close()
+
+
+async def test_racing_writers_with_the_same_expected_sequence_number_have_one_winner(any_store: EventStore) -> None:
+    await _debate(any_store)
+    other = await open_store(target(any_store))
+    try:
+        results = await asyncio.gather(
+            *(store.append("abc", EventKind.NOTE, {"n": n}, expected_seq=2)
+              for n, store in enumerate([any_store, other, any_store, other])),
+            return_exceptions=True,
+        )
+    finally:
+        await other.close()
+    winners = [r for r in results if not isinstance(r, BaseException)]
+    assert len(winners) == 1 and all(isinstance(r, StaleWrite) for r in results if r not in winners)
+    assert [e.seq for e in await any_store.events("abc")] == [1, 2]
+
+
+async def test_concurrent_appends_keep_their_own_outcomes(any_store: EventStore) -> None:
+    """Appends to different debates at once: a stale one, a replayed key and an unknown debate fail
+    (or store nothing) alone; the others are stored and listed."""
+    for debate_id in ("a", "b", "c"):
+        await _debate(any_store, debate_id)
+    await any_store.append("c", EventKind.TURN, {"turn": "kept"}, idem_key="turn-1")
+    results = await asyncio.gather(
+        any_store.append("a", EventKind.NOTE, {"n": 1}, expected_seq=2, summary={"turn_count": 1}),
+        any_store.append("b", EventKind.NOTE, {"n": 2}, expected_seq=9),  # stale: b's log is at 1
+        any_store.append("c", EventKind.TURN, {"turn": "again"}, idem_key="turn-1"),  # a replay
+        any_store.append("ghost", EventKind.NOTE, {}),  # no such debate
+        any_store.append("c", EventKind.NOTE, {"n": 4}, summary={"status": "debating"}, expected_seq=3),
+        return_exceptions=True,
+    )
+    first, stale, replay, ghost, last = results
+    assert (first.seq, last.seq) == (2, 3) and replay is None
+    assert isinstance(stale, StaleWrite) and isinstance(ghost, KeyError)
+    assert [e.seq for e in await any_store.events("b")] == [1]
+    assert [e.data for e in await any_store.events("c")][1:] == [{"turn": "kept"}, {"n": 4}]
+    assert (await any_store.get_row("a")).turn_count == 1 and (await any_store.get_row("c")).status == "debating"
+
+
+async def test_writes_to_an_unknown_or_deleted_debate_are_refused(any_store: EventStore) -> None:
+    with pytest.raises(KeyError):
+        await any_store.append("ghost", EventKind.NOTE, {})
+    await _debate(any_store)
+    assert await any_store.delete_debate("abc") is True
+    with pytest.raises(KeyError):
+        await any_store.append("abc", EventKind.NOTE, {}, expected_seq=2)
+    assert await any_store.delete_debate("abc") is False
+
+
+# --- queries ----------------------------------------------------------------------------------------
+
+
+async def test_series_status_and_row_queries(any_store: EventStore) -> None:
+    await any_store.create_debate("first", "T", "classic", {"topic": "T"}, {"status": "completed"})
+    await any_store.create_debate("rematch", "T", "classic", {"series": "first"}, {"status": "debating"})
+    await any_store.create_debate("alone", "T", "classic", {"series": "elsewhere"}, {"status": "paused"})
+    assert await any_store.series_ids("first") == ["first", "rematch"]
+    assert await any_store.ids_with_status(["debating", "paused"]) == ["rematch", "alone"]
+    row = await any_store.get_row("rematch")
+    assert row is not None and (row.status, row.topic, row.format) == ("debating", "T", "classic")
+    assert await any_store.get_row("missing") is None
+
+
+async def test_committed_spend_counts_spent_for_ended_debates_and_limits_for_running_ones(
+    any_store: EventStore,
+) -> None:
+    start = utcnow() - timedelta(minutes=1)
+    await any_store.create_debate("done", "T", "classic", {"budget": {"cost_limit": 5.0}}, {}, actor="ann")
+    await any_store.append("done", EventKind.NOTE, {}, summary={"status": "completed", "cost_usd": 0.5})
+    await any_store.create_debate("live", "T", "classic", {"budget": {"cost_limit": 2.0}}, {}, actor="ann")
+    await any_store.append("live", EventKind.NOTE, {}, summary={"status": "debating", "cost_usd": 0.25})
+    await any_store.create_debate("over", "T", "classic", {"budget": {"cost_limit": 1.0}}, {}, actor="ann")
+    await any_store.append("over", EventKind.NOTE, {}, summary={"status": "debating", "cost_usd": 1.5})
+    await any_store.create_debate("nolimit", "T", "classic", {}, {}, actor="ann")
+    await any_store.append("nolimit", EventKind.NOTE, {}, summary={"status": "paused", "cost_usd": 0.125})
+    await any_store.create_debate("bob's", "T", "classic", {"budget": {"cost_limit": 9.0}}, {}, actor="bob")
+    spend = await any_store.committed_spend("ann", start, ["completed", "stopped", "error"])
+    assert spend == pytest.approx(0.5 + 2.0 + 1.5 + 0.125)
+    assert await any_store.committed_spend("ann", utcnow() + timedelta(minutes=1), ["completed"]) == 0
+
+
+async def test_judge_health_queries_run_on_the_store(any_store: EventStore) -> None:
+    await _debate(any_store, participants=[{"id": "pro", "position": "for"}])
+    assert await stored_verdicts(any_store) == []
+    before = await any_store.fetchone(MARKER_SQL)
+    await any_store.append("abc", EventKind.VERDICT, {"verdict": {}})
+    after = await any_store.fetchone(MARKER_SQL)
+    assert before is not None and after is not None and after[0] == before[0] + 1
+
+
+async def test_raw_queries_number_placeholders_but_not_question_marks_in_text(any_store: EventStore) -> None:
+    await _debate(any_store)
+    row = await any_store.fetchone("SELECT id, 'why?' FROM debates WHERE id = ? AND status = ?", ("abc", "idle"))
+    assert row == ("abc", "why?")
+    assert await any_store.fetchone("SELECT id FROM debates WHERE id = ?", ("nope",)) is None
+
+
+async def test_a_transaction_that_fails_leaves_nothing(any_store: EventStore) -> None:
+    await _debate(any_store)
+    with pytest.raises(RuntimeError, match="changed my mind"):
+        async with any_store.transaction() as tx:
+            done = await tx.execute("UPDATE debates SET status = ? WHERE id = ?", ("paused", "abc"))
+            assert done.rowcount == 1
+            raise RuntimeError("changed my mind")
+    assert (await any_store.get_row("abc")).status == "idle"
+    with pytest.raises(Exception):  # noqa: B017 - each database names the broken foreign key its own way
+        async with any_store.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO events (debate_id, seq, kind, at, data) VALUES ('ghost', 1, 'note', 'now', '{}')"
+            )
+    assert await any_store.fetchall("SELECT seq FROM events WHERE debate_id = 'ghost'") == []
+
+
+async def test_a_reopened_store_has_the_same_data(any_store: EventStore) -> None:
+    await _debate(any_store)
+    await any_store.append("abc", EventKind.NOTE, {"kept": True}, summary={"status": "debating"})
+    other = await open_store(target(any_store))
+    try:
+        assert [e.data for e in await other.events("abc")][1:] == [{"kept": True}]
+        assert (await other.list_debates())[1] == 1
+    finally:
+        await other.close()
+
+
+# --- accounts, share links and audit beside the log --------------------------------------------------
+
+
+async def test_accounts_compare_names_without_case_and_refuse_duplicates(any_store: EventStore) -> None:
+    accounts = Accounts(any_store)
+    await accounts.add_user("Alice", "admin", "hash-a")
+    await accounts.add_user("bob", "viewer", None)
+    with pytest.raises(UserExists):
+        await accounts.add_user("ALICE", "viewer", None)
+    found = await accounts.user("alice")
+    assert found is not None and found.username == "Alice" and found.password_hash == "hash-a"
+    await accounts.set_disabled("BOB", True)
+    await accounts.set_role("bob", "operator")
+    assert [(u.username, u.role, u.disabled) for u in await accounts.users()] == [
+        ("Alice", "admin", False), ("bob", "operator", True)]
+    assert await accounts.count_admins() == 1
+    with pytest.raises(UnknownUser):
+        await accounts.set_role("carol", "viewer")
+
+
+async def test_share_links_are_revoked_once_and_deleted_with_their_debate(any_store: EventStore) -> None:
+    await _debate(any_store)
+    accounts = Accounts(any_store)
+    link = await accounts.add_link("abc", "digest-1", "alice", utcnow() + timedelta(days=1))
+    assert (await accounts.link_by_hash("digest-1")).id == link.id
+    assert await accounts.revoke_link(link.id, "bob") is True
+    assert await accounts.revoke_link(link.id, "bob") is False
+    assert (await accounts.link_by_hash("digest-1")).status() == "revoked"
+    await any_store.delete_debate("abc")
+    assert await accounts.links("abc") == [] and await accounts.link_by_hash("digest-1") is None
+
+
+async def test_the_audit_trail_pages_newest_first(any_store: EventStore) -> None:
+    accounts = Accounts(any_store)
+    for n in range(5):
+        await accounts.audit("alice" if n % 2 else "bob", "pause", debate_id=f"d{n}", detail={"n": n})
+    rows, total = await accounts.audit_page(offset=1, limit=2)
+    assert total == 5 and [r.debate_id for r in rows] == ["d3", "d2"]
+    rows, total = await accounts.audit_page(actor="alice")
+    assert total == 2 and [r.detail for r in rows] == ['{"n": 3}', '{"n": 1}']

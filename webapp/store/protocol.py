@@ -1,0 +1,102 @@
+"""What the rest of Rostrum may ask of a store: the protocol both the SQLite store (`Store`) and the
+PostgreSQL store (`PostgresStore`) implement, and the one place that picks between them (`open_store`).
+
+The event log is the truth (append-only, numbered per debate, idempotency keys, the stale-write
+check); the `debates` table is a projection of it kept for listing. Repositories with their own tables
+(accounts, share links, audit) use `transaction`/`fetchall`/`fetchone` with SQL both databases accept
+and `?` placeholders (`webapp.store.sql`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from webapp.models import DebateEvent, EventKind
+from webapp.store.repository import DebateRow
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Executed(Protocol):
+    """What a statement run in a transaction reports."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+
+class WriteTransaction(Protocol):
+    """One write transaction (`EventStore.transaction()`)."""
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> Executed: ...
+
+
+class EventStore(Protocol):
+    """A debate store: the event log, its listing projection and generic access to the other tables."""
+
+    async def close(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[WriteTransaction]: ...
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None: ...
+
+    async def create_debate(
+        self, debate_id: str, topic: str, format_id: str, config: dict[str, Any], summary: dict[str, Any],
+        actor: str | None = None,
+    ) -> DebateEvent: ...
+
+    async def append(
+        self, debate_id: str, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
+        summary: dict[str, Any] | None = None, at: datetime | None = None, expected_seq: int | None = None,
+    ) -> DebateEvent | None: ...
+
+    async def events(self, debate_id: str) -> list[DebateEvent]: ...
+
+    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]: ...
+
+    async def last_change(self) -> tuple[int, str]: ...
+
+    async def find_id(self, prefix: str) -> str | None: ...
+
+    async def list_debates(
+        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
+        order: str = "newest",
+    ) -> tuple[list[DebateRow], int]: ...
+
+    async def series_ids(self, series: str) -> list[str]: ...
+
+    async def ids_with_status(self, statuses: list[str]) -> list[str]: ...
+
+    async def get_row(self, debate_id: str) -> DebateRow | None: ...
+
+    async def delete_debate(self, debate_id: str) -> bool: ...
+
+    async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float: ...
+
+
+def is_postgres_url(target: str | Path) -> bool:
+    """Whether `target` (ROSTRUM_DB) names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def redacted(target: str | Path) -> str:
+    """`target` as it may be shown or logged: a URL without its password (a secret)."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(target))
+
+
+async def open_store(target: str | Path, **kwargs: Any) -> EventStore:
+    """The store `target` names: a `postgresql://…` URL opens `PostgresStore`, anything else is the
+    path of a SQLite file (`Store`, the embedded default). `kwargs` go to the SQLite store's `open`."""
+    if is_postgres_url(target):
+        from webapp.store.postgres import PostgresStore
+
+        return await PostgresStore.open(str(target))
+    from webapp.store.repository import Store
+
+    return await Store.open(target, **kwargs)
