@@ -21,6 +21,7 @@ from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.library import LibrarySection
 from webapp.ui.layout import frame, heading
 
 DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn_timeout", "word_limit")
@@ -146,6 +147,8 @@ async def page(request: Request) -> Response | None:
         if admin:  # which keys are set and where the database lives are for admins only
             _providers_card()
         _defaults_card(gate)
+        library = LibrarySection(gate)
         if admin:
             _server_card()
+    await library.refresh()
     return None
