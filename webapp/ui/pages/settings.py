@@ -64,7 +64,7 @@ def _providers_card() -> None:
         table.add_slot("body-cell-status", r'''
             <q-td :props="props">
               <q-badge :color="props.value.startsWith('not') ? 'grey-6'
-                               : props.value.startsWith('no key') ? 'blue-grey-6' : 'positive'">
+                               : props.value.startsWith('no key') ? 'blue-grey-8' : 'positive'">
                 {{ props.value }}
               </q-badge>
             </q-td>
@@ -92,7 +92,7 @@ class LocalServers:
                     with ui.column().classes("gap-0 w-56"):
                         ui.label(preset.title).classes("font-medium")
                         ui.label(preset.default_url).classes("font-mono text-xs text-grey-7")
-                    ui.badge("no key needed", color="blue-grey-6")
+                    ui.badge("no key needed", color="blue-grey-8")
                     self.results[preset.name] = ui.label("Not checked yet.").classes("text-sm grow") \
                         .mark(f"check-result-{preset.name}")
                     self.buttons[preset.name] = ui.button(
