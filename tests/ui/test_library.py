@@ -95,8 +95,17 @@ async def test_teammates_see_them_and_only_the_author_or_an_admin_deletes(user: 
     await add_users(("ada", "operator"), ("bob", "operator"), ("root", "admin"))
     await signed_in(user, "ada", page="/new")
     user.find(marker="save-profile-0").click()
-    await save_from_dialog(user, "profile", "Ada's debater")
-    await user.should_see("Saved as profile: Ada's debater")
+    await save_from_dialog(user, "profile", "Ada's first")
+    await user.should_see("Saved as profile: Ada's first")
+
+    await user.open("/settings")  # the author renames it
+    await user.should_see(marker="library-item")
+    user.find(marker="library-rename").click()
+    await user.should_see(marker="rename-dialog")
+    user.find(marker="library-new-name").clear().type("Ada's debater")
+    user.find(marker="library-rename-confirm").click()
+    await user.should_see("Renamed to Ada's debater")
+    assert [i.name for i in await (await library()).items()] == ["Ada's debater"]
 
     bob = browser()
     await signed_in(bob, "bob", page="/new")
@@ -113,5 +122,8 @@ async def test_teammates_see_them_and_only_the_author_or_an_admin_deletes(user: 
     await signed_in(root, "root", page="/settings")
     await root.should_see(marker="library-item")
     root.find(marker="library-delete").click()
+    await root.should_see(marker="delete-item-dialog")
+    assert len(await (await library()).items()) == 1  # nothing is deleted before it is confirmed
+    root.find(marker="library-delete-confirm").click()
     await root.should_see(marker="library-empty")
     assert await (await library()).items() == []

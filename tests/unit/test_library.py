@@ -112,3 +112,4 @@ async def test_a_database_from_before_the_library_gets_it_on_open(tmp_path: Path
     finally:
         await store.close()
     assert NAMES[-1] == "008_library"  # appended at the end: no other migration moved
+

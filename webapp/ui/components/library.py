@@ -121,7 +121,7 @@ class LibraryTools:
                         .props("flat dense no-caps").mark("use-template")
             ui.separator()
             self._save_box("template", lambda name: self.save_template(name, dialog))
-            ui.link("Rename or delete them in Settings", "/settings#library").classes("text-sm")
+            ui.link("Rename or delete them in Settings", "/settings").classes("text-sm")
 
     def use_template(self, item: LibraryItem, dialog: ui.dialog) -> None:
         view = self.view
@@ -212,7 +212,7 @@ class LibrarySection:
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
         self.library = library_of(gate)
-        with ui.card().classes("w-full").props('id="library"').mark("library"):
+        with ui.card().classes("w-full").mark("library"):
             ui.label("Saved profiles and templates").classes("text-xl font-semibold")
             ui.label("Shared with everyone on this server. Use them from the new-debate form; their author or "
                      "an admin can rename or delete them.").classes("text-sm text-grey-7")
@@ -239,7 +239,7 @@ class LibrarySection:
             _item_line(item)
             rename = ui.button(icon="edit", on_click=lambda: self.ask_rename(item)) \
                 .props(f'flat round dense aria-label="Rename {item.name}"').mark("library-rename")
-            delete = ui.button(icon="delete", on_click=lambda: self.delete(item)) \
+            delete = ui.button(icon="delete", on_click=lambda: self.ask_delete(item)) \
                 .props(f'flat round dense color=negative aria-label="Delete {item.name}"').mark("library-delete")
             for button in (rename, delete):
                 button.ignores_events_when_disabled = False  # a forged click reaches the store, which refuses
@@ -274,6 +274,28 @@ class LibrarySection:
         dialog.close()
         ui.notify(f"Renamed to {renamed.name}", type="positive")
         await self.refresh()
+
+    async def ask_delete(self, item: LibraryItem) -> None:
+        """Confirm first: the item is the team's, not only this person's. A click that may not delete
+        goes straight to the store, which refuses it (and the refusal is audited)."""
+        if not may_change(item, self.gate.principal.actor, is_admin(self.gate)):
+            await self.delete(item)
+            return
+        self.dialogs.clear()
+        with self.dialogs, ui.dialog() as dialog, ui.card().mark("delete-item-dialog"):
+            ui.label(f"Delete the {item.kind} “{item.name}”?").classes("text-lg font-semibold")
+            ui.label("It is removed for everyone on this server. Debates started from it are not affected.") \
+                .classes("text-sm")
+            with ui.row().classes("w-full justify-end gap-2"):
+                ui.button("Cancel", on_click=dialog.close).props("flat no-caps")
+
+                async def confirmed() -> None:
+                    dialog.close()
+                    await self.delete(item)
+
+                ui.button("Delete", on_click=confirmed).props("unelevated no-caps color=negative") \
+                    .mark("library-delete-confirm")
+        dialog.open()
 
     async def delete(self, item: LibraryItem) -> None:
         try:
