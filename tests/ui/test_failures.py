@@ -8,7 +8,7 @@ import pytest
 from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer, Script
-from tests.ui.helpers import assert_nowhere_on_page, engine, one, start_demo
+from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, one, start_demo
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.ui.components.failure import explain_error, retry_label
@@ -42,6 +42,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
     user.find(marker="error-retry").click()  # the fake server answers this time
     await user.should_see(marker="winner", retries=50)
     assert one(user, "retry").text == "Retry"
+    assert one(user, "rerun").props["href"] == f"/new?from={session.id}"  # completed: still offered
 
 
 async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
@@ -63,11 +64,19 @@ async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
     assert one(user, "field-topic").value == "Who stopped it?"
 
 
-async def test_a_running_debate_offers_no_re_run_and_a_completed_one_does(user: User) -> None:
+async def test_re_run_is_offered_once_a_debate_is_stopped_not_while_it_runs(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    await demo_speed(monkeypatch, 5)  # slow enough to still be running when the page opens
     session = await start_demo("Finished?")
-    assert await session.join() is State.COMPLETED
     await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="status-running")
+    await user.should_not_see(marker="rerun")  # hidden while it runs; Clone is always there
+    assert one(user, "clone").visible
+    await session.stop(verdict=False, actor="ada")
+    assert await session.join() is State.STOPPED
+    await user.should_see(marker="stopped-panel")
     assert one(user, "rerun").visible and one(user, "rerun").props["href"] == f"/new?from={session.id}"
+
 
 
 def test_kinds_of_error_get_their_own_advice() -> None:
