@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from nicegui import app, ui
+from pydantic import ValidationError
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action
@@ -125,7 +126,12 @@ class LibraryTools:
 
     def use_template(self, item: LibraryItem, dialog: ui.dialog) -> None:
         view = self.view
-        apply_template(view.form, item, app.storage.general.get("defaults"))
+        try:
+            apply_template(view.form, item, app.storage.general.get("defaults"))
+        except ValidationError as exc:  # saved by a Rostrum whose configuration differed
+            ui.notify(f"This template no longer fits the form ({exc.error_count()} problem(s)); save it again.",
+                      type="warning")
+            return
         view.topic.value = view.form["topic"]
         view.errors.clear()
         view.render()
