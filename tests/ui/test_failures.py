@@ -91,3 +91,12 @@ def test_kinds_of_error_get_their_own_advice() -> None:
         assert words in story.advice, reason
     assert retry_label("the judge", 0) == "Retry the judge's verdict (0 left)"
     assert retry_label(None, 1) == "Retry the failed step (1 left)"
+
+
+async def test_a_debate_its_hard_limit_stopped_says_it_stopped_by_itself(user: User) -> None:
+    session = await start_demo("Who pays?", budget={"warn_at": None, "cost_limit": 0.0001})
+    assert await session.join() is State.STOPPED
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="stopped-panel")
+    said = one(user, "stopped-by").text
+    assert said.startswith("Stopped automatically at ") and "Stopped by" not in said, said

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.engine.machine import State
-from webapp.engine.state import DebateState
+from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.models import JudgeSpec, Participant
 from webapp.providers.presets import get_preset
 from webapp.providers.registry import DEFAULT_KEY_ENVS, TITLES, base_url_for, key_env_for
@@ -130,7 +130,7 @@ def explain_stop(state: DebateState) -> str | None:
     if stop is None:
         return None
     params = stop.get("params") or {}
-    position = params.get("position") or {}
+    position = params.get("position") or state.machine.context.position.model_dump()
     where = ""
     phase_id = position.get("phase")
     if phase_id:
@@ -141,8 +141,8 @@ def explain_stop(state: DebateState) -> str | None:
             where = f" at {phase_id}"
         if state.format.has_rounds and position.get("round"):
             where += f", round {position['round']}"
-    actor = stop.get("actor") or "the system"
-    text = f"Stopped by {actor}{where}"
+    actor = stop.get("actor") or SYSTEM_ACTOR
+    text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor}{where}"
     reason = params.get("reason")
     if reason and str(reason) != "stopped by user":
         text += f" ({reason})"
