@@ -41,6 +41,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
 
     user.find(marker="error-retry").click()  # the fake server answers this time
     await user.should_see(marker="winner", retries=50)
+    await user.should_see(marker="status-completed", retries=50)  # the verdict shows a moment before
     assert one(user, "retry").text == "Retry"
     assert one(user, "rerun").props["href"] == f"/new?from={session.id}"  # completed: still offered
 
