@@ -71,6 +71,11 @@ def _providers_card() -> None:
         ''')
 
 
+# Readable on the light and the dark page (AA contrast), unlike Quasar's positive/negative text colours.
+RESULT_COLOURS = {"answers": "text-green-800 dark:text-green-300", "odd": "text-amber-800 dark:text-amber-300",
+                  "down": "text-red-700 dark:text-red-300"}
+
+
 class LocalServers:
     """The local presets (Ollama, vLLM, llama.cpp, LM Studio): no key needed, and whether the server
     answers right now, checked only when asked (a "Check" per server, "Check all"), from this server."""
@@ -109,9 +114,9 @@ class LocalServers:
             button.props(remove="loading")
         at = result.checked_at.strftime("%H:%M:%S UTC")
         label.text = f"{result.describe()} (checked {at})"
-        label.classes(remove="text-positive text-negative text-orange-9")
-        label.classes("text-positive" if result.answers and not result.problem
-                      else "text-orange-9" if result.answers else "text-negative")
+        label.classes(remove=" ".join(RESULT_COLOURS.values()))
+        label.classes(RESULT_COLOURS["answers" if result.answers and not result.problem
+                                     else "odd" if result.answers else "down"])
         return result
 
     async def check_all(self) -> None:
