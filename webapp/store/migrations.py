@@ -134,6 +134,20 @@ MIGRATIONS: list[Migration] = [
     Migration("007_verdict_events", """
     CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
     """),
+    # Saved participant profiles and whole-form templates, shared by the team (`webapp.store.library`):
+    # a name is unique per kind whatever its case; `data` is validated JSON and never holds a key.
+    Migration("008_library", """
+    CREATE TABLE library (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('profile', 'template')),
+        name TEXT NOT NULL COLLATE NOCASE,
+        data TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (kind, name)
+    );
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -1,5 +1,6 @@
-"""Panels that appear when a debate waits for a person: error (with Retry), interrupted by a
-restart (with Resume), cost warning (acknowledge or stop), and the clarification Q&A."""
+"""Panels that appear when a debate waits for a person: error (what failed, for whom, what to do, with
+Retry), stopped (by whom, where), interrupted by a restart (with Resume), cost warning (acknowledge or
+stop), and the clarification Q&A. Errored and stopped debates offer "Clone" and "Re-run with edits"."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from webapp.engine.api import SessionView
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.badges import money
+from webapp.ui.components.failure import explain_error, explain_stop
 
 Command = Callable[..., Awaitable[None]]
 
@@ -22,7 +24,8 @@ def banner_signature(view: SessionView, state: DebateState) -> tuple:
 
 
 def render_banners(view: SessionView, state: DebateState, run: Command,
-                   answers: dict[int, dict[str, list[str]]]) -> None:
+                   answers: dict[int, dict[str, list[str]]], clone: bool = False) -> None:
+    """`clone`: whether to offer "Clone" and "Re-run with edits" (to those who may start debates)."""
     status = view.status
     if view.storage_problem:
         with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert") \
@@ -32,7 +35,9 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
                      "billed; it is recorded as interrupted as soon as the database can be written again.")
         return
     if status is State.ERROR:
-        _error_panel(view, state, run)
+        _error_panel(view, state, run, clone)
+    if status is State.STOPPED or (status is State.JUDGING and state.stopping):
+        _stopped_note(state, clone)
     if status is State.PAUSED and view.interrupted:
         with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \
                 .mark("interrupted"), ui.row().classes("items-center gap-2"):
@@ -52,21 +57,28 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
         _clarification_panel(state, run, answers)
 
 
-def _error_panel(view: SessionView, state: DebateState, run: Command) -> None:
+def _rerun_links(debate_id: str, marker: str) -> None:
+    """"Clone" and "Re-run with edits": both open the new-debate form filled in from this debate."""
+    ui.link("Clone", f"/new?from={debate_id}").classes("text-sm").mark(f"{marker}-clone")
+    ui.link("Re-run with edits", f"/new?from={debate_id}").classes("text-sm").mark(f"{marker}-rerun")
+
+
+def _error_panel(view: SessionView, state: DebateState, run: Command, clone: bool) -> None:
     error: dict[str, Any] = view.error or (state.errors[-1] if state.errors else {})
     left = max(0, view.max_retries - view.retries_used)
-    with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered").mark("error-panel"):
-        with ui.row().classes("items-center gap-2"):
+    story = explain_error(state, error, left)
+    with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert").mark("error-panel"):
+        with ui.row().classes("items-center gap-2 no-wrap"):
             ui.icon("error").classes("text-2xl text-negative")
-            ui.label(f"The debate stopped on an error from {error.get('provider') or 'a provider'}") \
-                .classes("font-semibold")
+            ui.label(story.headline).classes("font-semibold").mark("error-headline")
+        ui.label(story.advice).classes("text-sm").mark("error-advice")
         ui.label(str(error.get("message") or "unknown error")).classes("font-mono text-sm whitespace-pre-wrap") \
             .mark("error-message")
         details = [f"{k}: {error[k]}" for k in ("kind", "status", "reason", "request_id") if error.get(k)]
         if details:
             ui.label(" · ".join(details)).classes("text-xs text-grey-7")
         with ui.row().classes("items-center gap-2"):
-            ui.button("Retry now", icon="replay", on_click=lambda: run("retry")) \
+            ui.button(story.retry_label, icon="replay", on_click=lambda: run("retry")) \
                 .props("unelevated no-caps color=orange-8").mark("error-retry")
             if left == 0:
                 ui.label(f"All {view.max_retries} automatic retries were used. Fix the cause (a key, a server, "
@@ -74,6 +86,20 @@ def _error_panel(view: SessionView, state: DebateState, run: Command) -> None:
                     .classes("text-sm").mark("retries-used")
             else:
                 ui.label(f"{left} automatic retr{'y' if left == 1 else 'ies'} left.").classes("text-sm")
+            if clone:
+                _rerun_links(state.id, "error")
+
+
+def _stopped_note(state: DebateState, clone: bool) -> None:
+    said = explain_stop(state)
+    if said is None:
+        return
+    with ui.card().classes("w-full").props("flat bordered").mark("stopped-panel"), \
+            ui.row().classes("items-center gap-2"):
+        ui.icon("stop_circle").classes("text-2xl text-grey-8")
+        ui.label(said).classes("font-medium").mark("stopped-by")
+        if clone:
+            _rerun_links(state.id, "stopped")
 
 
 def last_cost_warning(state: DebateState) -> dict[str, Any]:

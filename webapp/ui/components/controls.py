@@ -5,20 +5,22 @@ A click disables its button at once (no double commands from one tab); the engin
 commands, and one the machine refuses (another tab was faster) is shown with its reason. Every
 command goes through the `Gate`, which checks the role on the server: the buttons still deliver
 their events when disabled, so a forged click reaches the gate and is refused and logged there
-rather than silently dropped.
+rather than silently dropped. While a debate is in error, Retry says whose call it runs again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from nicegui import ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.engine.api import Command
-from webapp.engine.machine import TransitionNotAllowed
+from webapp.engine.machine import State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.store import StoreError
+from webapp.ui.components.failure import explain_error
 
 # button -> (label, icon, the command it sends, colour when enabled)
 BUTTONS = {
@@ -68,13 +70,24 @@ class Controls:
         return {name: command in allowed and principal.can(COMMANDS[name], self.session.id)
                 for name, (_, _, command, _) in BUTTONS.items()}
 
+    def retry_text(self) -> str:
+        """"Retry Opposition's turn (3 left)" while the debate is in error: whose call runs again."""
+        state = self.session.state
+        if state.status is not State.ERROR:
+            return BUTTONS["retry"][0]
+        left = max(0, state.max_retries - state.retries_used)
+        return explain_error(state, state.error, left).retry_label
+
     def update(self) -> None:
         """Called on every committed event: re-style the buttons only when what they show changed."""
-        shown = {name: allowed and not self.busy for name, allowed in self.allowed().items()}
+        shown: dict[str, Any] = {name: allowed and not self.busy for name, allowed in self.allowed().items()}
+        shown["retry-text"] = self.retry_text()
         if shown == self._shown:
             return
         self._shown = shown
-        for name, enabled in shown.items():
+        self.buttons["retry"].set_text(str(shown["retry-text"]))
+        for name in BUTTONS:
+            enabled = bool(shown[name])
             button = self.buttons[name]
             button.set_enabled(enabled)
             # Enabled buttons are filled in their colour, disabled ones flat grey: state at a glance.

@@ -95,6 +95,7 @@ class DebateView:
         self.answers: dict[int, dict[str, list[str]]] = {}
         self.seen_seq = 0
         self.acknowledged_warning = -1
+        self.rerun: ui.link | None = None
 
     @property
     def state(self):
@@ -121,6 +122,9 @@ class DebateView:
                     # "Clone" opens the form filled in from this debate, to re-run it with edits.
                     ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
                         'aria-label="Clone this debate into the new-debate form"').mark("clone")
+                    # The same form, offered by name once a debate has ended, failed or was stopped.
+                    self.rerun = ui.link("Re-run with edits", f"/new?from={state.id}") \
+                        .classes("rostrum-clone q-px-sm").mark("rerun")
         self.sections["outcome"] = ui.column().classes("w-full")
         self.series = SeriesCard(self.session, self.gate)
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
@@ -208,6 +212,8 @@ class DebateView:
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
             self.sections["activity"].set_content(activity_html(state))
+        if self.rerun is not None:
+            self.rerun.set_visibility(state.status in TERMINAL_STATES or state.status is State.ERROR)
         self.controls.update()
         self.rematch.update()
         self.series.update()
@@ -221,7 +227,9 @@ class DebateView:
         return any(self.gate.principal.can(action, self.session.id) for action in COMMANDS.values())
 
     def _render_banners(self, view: SessionView, state: DebateState) -> None:
-        render_banners(view, state, self.command, self.answers)
+        principal = self.gate.principal
+        clone = principal.kind != "share-link" and principal.can(Action.CREATE)
+        render_banners(view, state, self.command, self.answers, clone=clone)
         if not self.operates:  # the gate refuses them anyway; do not offer them
             for element in self.sections["banners"].descendants():
                 if isinstance(element, ui.button | ui.input | ui.textarea):

@@ -33,6 +33,7 @@ from webapp.ui.components.debate_options import format_settings, limits_card
 from webapp.ui.components.form_errors import plain, reword
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.judge_panel import JudgePanel
+from webapp.ui.components.library import LibraryTools
 from webapp.ui.components.presets import (
     QUICK_DEMO_TOPIC,
     SAMPLE_TOPICS,
@@ -117,6 +118,7 @@ class DebateForm(FormFields):
                     for fmt in FORMATS.values():
                         ui.menu_item(fmt.title, on_click=lambda f=fmt.id: self.preset(f)) \
                                 .mark(f"preset-{fmt.id}")
+                self.library = LibraryTools(self)  # "Templates": use one, or save the form as one
         self.banner = ui.column().classes("w-full")
         # The topic is built once, outside the re-rendered body: text typed while a preset or another
         # edit re-renders the form can never land in an element that is being replaced.
@@ -240,6 +242,7 @@ class DebateForm(FormFields):
                 self.provider_inputs(prefix, row)
                 color = ui.color_input("Colour").props("outlined dense").classes("w-36")
                 self.field(f"{prefix}.color", color.bind_value(row, "color"))
+                self.library.row_actions(index, row)  # "Use profile…", "Save as profile"
                 ui.space()
                 name = row.get("name") or f"participant {index + 1}"
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \

@@ -1,5 +1,6 @@
 """Settings `/settings`: which providers are ready (never a key, only whether one is set), the
-compatible-server presets, and the defaults the new-debate form starts from.
+compatible-server presets (local ones checked on demand: does the server answer now?), the defaults
+the new-debate form starts from, and the team's saved profiles and templates.
 
 Defaults live in NiceGUI's general storage (a JSON file beside the app), shared by every user of
 this server; keys stay in the environment or `.env`, where the operator put them.
@@ -7,6 +8,7 @@ this server; keys stay in the environment or `.env`, where the operator put them
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import Request
@@ -17,11 +19,14 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.providers.demo import DEMO_MODELS
+from webapp.providers.presets import PRESETS, Preset
+from webapp.providers.probe import CHECK_TIMEOUT_S, ServerCheck, check_server
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
 from webapp.store.protocol import redacted
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.library import LibrarySection
 from webapp.ui.layout import frame, heading
 
 DEFAULT_KEYS = ("format", "rounds", "demo_model", "warn_at", "cost_limit", "turn_timeout", "word_limit")
@@ -46,7 +51,9 @@ def _providers_card() -> None:
                 kind = "compatible preset" + (" (local)" if row["local"] else "")
             else:
                 kind = "built-in" if row["provider"] != "demo" else "offline demo"
-            if not row["needs_key"]:
+            if not row["needs_key"] and row["preset"] and row["local"]:
+                status = "no key needed (check below)"  # a local server is ready only when it answers
+            elif not row["needs_key"]:
                 status = "ready (no key needed)"
             else:
                 status = "key configured" if row["configured"] else "not configured"
@@ -57,9 +64,64 @@ def _providers_card() -> None:
         table.mark("providers")
         table.add_slot("body-cell-status", r'''
             <q-td :props="props">
-              <q-badge :color="props.value.startsWith('not') ? 'grey-6' : 'positive'">{{ props.value }}</q-badge>
+              <q-badge :color="props.value.startsWith('not') ? 'grey-6'
+                               : props.value.startsWith('no key') ? 'blue-grey-8' : 'positive'">
+                {{ props.value }}
+              </q-badge>
             </q-td>
         ''')
+
+
+# Readable on the light and the dark page (AA contrast), unlike Quasar's positive/negative text colours.
+RESULT_COLOURS = {"answers": "text-green-800 dark:text-green-300", "odd": "text-amber-800 dark:text-amber-300",
+                  "down": "text-red-700 dark:text-red-300"}
+
+
+class LocalServers:
+    """The local presets (Ollama, vLLM, llama.cpp, LM Studio): no key needed, and whether the server
+    answers right now, checked only when asked (a "Check" per server, "Check all"), from this server."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, ui.label] = {}
+        self.buttons: dict[str, ui.button] = {}
+        local = [p for p in PRESETS.values() if p.local]
+        with ui.card().classes("w-full").mark("local-servers"):
+            with ui.row().classes("w-full items-center justify-between"):
+                heading("Local servers", 2)
+                ui.button("Check all", icon="network_check", on_click=self.check_all).props("outline no-caps") \
+                    .mark("check-all")
+            ui.label("These need no key. Whether one answers is only known once checked: Rostrum asks its "
+                     f"/models address (at most {CHECK_TIMEOUT_S:g} s) when you press Check.") \
+                .classes("text-sm text-grey-7")
+            for preset in local:
+                with ui.row().classes("w-full items-center gap-3 no-wrap").mark(f"local-{preset.name}"):
+                    with ui.column().classes("gap-0 w-56"):
+                        ui.label(preset.title).classes("font-medium")
+                        ui.label(preset.default_url).classes("font-mono text-xs text-grey-7")
+                    ui.badge("no key needed", color="blue-grey-8")
+                    self.results[preset.name] = ui.label("Not checked yet.").classes("text-sm grow") \
+                        .mark(f"check-result-{preset.name}")
+                    self.buttons[preset.name] = ui.button(
+                        "Check", icon="network_check", on_click=lambda p=preset: self.check(p)) \
+                        .props("flat dense no-caps").mark(f"check-{preset.name}")
+
+    async def check(self, preset: Preset) -> ServerCheck:
+        label, button = self.results[preset.name], self.buttons[preset.name]
+        button.props("loading")
+        label.text = f"Checking {preset.default_url} …"
+        try:
+            result = await check_server(preset.default_url)
+        finally:
+            button.props(remove="loading")
+        at = result.checked_at.strftime("%H:%M:%S UTC")
+        label.text = f"{result.describe()} (checked {at})"
+        label.classes(remove=" ".join(RESULT_COLOURS.values()))
+        label.classes(RESULT_COLOURS["answers" if result.answers and not result.problem
+                                     else "odd" if result.answers else "down"])
+        return result
+
+    async def check_all(self) -> None:
+        await asyncio.gather(*(self.check(PRESETS[name]) for name in self.results if name in PRESETS))
 
 
 def _defaults_card(gate: Gate) -> None:
@@ -146,7 +208,11 @@ async def page(request: Request) -> Response | None:
         heading("Settings")
         if admin:  # which keys are set and where the database lives are for admins only
             _providers_card()
+        if admitted.can(Action.CREATE):  # those who pick models for debates
+            LocalServers()
         _defaults_card(gate)
+        library = LibrarySection(gate)
         if admin:
             _server_card()
+    await library.refresh()
     return None

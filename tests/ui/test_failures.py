@@ -1,0 +1,103 @@
+"""Errored and stopped debates say what happened in words: which participant's call failed, on which
+provider and model, the variable to set, a Retry that names whose turn runs again; who stopped a debate
+and where; and Clone / Re-run with edits into the new-debate form."""
+
+from __future__ import annotations
+
+import pytest
+from nicegui.testing import User
+
+from tests.fakellm import FakeLLMServer, Script
+from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, one, start_demo
+from webapp.engine.machine import State
+from webapp.models import DebateConfig
+from webapp.ui.components.failure import explain_error, retry_label
+from webapp.ui.components.presets import quick_demo_config
+
+KEY = "sk-test-not-a-real-key-0123456789abcdef"
+
+
+async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set(
+        user: User, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_llm.enqueue(Script.unauthorized())
+    data = quick_demo_config("Should keys expire?").model_dump()
+    data["participants"][1].update(provider="openai", model="gpt-4o-mini", base_url=fake_llm.openai_url)
+    session = await (await engine()).start(DebateConfig.model_validate(data))
+    assert await session.join() is State.ERROR
+    assert fake_llm.model_requests and fake_llm.model_requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="error-panel")
+    assert one(user, "error-headline").text == \
+        "The OpenAI API rejected the key for Opposition (openai:gpt-4o-mini) (HTTP 401)."
+    assert "Set OPENAI_API_KEY" in one(user, "error-advice").text and "then Retry" in one(user, "error-advice").text
+    assert one(user, "error-retry").text == "Retry Opposition's turn (3 left)"
+    assert one(user, "retry").text == "Retry Opposition's turn (3 left)"  # the control bar's button too
+    for marker in ("clone", "rerun", "error-clone", "error-rerun"):
+        assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
+    assert one(user, "rerun").visible
+    assert_nowhere_on_page(user, KEY)
+
+    user.find(marker="error-retry").click()  # the fake server answers this time
+    await user.should_see(marker="winner", retries=50)
+    await user.should_see(marker="status-completed", retries=50)  # the verdict shows a moment before
+    assert one(user, "retry").text == "Retry"
+    assert one(user, "rerun").props["href"] == f"/new?from={session.id}"  # completed: still offered
+
+
+async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "3:auth")
+    session = await start_demo("Who stopped it?")
+    assert await session.join() is State.ERROR
+    position = session.state.errors[-1]["position"]
+    phase = session.state.format.phase(position["phase"]).title
+    await session.stop(verdict=False, actor="ada")
+    assert await session.join() is State.STOPPED
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="stopped-panel")
+    assert one(user, "stopped-by").text == f"Stopped by ada at {phase}, round {position['round']}."
+    for marker in ("rerun", "stopped-clone", "stopped-rerun"):
+        assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
+    user.find(marker="stopped-rerun").click()
+    await user.should_see(marker="debate-form")
+    assert one(user, "field-topic").value == "Who stopped it?"
+
+
+async def test_re_run_is_offered_once_a_debate_is_stopped_not_while_it_runs(
+        user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    await demo_speed(monkeypatch, 5)  # slow enough to still be running when the page opens
+    session = await start_demo("Finished?")
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="status-running")
+    await user.should_not_see(marker="rerun")  # hidden while it runs; Clone is always there
+    assert one(user, "clone").visible
+    await session.stop(verdict=False, actor="ada")
+    assert await session.join() is State.STOPPED
+    await user.should_see(marker="stopped-panel")
+    assert one(user, "rerun").visible and one(user, "rerun").props["href"] == f"/new?from={session.id}"
+
+
+
+def test_kinds_of_error_get_their_own_advice() -> None:
+    from webapp.engine.state import DebateState
+    from webapp.models import utcnow
+
+    state = DebateState("x1", quick_demo_config("Advice?"), utcnow())
+    spec = {"provider": "demo", "status": 429, "message": "slow down"}
+    for reason, words in (("rate_limit", "Wait a minute and Retry"), ("not_found", "Re-run with edits"),
+                          ("timeout", "Check that the server is running")):
+        story = explain_error(state, {**spec, "reason": reason}, left=2)
+        assert words in story.advice, reason
+    assert retry_label("the judge", 0) == "Retry the judge's verdict (0 left)"
+    assert retry_label(None, 1) == "Retry the failed step (1 left)"
+
+
+async def test_a_debate_its_hard_limit_stopped_says_it_stopped_by_itself(user: User) -> None:
+    session = await start_demo("Who pays?", budget={"warn_at": None, "cost_limit": 0.0001})
+    assert await session.join() is State.STOPPED
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="stopped-panel")
+    said = one(user, "stopped-by").text
+    assert said.startswith("Stopped automatically at ") and "Stopped by" not in said, said

@@ -1,0 +1,149 @@
+"""What happened to a debate that stopped or failed, in words: who failed, on which provider and model,
+and what to do about it; and who stopped it, where.
+
+Pure functions of the engine's read model (`DebateState`: its recorded errors, their position, the
+transitions with their actor) and the providers' error mapping (`ProviderError.reason`: auth,
+rate_limit, quota, …; see `webapp.providers.base` and `sdk.status_error`), so they are tested without
+a page. The error panel, the Retry buttons and the stopped note (`banners`, `controls`) show them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webapp.engine.machine import State
+from webapp.engine.state import SYSTEM_ACTOR, DebateState
+from webapp.models import JudgeSpec, Participant
+from webapp.providers.presets import get_preset
+from webapp.providers.registry import DEFAULT_KEY_ENVS, TITLES, base_url_for, key_env_for
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An error explained: `headline` says what happened to whom, `advice` what to do next."""
+
+    headline: str
+    advice: str
+    who: str | None  # the participant (or "the judge") whose call failed, when known
+    spec: str | None  # "provider:model" of that call
+    retry_label: str
+
+
+def _title(spec: Participant | JudgeSpec) -> str:
+    """"Anthropic", "OpenAI", "Ollama" (a compatible preset), or "The compatible server"."""
+    if spec.provider == "compatible":
+        preset = get_preset(spec.preset)
+        return preset.title if preset else "compatible server"
+    return TITLES.get(spec.provider, spec.provider)
+
+
+def _failed_call(state: DebateState, error: dict[str, Any]) -> tuple[str | None, Participant | JudgeSpec | None]:
+    """Who made the call that failed: the participant whose turn it was, or the judge."""
+    recorded = state.errors[-1] if state.errors else {}
+    if recorded.get("state") == State.JUDGING.value:
+        judges = state.config.judge.judges
+        match = [j for j in judges if j.provider == error.get("provider")] or judges
+        return "the judge", match[0] if match else None
+    speaker = (recorded.get("position") or {}).get("speaker") or state.machine.context.position.speaker
+    by_provider = [p for p in state.config.participants if p.provider == error.get("provider")]
+    try:
+        participant = state.config.participant(speaker) if speaker else None
+    except (KeyError, ValueError):
+        participant = None
+    if participant is not None and by_provider and participant not in by_provider and len(by_provider) == 1:
+        participant = by_provider[0]  # a parallel phase notes the last speaker; the provider tells which
+    if participant is None and len(by_provider) == 1:
+        participant = by_provider[0]
+    return (participant.name, participant) if participant is not None else (None, None)
+
+
+def retry_label(who: str | None, left: int) -> str:
+    """"Retry Opposition's turn (3 left)": the button says whose call runs again, and how many
+    automatic retries remain."""
+    what = "the judge's verdict" if who == "the judge" else f"{who}'s turn" if who else "the failed step"
+    return f"Retry {what} ({left} left)"
+
+
+def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -> Failure:
+    """The error the debate stopped on, in words, with the advice its kind calls for."""
+    error = error or (state.errors[-1] if state.errors else {})
+    reason = str(error.get("reason") or "error")
+    message = str(error.get("message") or "unknown error").strip()
+    who, spec = _failed_call(state, error)
+    label = retry_label(who, left)
+    provider = str(error.get("provider") or "")
+    if provider == "rostrum" or (spec is None and provider not in TITLES):
+        if reason == "config":
+            return Failure(f"The debate could not start its calls: {message}.",
+                           "Set what is missing (a key goes in the environment or .env), then Retry; or Re-run "
+                           "with edits to pick another provider.", who, None, label)
+        return Failure(f"The debate stopped on an error: {message}.",
+                       "Retry; if it happens again, Re-run with edits.", who, None, label)
+    if spec is not None:
+        title, model, env, url = _title(spec), f"{spec.provider}:{spec.model}", key_env_for(spec), base_url_for(spec)
+        model_name = spec.model
+    else:  # whose call it was is not recorded (e.g. two participants on that provider in a parallel phase)
+        title, model, env, url = TITLES[provider], provider, DEFAULT_KEY_ENVS.get(provider), None
+        model_name = "its model"
+    name = who or "a participant"
+    url = url or ""
+    status = f" (HTTP {error['status']})" if error.get("status") else ""
+    if reason == "auth":
+        if env:
+            return Failure(f"The {title} API rejected the key for {name} ({model}){status}.",
+                           f"Set {env} (in the environment or .env) to a valid key, then Retry.", who, model, label)
+        return Failure(f"The {title} server refused the request for {name} ({model}){status}.",
+                       "Check the server's access settings, then Retry.", who, model, label)
+    if reason == "quota":
+        return Failure(f"The {title} account has no credit or quota left for {name} ({model}){status}.",
+                       f"Add credit to the account{f' whose key is in {env}' if env else ''}, or set another key, "
+                       "then Retry.", who, model, label)
+    if reason == "rate_limit":
+        return Failure(f"The {title} API is rate-limiting {name} ({model}){status}.",
+                       "Wait a minute and Retry.", who, model, label)
+    if reason in ("overloaded", "server"):
+        what = "is overloaded" if reason == "overloaded" else "had a server error"
+        return Failure(f"The {title} API {what} during {name}'s call ({model}){status}.",
+                       "Wait a little and Retry.", who, model, label)
+    if reason in ("timeout", "connection"):
+        where = f" at {url}" if url else ""
+        what = "did not answer in time" if reason == "timeout" else "could not be reached"
+        return Failure(f"{title}{where} {what} for {name} ({model}).",
+                       "Check that the server is running and reachable, then Retry.", who, model, label)
+    if reason == "not_found":
+        return Failure(f"{title} does not know the model “{model_name}” used by {name}{status}.",
+                       "Re-run with edits to pick another model (or fix its name).", who, model, label)
+    if reason == "bad_request":
+        return Failure(f"The {title} API refused the request for {name} ({model}){status}: {message}",
+                       "Re-run with edits to change the settings it refused.", who, model, label)
+    if reason in ("cut_stream", "bad_stream"):
+        return Failure(f"The answer from {title} broke off during {name}'s call ({model}).",
+                       "Retry: the turn is asked again.", who, model, label)
+    return Failure(f"{title} failed for {name} ({model}){status}: {message}",
+                   "Retry; if it happens again, Re-run with edits.", who, model, label)
+
+
+def explain_stop(state: DebateState) -> str | None:
+    """"Stopped by ada at Rebuttal, round 2" for a debate a person (or a limit) stopped; None otherwise."""
+    stop = next((t for t in reversed(state.transitions) if t.get("event") == "STOP"), None)
+    if stop is None:
+        return None
+    params = stop.get("params") or {}
+    position = params.get("position") or state.machine.context.position.model_dump()
+    where = ""
+    phase_id = position.get("phase")
+    if phase_id:
+        try:
+            phase = state.format.phase(phase_id)
+            where = f" at {phase.title}"
+        except (KeyError, ValueError):
+            where = f" at {phase_id}"
+        if state.format.has_rounds and position.get("round"):
+            where += f", round {position['round']}"
+    actor = stop.get("actor") or SYSTEM_ACTOR
+    text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor}{where}"
+    reason = params.get("reason")
+    if reason and str(reason) != "stopped by user":
+        text += f" ({reason})"
+    return text + "."
