@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_fixtures import STORE_KINDS, opened_store
 from webapp.models import DebateConfig
 from webapp.store import Store
 from webapp.store.library import (
@@ -26,13 +27,11 @@ ROW = {**participant_row("Opposition", "con", 1, "anthropic", "claude-sonnet-4-5
        "temperature": 0.4}
 
 
-@pytest.fixture
-async def library(tmp_path: Path):
-    store = await Store.open(tmp_path / "db.sqlite3")
-    try:
+@pytest.fixture(params=STORE_KINDS)
+async def library(request: pytest.FixtureRequest, tmp_path: Path):
+    """The library on each store in turn (SQLite, PostgreSQL)."""
+    async with opened_store(request.param, request, tmp_path) as store:
         yield Library(store)
-    finally:
-        await store.close()
 
 
 def test_names_are_trimmed_and_limited():

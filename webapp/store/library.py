@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from webapp.models import DebateConfig, Participant, utcnow
-from webapp.store.repository import Store
+from webapp.store.errors import DuplicateKey
+from webapp.store.protocol import EventStore
 
 Kind = Literal["profile", "template"]
 KINDS: tuple[Kind, ...] = ("profile", "template")
@@ -163,7 +164,7 @@ def may_change(item: LibraryItem, actor: str, admin: bool) -> bool:
 class Library:
     """The saved profiles and templates of one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
 
     @staticmethod
@@ -186,7 +187,7 @@ class Library:
                     f"INSERT INTO library ({', '.join(_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
                     (item.id, kind, item.name, json.dumps(clean, sort_keys=True), created_by,
                      now.isoformat(), now.isoformat()))
-        except sqlite3.IntegrityError:
+        except (sqlite3.IntegrityError, DuplicateKey):
             raise NameTaken(f"A {kind} called “{item.name}” already exists: choose another name") from None
         return item
 
@@ -194,7 +195,7 @@ class Library:
         """Every item (of one kind), by name."""
         where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
         rows = await self.store.fetchall(
-            f"SELECT {', '.join(_COLUMNS)} FROM library {where} ORDER BY kind, name COLLATE NOCASE", params)
+            f"SELECT {', '.join(_COLUMNS)} FROM library {where} ORDER BY kind, name", params)  # both columns sort without case
         return [self._item(r) for r in rows]
 
     async def get(self, item_id: str) -> LibraryItem:
@@ -217,7 +218,7 @@ class Library:
             async with self.store.transaction() as db:
                 await db.execute("UPDATE library SET name = ?, updated_at = ? WHERE id = ?",
                                  (clean, now.isoformat(), item_id))
-        except sqlite3.IntegrityError:
+        except (sqlite3.IntegrityError, DuplicateKey):
             raise NameTaken(f"A {item.kind} called “{clean}” already exists: choose another name") from None
         return item.model_copy(update={"name": clean, "updated_at": now})
 

@@ -112,6 +112,18 @@ MIGRATIONS: list[Migration] = [
     Migration("007_verdict_events", """
     CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
     """),
+    Migration("008_library", """
+    CREATE TABLE library (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('profile', 'template')),
+        name CITEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (kind, name)
+    );
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)
