@@ -134,6 +134,25 @@ MIGRATIONS: list[Migration] = [
     Migration("007_verdict_events", """
     CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
     """),
+    # Tournaments: the plan (a JSON `Tournament`), where it stands and why it stopped. Its debates are
+    # ordinary debates whose config names the tournament and the slot; the unique index is what makes
+    # "one debate per slot" hold even when two processes (or a rerun after a crash) try to create one.
+    Migration("008_tournaments", """
+    CREATE TABLE tournaments (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'planned',
+        stop_reason TEXT,
+        created_by TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX tournaments_created ON tournaments (created_at DESC);
+    CREATE UNIQUE INDEX debates_tournament_slot ON debates (
+        json_extract(config, '$.tournament'), json_extract(config, '$.tournament_slot'))
+        WHERE json_extract(config, '$.tournament') IS NOT NULL;
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -1,0 +1,123 @@
+"""Tournaments in the store: their own table (the plan and where it stands) and, read from the debates
+table, the debates played for their slots."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from webapp.models import utcnow
+from webapp.store import DebateRow, Store
+from webapp.store.repository import ROW_SELECT
+from webapp.tournament.plan import Tournament
+
+TournamentStatus = Literal["planned", "running", "stopped", "completed"]
+
+
+class TournamentRow(BaseModel):
+    """One tournament as stored: its plan, its status and why it stopped (if it did)."""
+
+    tournament: Tournament
+    status: TournamentStatus = "planned"
+    stop_reason: str | None = None
+    updated_at: datetime
+
+    @property
+    def id(self) -> str:
+        return self.tournament.id
+
+
+class SlotDebate(BaseModel):
+    """The debate played for one slot, with its winner's participant id once it has a verdict."""
+
+    slot: str
+    row: DebateRow
+    cost_limit: float | None = None
+    winner: str | None = None
+    has_verdict: bool = False
+
+
+class TournamentStore:
+    """Reads and writes tournaments on the debates' store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create(self, tournament: Tournament) -> Tournament:
+        """Store a new tournament (given a fresh id); returns it as stored."""
+        tournament = tournament.model_copy(update={"id": uuid.uuid4().hex[:12], "created_at": utcnow()})
+        now = utcnow().isoformat()
+        async with self.store.transaction() as db:
+            await db.execute(
+                "INSERT INTO tournaments (id, name, spec, status, created_by, created_at, updated_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (tournament.id, tournament.name, tournament.model_dump_json(), "planned", tournament.created_by,
+                 tournament.created_at.isoformat(), now),
+            )
+        return tournament
+
+    async def get(self, tournament_id: str) -> TournamentRow | None:
+        row = await self.store.fetchone(
+            "SELECT spec, status, stop_reason, updated_at FROM tournaments WHERE id = ?", (tournament_id,))
+        return self._row(row) if row else None
+
+    async def all(self, limit: int = 100) -> list[TournamentRow]:
+        rows = await self.store.fetchall(
+            "SELECT spec, status, stop_reason, updated_at FROM tournaments ORDER BY created_at DESC, rowid DESC "
+            "LIMIT ?", (limit,))
+        return [self._row(r) for r in rows]
+
+    async def with_status(self, status: TournamentStatus) -> list[str]:
+        rows = await self.store.fetchall("SELECT id FROM tournaments WHERE status = ? ORDER BY created_at", (status,))
+        return [r[0] for r in rows]
+
+    async def set_status(self, tournament_id: str, status: TournamentStatus, reason: str | None = None) -> None:
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
+                             (status, reason, utcnow().isoformat(), tournament_id))
+
+    async def set_budget(self, tournament_id: str, budget_usd: float | None) -> Tournament:
+        """Change the total budget (to continue a tournament that ran out)."""
+        row = await self.get(tournament_id)
+        if row is None:
+            raise KeyError(tournament_id)
+        tournament = row.tournament.model_copy(update={"budget_usd": budget_usd})
+        tournament = Tournament.model_validate(tournament.model_dump())
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET spec = ?, updated_at = ? WHERE id = ?",
+                             (tournament.model_dump_json(), utcnow().isoformat(), tournament_id))
+        return tournament
+
+    async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
+        """Slot key → the debate played for it (uses the unique slot index)."""
+        rows = await self.store.fetchall(
+            "SELECT json_extract(config, '$.tournament_slot'), json_extract(config, '$.budget.cost_limit'), "
+            f"{ROW_SELECT} FROM debates "
+            "WHERE json_extract(config, '$.tournament') = ?", (tournament_id,))
+        out: dict[str, SlotDebate] = {}
+        ids: list[str] = []
+        for r in rows:
+            row = Store._row(r[2:])
+            out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row, cost_limit=r[1])
+            ids.append(row.id)
+        if ids:
+            # The last verdict of each debate (a debate has at most one final verdict event).
+            verdicts = await self.store.fetchall(
+                "SELECT debate_id, json_extract(data, '$.verdict.winner'), "
+                "coalesce(json_extract(data, '$.verdict.available'), 1) FROM events "
+                f"WHERE kind = 'verdict' AND debate_id IN ({','.join('?' * len(ids))}) ORDER BY seq", ids)
+            by_id = {debate.row.id: debate for debate in out.values()}
+            for debate_id, winner, available in verdicts:
+                debate = by_id[debate_id]
+                debate.winner = winner
+                debate.has_verdict = bool(available)
+        return out
+
+    @staticmethod
+    def _row(r: tuple[Any, ...]) -> TournamentRow:
+        return TournamentRow(tournament=Tournament.model_validate(json.loads(r[0])), status=r[1], stop_reason=r[2],
+                             updated_at=datetime.fromisoformat(r[3]))
