@@ -38,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
                         help="the judge (repeat for a panel; default demo:demo)")
     parser.add_argument("--no-judge", action="store_true", help="no verdicts (no standings either)")
     parser.add_argument("--max-tokens", type=int, help="each debater's output allowance per turn (default 1024)")
+    parser.add_argument("--base-url", metavar="URL", help="the server of the compatible:… models (…/v1)")
     parser.add_argument("--name")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--resume", metavar="ID", help="continue a stopped or interrupted tournament")
@@ -62,7 +63,11 @@ def build_tournament(args: argparse.Namespace, actor: str) -> Tournament:
     data: dict[str, object] = {"format": args.format, "swap_sides": args.swap_sides, "concurrency": args.concurrency,
                                "created_by": actor}
     try:
-        data["models"] = [Contender.parse(m) for m in args.models.split(",") if m.strip()]
+        models = [Contender.parse(m) for m in args.models.split(",") if m.strip()]
+        if args.base_url:
+            models = [m.model_copy(update={"base_url": args.base_url}) if m.provider == "compatible" else m
+                      for m in models]
+        data["models"] = models
         if args.judge or args.no_judge:
             judges = [Contender.parse(j) for j in args.judge or ["demo:demo"]]
             data["judge"] = JudgeConfig(judges=[{"provider": j.provider, "model": j.model} for j in judges],
