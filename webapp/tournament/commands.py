@@ -13,7 +13,7 @@ from webapp.engine.engine import Engine
 from webapp.engine.formats import FORMATS
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
-from webapp.models import JudgeConfig
+from webapp.models import JudgeConfig, JudgeSpec
 from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner, progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
@@ -70,7 +70,7 @@ def build_tournament(args: argparse.Namespace, actor: str) -> Tournament:
         data["models"] = models
         if args.judge or args.no_judge:
             judges = [Contender.parse(j) for j in args.judge or ["demo:demo"]]
-            data["judge"] = JudgeConfig(judges=[{"provider": j.provider, "model": j.model} for j in judges],
+            data["judge"] = JudgeConfig(judges=[JudgeSpec(provider=j.provider, model=j.model) for j in judges],
                                         enabled=not args.no_judge)
         data["topics"] = read_topics(Path(args.topics))
         for flag in ("rounds", "budget", "max_tokens", "name", "seed"):
