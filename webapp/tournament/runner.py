@@ -27,19 +27,6 @@ TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 TaskFactory = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 
-def committed_spend(debates: dict[str, SlotDebate]) -> float:
-    """What the tournament's debates have spent, or may still spend: an ended debate counts what it
-    spent; one still going, its own hard limit (its share of the budget), or its spend if higher."""
-    total = 0.0
-    for debate in debates.values():
-        row = debate.row
-        limit = None
-        if row.status not in TERMINAL:
-            limit = debate.cost_limit
-        total += max(row.cost_usd, limit or 0.0)
-    return total
-
-
 @dataclass
 class Standing:
     """One model's results in the tournament's finished, judged debates."""
@@ -139,9 +126,10 @@ class TournamentRunner:
         free = asyncio.Semaphore(tournament.concurrency)
         tasks: set[asyncio.Task[None]] = set()
         reason: str | None = None
+        debates = await self.store.debates(tournament.id)  # this runner creates the others itself
         try:
             for slot in schedule(tournament):
-                existing = (await self.store.debates(tournament.id)).get(slot.key)
+                existing = debates.get(slot.key)
                 if existing is not None and existing.row.status in TERMINAL:
                     continue
                 await free.acquire()
@@ -156,7 +144,15 @@ class TournamentRunner:
                         free.release()
                         reason = refusal
                         break
-                tasks.add(asyncio.create_task(self._play(tournament, slot, existing, cost_limit, actor, free)))
+                # Created (or continued) here, before the next budget check: that check must see this
+                # debate's hard limit as committed.
+                try:
+                    session = await self._session(tournament, slot, existing, cost_limit, actor)
+                except Exception:  # one debate that cannot start must not stop the others; the end says so
+                    log.exception("tournament %s: slot %s could not start", tournament.id, slot.key)
+                    free.release()
+                    continue
+                tasks.add(asyncio.create_task(self._play(tournament, slot, session, actor, free)))
             if tasks:
                 await asyncio.gather(*tasks)
         except BaseException:
@@ -173,23 +169,22 @@ class TournamentRunner:
         estimate = estimate_debate(tournament, slot, self.engine.settings)
         if estimate is None:
             return "budget: a model has no known price, so a debate's cost cannot be estimated", None
-        committed = committed_spend(await self.store.debates(tournament.id))
+        committed = await self.store.committed(tournament.id, TERMINAL)
         left = tournament.budget_usd - committed
         if estimate > left:
             return (f"budget reached: the next debate may cost up to ${estimate:.4f} and "
                     f"${max(left, 0.0):.4f} of ${tournament.budget_usd:.2f} is left"), None
         return None, estimate
 
-    async def _play(self, tournament: Tournament, slot: Slot, existing: SlotDebate | None,
-                    cost_limit: float | None, actor: str, free: asyncio.Semaphore) -> None:
+    async def _play(self, tournament: Tournament, slot: Slot, session: DebateSession, actor: str,
+                    free: asyncio.Semaphore) -> None:
         try:
-            session = await self._session(tournament, slot, existing, cost_limit, actor)
             if self.on_debate is not None:
                 self.on_debate(slot, session, False)
             await drive(session, actor)
             if self.on_debate is not None:
                 self.on_debate(slot, session, True)
-        except Exception:  # one debate that cannot run must not stop the others; the end reports it
+        except Exception:  # one debate that fails must not stop the others; the end reports it
             log.exception("tournament %s: slot %s failed", tournament.id, slot.key)
         finally:
             free.release()

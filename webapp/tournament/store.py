@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -116,6 +117,17 @@ class TournamentStore:
                 debate.winner = winner
                 debate.has_verdict = bool(available)
         return out
+
+    async def committed(self, tournament_id: str, terminal: Iterable[str]) -> float:
+        """What the tournament's debates have spent, or may still spend: an ended debate counts what it
+        spent; one still going, its own hard limit (its share of the budget), or its spend if higher."""
+        statuses = list(terminal)
+        marks = ",".join("?" * len(statuses))
+        row = await self.store.fetchone(
+            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
+            "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
+            "WHERE json_extract(config, '$.tournament') = ?", (*statuses, tournament_id))
+        return float(row[0]) if row else 0.0
 
     @staticmethod
     def _row(r: tuple[Any, ...]) -> TournamentRow:
