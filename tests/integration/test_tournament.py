@@ -147,7 +147,7 @@ def test_sigkill_mid_way_then_resume_runs_nothing_twice(tmp_path: Path, topics: 
     """The debaters are served by the fake LLM server, which records every request: after the kill, the
     resumed run asks exactly for the turns not yet stored (a finished turn is never asked again)."""
     db = tmp_path / "t.sqlite3"
-    with FakeLLMServer(reply=short_reply, chunk_delay=0.03) as server:
+    with FakeLLMServer(reply=short_reply, chunk_delay=0.02) as server:
         command = [sys.executable, "-m", "webapp", "tournament", "--db", str(db), "--topics", str(topics),
                    "--models", "compatible:alpha,compatible:beta,compatible:gamma", "--base-url", server.openai_url,
                    *SHAPE, "--concurrency", "2"]
@@ -176,10 +176,8 @@ def test_sigkill_mid_way_then_resume_runs_nothing_twice(tmp_path: Path, topics: 
         asked_before = len(server.requests)
         server.chunk_delay = 0.0  # slow only so that the kill lands mid-way
 
-        resumed = subprocess.run([sys.executable, "-m", "webapp", "tournament", "--db", str(db), "--resume", tid],
-                                 cwd=ROOT, env=child_env(ROSTRUM_DEMO_SPEED="0"), capture_output=True, text=True,
-                                 timeout=120)
-        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+        code, out = run("tournament", "--db", str(db), "--resume", tid)  # in-process: the rerun
+        assert code == EXIT_OK, out
         asked_after = len(server.requests) - asked_before
 
     after = slots(db, tid)

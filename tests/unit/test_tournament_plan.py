@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
+from webapp.engine.series import rematch_config
 from webapp.store import DebateRow
 from webapp.tournament.plan import Contender, Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.runner import standings
@@ -59,6 +60,8 @@ def test_a_slots_debate_names_its_tournament_and_slot() -> None:
     assert [(p.position, p.provider, p.model) for p in config.participants] == [
         ("pro", "demo", "gamma"), ("con", "demo", "alpha")]
     assert config.budget.cost_limit == 0.5
+    rematch = rematch_config(config, "d1")  # a rematch is not a second debate for the slot
+    assert (rematch.tournament, rematch.tournament_slot, rematch.series) == (None, None, "d1")
 
 
 def test_the_estimate_grows_with_the_turns_and_needs_prices() -> None:
