@@ -5,7 +5,10 @@ continuing its unfinished debate rather than creating another."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from webapp.engine.runner import DebateSession
 from webapp.settings import Settings
 from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentManager, TournamentRunner
-from webapp.tournament.store import TournamentStore
+from webapp.tournament.store import TournamentBusy, TournamentStore
 
 
 def plan() -> Tournament:
@@ -72,5 +75,26 @@ async def test_a_stopped_process_is_resumed_by_the_next_start(tmp_path: Path) ->
         assert sorted(debates) == sorted(s.key for s in schedule(stored))
         assert debates["t0-m0-m1"].row.id == first[0]  # continued, not created again
         assert {d.row.status for d in debates.values()} == {"completed"}
+    finally:
+        await engine.close()
+
+
+async def test_one_process_plays_a_tournament_at_a_time(tmp_path: Path) -> None:
+    engine = await Engine.open(tmp_path / "t.sqlite3", settings=Settings(_env_file=None, demo_speed=0))
+    try:
+        store = TournamentStore(engine.store)
+        stored = await store.create(plan())
+        await store.claim(stored.id, "elsewhere.example:4242:abcd")  # a live claim from another host
+        with pytest.raises(TournamentBusy, match=r"process 4242 on elsewhere\.example"):
+            await TournamentRunner(engine, stored.id).run()
+        assert await store.debates(stored.id) == {}
+        await store.release(stored.id, "elsewhere.example:4242:abcd")
+        # A claim left by a process of this host that no longer exists (killed) is not waited out.
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        await store.claim(stored.id, f"{socket.gethostname()}:{int(gone.stdout)}:dead")
+        row = await TournamentRunner(engine, stored.id).run()
+        assert row.status == "completed" and row.claimed()  # claimed while it played
+        after = await store.get(stored.id)
+        assert after is not None and (after.owner, after.lease_until) == (None, None)  # released at the end
     finally:
         await engine.close()

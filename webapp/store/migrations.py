@@ -134,7 +134,8 @@ MIGRATIONS: list[Migration] = [
     Migration("007_verdict_events", """
     CREATE INDEX events_verdicts ON events (at) WHERE kind = 'verdict';
     """),
-    # Tournaments: the plan (a JSON `Tournament`), where it stands and why it stopped. Its debates are
+    # Tournaments: the plan (a JSON `Tournament`), where it stands, why it stopped, and which process
+    # plays it (`owner`, until `lease_until` unless renewed: one player at a time). Its debates are
     # ordinary debates whose config names the tournament and the slot; the unique index is what makes
     # "one debate per slot" hold even when two processes (or a rerun after a crash) try to create one.
     Migration("008_tournaments", """
@@ -146,7 +147,9 @@ MIGRATIONS: list[Migration] = [
         stop_reason TEXT,
         created_by TEXT NOT NULL DEFAULT '',
         created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
+        updated_at TEXT NOT NULL,
+        owner TEXT,
+        lease_until TEXT
     );
     CREATE INDEX tournaments_created ON tournaments (created_at DESC);
     CREATE UNIQUE INDEX debates_tournament_slot ON debates (

@@ -16,7 +16,7 @@ from webapp.engine.schedule import ConfigError
 from webapp.models import JudgeConfig, JudgeSpec
 from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner, progress, standings
-from webapp.tournament.store import TournamentRow, TournamentStore
+from webapp.tournament.store import TournamentBusy, TournamentRow, TournamentStore
 
 
 class TournamentUsage(ValueError):
@@ -125,7 +125,10 @@ async def run(engine: Engine, args: argparse.Namespace, actor: str, out: TextIO)
             out.write(f"  playing {session.id}: {describe(tournament, slot)}\n")
         out.flush()
 
-    row = await TournamentRunner(engine, tournament.id, actor=actor, on_debate=on_debate).run()
+    try:
+        row = await TournamentRunner(engine, tournament.id, actor=actor, on_debate=on_debate).run()
+    except TournamentBusy as exc:
+        raise TournamentUsage(str(exc)) from None
     await report(store, row, out)
     return row
 

@@ -9,6 +9,7 @@ and creates only the missing ones; the unique slot index refuses a second debate
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
@@ -19,7 +20,14 @@ from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.runner import DebateSession
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
-from webapp.tournament.store import SlotDebate, TournamentRow, TournamentStore
+from webapp.tournament.store import (
+    LEASE_S,
+    SlotDebate,
+    TournamentBusy,
+    TournamentRow,
+    TournamentStore,
+    owner_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +130,26 @@ class TournamentRunner:
             raise KeyError(self.tournament_id)
         tournament = row.tournament
         actor = self.actor or tournament.created_by or "system"
+        owner = owner_name()
+        await self.store.claim(tournament.id, owner)  # raises TournamentBusy: another process plays it
+        heartbeat = asyncio.create_task(self._keep_claim(tournament.id, owner))
+        try:
+            return await self._play_all(tournament, actor)
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            with contextlib.suppress(Exception):  # the store may be closing: the claim then lapses
+                await asyncio.shield(self.store.release(tournament.id, owner))
+
+    async def _keep_claim(self, tournament_id: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            try:
+                await self.store.renew(tournament_id, owner)
+            except Exception:  # a busy or failing store: try again next time (the lease has slack)
+                log.exception("tournament %s: renewing its claim failed", tournament_id)
+
+    async def _play_all(self, tournament: Tournament, actor: str) -> TournamentRow:
         await self.store.set_status(tournament.id, "running")
         free = asyncio.Semaphore(tournament.concurrency)
         tasks: set[asyncio.Task[None]] = set()
@@ -262,6 +290,8 @@ class TournamentManager:
             await runner.run()
         except asyncio.CancelledError:
             raise
+        except TournamentBusy as exc:  # another process plays it: nothing to do here
+            log.info("%s", exc)
         except Exception:
             log.exception("tournament %s failed", runner.tournament_id)
 

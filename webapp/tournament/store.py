@@ -4,9 +4,11 @@ table, the debates played for their slots."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -26,10 +28,16 @@ class TournamentRow(BaseModel):
     status: TournamentStatus = "planned"
     stop_reason: str | None = None
     updated_at: datetime
+    owner: str | None = None
+    lease_until: datetime | None = None
 
     @property
     def id(self) -> str:
         return self.tournament.id
+
+    def claimed(self) -> bool:
+        """Some process holds the claim to play it (this one included) and has not let it lapse."""
+        return bool(self.owner and self.lease_until and self.lease_until > utcnow() and not owner_gone(self.owner))
 
 
 class SlotDebate(BaseModel):
@@ -40,6 +48,41 @@ class SlotDebate(BaseModel):
     cost_limit: float | None = None
     winner: str | None = None
     has_verdict: bool = False
+
+
+SELECT = "spec, status, stop_reason, updated_at, owner, lease_until"
+LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
+
+
+def owner_name() -> str:
+    """Who plays a tournament: this host and process, and a token (two players in one process differ)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_gone(owner: str) -> bool:
+    """True when `owner` was a process of this host that no longer exists (killed, say): its claim
+    need not be waited out. A process elsewhere cannot be asked: its lease must run out."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, as another user's process
+        return False
+    return False
+
+
+class TournamentBusy(RuntimeError):
+    """Another process is playing this tournament."""
+
+    def __init__(self, tournament_id: str, owner: str) -> None:
+        host, _, rest = owner.partition(":")
+        super().__init__(f"tournament {tournament_id} is being played by process {rest.partition(':')[0]} on "
+                         f"{host}; stop it there, or wait for its claim to lapse ({LEASE_S:g} s after it stops)")
+        self.owner = owner
 
 
 class TournamentStore:
@@ -63,12 +106,12 @@ class TournamentStore:
 
     async def get(self, tournament_id: str) -> TournamentRow | None:
         row = await self.store.fetchone(
-            "SELECT spec, status, stop_reason, updated_at FROM tournaments WHERE id = ?", (tournament_id,))
+            f"SELECT {SELECT} FROM tournaments WHERE id = ?", (tournament_id,))
         return self._row(row) if row else None
 
     async def all(self, limit: int = 100) -> list[TournamentRow]:
         rows = await self.store.fetchall(
-            "SELECT spec, status, stop_reason, updated_at FROM tournaments ORDER BY created_at DESC, rowid DESC "
+            f"SELECT {SELECT} FROM tournaments ORDER BY created_at DESC, rowid DESC "
             "LIMIT ?", (limit,))
         return [self._row(r) for r in rows]
 
@@ -129,7 +172,35 @@ class TournamentStore:
             "WHERE json_extract(config, '$.tournament') = ?", (*statuses, tournament_id))
         return float(row[0]) if row else 0.0
 
+    async def claim(self, tournament_id: str, owner: str) -> None:
+        """Become the one process playing the tournament; raises `TournamentBusy` while another
+        (alive, or within its lease) is."""
+        now = utcnow()
+        async with self.store.transaction() as db:
+            cursor = await db.execute("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
+            found = await cursor.fetchone()
+            if found is None:
+                raise KeyError(tournament_id)
+            holder, until = found
+            if (holder and holder != owner and until and datetime.fromisoformat(until) > now
+                    and not owner_gone(holder)):
+                raise TournamentBusy(tournament_id, holder)
+            await db.execute("UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ?",
+                             (owner, (now + timedelta(seconds=LEASE_S)).isoformat(), tournament_id))
+
+    async def renew(self, tournament_id: str, owner: str) -> None:
+        until = (utcnow() + timedelta(seconds=LEASE_S)).isoformat()
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET lease_until = ? WHERE id = ? AND owner = ?",
+                             (until, tournament_id, owner))
+
+    async def release(self, tournament_id: str, owner: str) -> None:
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET owner = NULL, lease_until = NULL WHERE id = ? AND owner = ?",
+                             (tournament_id, owner))
+
     @staticmethod
     def _row(r: tuple[Any, ...]) -> TournamentRow:
         return TournamentRow(tournament=Tournament.model_validate(json.loads(r[0])), status=r[1], stop_reason=r[2],
-                             updated_at=datetime.fromisoformat(r[3]))
+                             updated_at=datetime.fromisoformat(r[3]), owner=r[4],
+                             lease_until=datetime.fromisoformat(r[5]) if r[5] else None)

@@ -208,6 +208,7 @@ class TournamentView:
         self.gate = gate
         self.last: tuple[Any, ...] | None = None
         self.playing = False
+        self.elsewhere = False  # another process (the CLI, another server) plays it
         self.new_budget: ui.number | None = None
 
     async def load(self) -> Progress | None:
@@ -219,7 +220,8 @@ class TournamentView:
     async def marker(self, state: Progress) -> tuple[Any, ...]:
         """What the page shows, in short: it is redrawn only when this changes."""
         self.playing = (await runtime.current().tournaments()).running(self.tournament_id)
-        return (state.row.status, state.row.stop_reason, state.row.tournament.budget_usd, self.playing,
+        self.elsewhere = not self.playing and state.row.claimed()
+        return (state.row.status, state.row.stop_reason, state.row.tournament.budget_usd, self.playing, self.elsewhere,
                 tuple(sorted((d.row.id, d.row.status, d.row.turn_count, d.has_verdict)
                              for d in state.debates.values())))
 
@@ -269,7 +271,10 @@ class TournamentView:
             if self.playing and self.principal.can(Action.STOP):
                 ui.button("Stop after the running debates", icon="stop", on_click=self.stop) \
                     .props("outline no-caps").mark("tournament-stop")
-            if not self.playing and row.status != "completed" and self.principal.can(Action.RESUME):
+            if self.elsewhere:
+                ui.label("Played by another process (the command line, or another server).") \
+                    .classes("text-sm text-grey-8").mark("tournament-elsewhere")
+            elif not self.playing and row.status != "completed" and self.principal.can(Action.RESUME):
                 self.new_budget = ui.number("New total budget (USD, optional)", min=0, step=0.5) \
                     .mark("tournament-new-budget")
                 ui.button("Continue", icon="play_arrow", on_click=self.resume) \
