@@ -62,6 +62,8 @@ async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -
 
     await user.open("/tournaments")
     await user.should_see(marker=f"tournament-link-{tournament.id}")
+    await user.open(f"/debate/{debates['t0-m0-m1'].row.id}")  # each debate links back to its tournament
+    assert one(user, "tournament-link").props["href"] == f"/tournaments/{tournament.id}"
 
 
 async def test_the_form_names_what_is_wrong(user: User) -> None:

@@ -108,6 +108,9 @@ class DebateView:
                 self.sections["status"] = ui.row().classes("items-center gap-2")
                 ui.label(f"created {state.created_at.strftime('%Y-%m-%d %H:%M UTC')} · id {state.id}") \
                     .classes("text-xs text-grey-7")
+                if state.config.tournament and self.gate.principal.kind != "share-link":
+                    ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
+                        .classes("text-xs").mark("tournament-link")
             with ui.row().classes("w-full items-center justify-between gap-2"):
                 controls_row = ui.row().classes("items-center")
                 with controls_row:
