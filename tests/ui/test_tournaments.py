@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from nicegui import ui
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one
+from tests.ui.test_access import add_users, signed_in
+from webapp.settings import get_settings
 from webapp.tournament.plan import Contender, Tournament, schedule
 from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
@@ -93,3 +96,24 @@ async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User)
 async def test_an_unknown_tournament_says_so(user: User) -> None:
     await user.open("/tournaments/000000000000")
     await user.should_see(marker="tournament-missing")
+
+
+@pytest.fixture
+def auth_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH", "on")
+    get_settings.cache_clear()
+
+
+async def test_a_viewer_may_look_but_not_start_or_continue(user: User, auth_on: None) -> None:
+    store = TournamentStore((await engine()).store)
+    stored = await store.create(Tournament(models=[Contender.parse("a"), Contender.parse("b")], topics=["Tea?"]))
+    await store.set_status(stored.id, "stopped", "budget reached: test")
+    await add_users(("vic", "viewer"))
+    await signed_in(user, "vic", page="/tournaments")
+    await user.should_see(marker=f"tournament-link-{stored.id}")
+    await user.should_not_see(marker="new-tournament")
+    response = await user.http_client.get("/tournaments/new")
+    assert response.status_code == 403
+    await user.open(f"/tournaments/{stored.id}")
+    await user.should_see(marker="tournament-reason")
+    await user.should_not_see(marker="tournament-continue")

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from webapp.engine import budget as money
 from webapp.engine.formats import get_format
 from webapp.engine.schedule import plan, prepare_config
+from webapp.engine.spending import JUDGE_READ_MARGIN
 from webapp.models import (
     TOPIC_MAX_CHARS,
     Budget,
@@ -34,7 +35,6 @@ MAX_TOPICS = 50
 # What the estimate before each debate assumes a turn reads (the system prompt, the topic and the
 # transcript so far, on average): a round figure, not a measurement.
 INPUT_TOKENS_PER_TURN = 1500
-JUDGE_OUTPUT_TOKENS = 800
 
 
 class Contender(Strict):
@@ -170,10 +170,13 @@ def estimate_debate(tournament: Tournament, slot: Slot, settings: Settings | Non
             return None
         total += cost.usd
     if config.judge.enabled:
-        transcript = len(turns) * tournament.max_tokens
+        # Every judge reads the whole transcript (with the engine's margin for long tokens) and may
+        # write its whole allowance; judging with the order swapped asks each judge twice.
+        transcript = int(len(turns) * tournament.max_tokens * JUDGE_READ_MARGIN) + INPUT_TOKENS_PER_TURN
+        asks = 2 if config.judge.swap_sides else 1
         for spec in config.judge.judges:
-            cost = money.estimate_call(spec, transcript + INPUT_TOKENS_PER_TURN, JUDGE_OUTPUT_TOKENS, settings)
+            cost = money.estimate_call(spec, transcript, spec.max_tokens, settings)
             if cost.usd is None:
                 return None
-            total += cost.usd
+            total += cost.usd * asks
     return total
