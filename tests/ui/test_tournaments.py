@@ -4,6 +4,8 @@ background, and the tournament page shows its progress, cost, live debates and s
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from pathlib import Path
 
 import pytest
 from nicegui import ui
@@ -12,6 +14,7 @@ from nicegui.testing import User
 from tests.ui.helpers import engine, one
 from tests.ui.test_access import add_users, signed_in
 from webapp.settings import get_settings
+from webapp.store.migrations import migrate
 from webapp.tournament.plan import Contender, Tournament, schedule
 from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
@@ -117,3 +120,27 @@ async def test_a_viewer_may_look_but_not_start_or_continue(user: User, auth_on: 
     await user.open(f"/tournaments/{stored.id}")
     await user.should_see(marker="tournament-reason")
     await user.should_not_see(marker="tournament-continue")
+
+
+@pytest.fixture
+def playing_before_start(app_env: Path) -> str:
+    """A tournament the database says was playing when the app stopped (stored before it starts)."""
+    tournament = Tournament(id="feedc0ffee00", models=[Contender.parse("a"), Contender.parse("b")],
+                            topics=["Tea beats coffee"], format="round-limited", rounds=1, created_by="tester")
+    conn = sqlite3.connect(app_env, isolation_level=None)
+    try:
+        migrate(conn)
+        now = tournament.created_at.isoformat()
+        conn.execute("INSERT INTO tournaments (id, name, spec, status, created_by, created_at, updated_at) "
+                     "VALUES (?,?,?,?,?,?,?)", (tournament.id, tournament.name, tournament.model_dump_json(),
+                                                "running", "tester", now, now))
+    finally:
+        conn.close()
+    return tournament.id
+
+
+async def test_a_tournament_that_was_playing_carries_on_when_the_app_starts(playing_before_start: str,
+                                                                            user: User) -> None:
+    assert await finished(playing_before_start) == "completed"
+    debates = await TournamentStore((await engine()).store).debates(playing_before_start)
+    assert list(debates) == ["t0-m0-m1"] and debates["t0-m0-m1"].row.status == "completed"
