@@ -45,7 +45,6 @@ class SlotDebate(BaseModel):
 
     slot: str
     row: DebateRow
-    cost_limit: float | None = None
     winner: str | None = None
     has_verdict: bool = False
 
@@ -139,14 +138,13 @@ class TournamentStore:
     async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
         """Slot key → the debate played for it (uses the unique slot index)."""
         rows = await self.store.fetchall(
-            "SELECT json_extract(config, '$.tournament_slot'), json_extract(config, '$.budget.cost_limit'), "
-            f"{ROW_SELECT} FROM debates "
+            f"SELECT json_extract(config, '$.tournament_slot'), {ROW_SELECT} FROM debates "
             "WHERE json_extract(config, '$.tournament') = ?", (tournament_id,))
         out: dict[str, SlotDebate] = {}
         ids: list[str] = []
         for r in rows:
-            row = Store._row(r[2:])
-            out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row, cost_limit=r[1])
+            row = Store._row(r[1:])
+            out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row)
             ids.append(row.id)
         if ids:
             # The last verdict of each debate (a debate has at most one final verdict event).
