@@ -191,3 +191,16 @@ def test_sigkill_mid_way_then_resume_runs_nothing_twice(tmp_path: Path, topics: 
     assert set(stored_before) <= set(stored), "a finished turn changed after the kill"
     assert asked_after == len(stored) - len(stored_before), "the resume asked again for a finished turn"
 
+
+
+def test_a_model_without_its_key_is_named_before_anything_is_stored(tmp_path: Path, topics: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    db = tmp_path / "t.sqlite3"
+    code, _ = run("tournament", "--db", str(db), "--models", "alpha,beta,openai:gpt-4o-mini,gamma,delta",
+                  "--topics", str(topics))
+    assert code == EXIT_USAGE
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM tournaments").fetchone()[0] == 0

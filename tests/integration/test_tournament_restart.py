@@ -98,3 +98,37 @@ async def test_one_process_plays_a_tournament_at_a_time(tmp_path: Path) -> None:
         assert after is not None and (after.owner, after.lease_until) == (None, None)  # released at the end
     finally:
         await engine.close()
+
+
+async def test_a_stop_pauses_the_playing_debates_and_a_resume_continues_them(tmp_path: Path) -> None:
+    """What Ctrl-C does in the CLI: no further debate starts, the playing one is paused, the tournament
+    says why it stopped; continuing it resumes that same debate."""
+    engine = await Engine.open(tmp_path / "t.sqlite3", settings=Settings(_env_file=None, demo_speed=200))
+    try:
+        store = TournamentStore(engine.store)
+        stored = await store.create(plan())
+        started = asyncio.Event()
+        playing: list[str] = []
+
+        def on_debate(slot: Slot, session: DebateSession, ended: bool) -> None:
+            if not ended:
+                playing.append(session.id)
+                started.set()
+
+        runner = TournamentRunner(engine, stored.id, actor="tester", on_debate=on_debate)
+        task = asyncio.create_task(runner.run())
+        await asyncio.wait_for(started.wait(), timeout=30)
+        runner.request_stop("stopped with Ctrl-C")
+        await runner.pause_playing("tester")
+        row = await asyncio.wait_for(task, timeout=30)
+        assert (row.status, row.stop_reason) == ("stopped", "stopped with Ctrl-C")
+        debates = await store.debates(stored.id)
+        assert list(debates) == ["t0-m0-m1"] and debates["t0-m0-m1"].row.status == "paused"
+
+        engine.settings.demo_speed = 0
+        row = await TournamentRunner(engine, stored.id, actor="tester").run()
+        assert (row.status, row.stop_reason) == ("completed", None)
+        debates = await store.debates(stored.id)
+        assert len(debates) == 3 and debates["t0-m0-m1"].row.id == playing[0]
+    finally:
+        await engine.close()

@@ -23,7 +23,7 @@ from webapp.engine.schedule import ConfigError
 from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
 from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
-from webapp.tournament.plan import Tournament, schedule, slot_config
+from webapp.tournament.plan import Tournament, sample_configs
 from webapp.tournament.runner import TournamentManager
 from webapp.tournament.store import TournamentStore
 
@@ -167,8 +167,8 @@ class Gate:
         plans must be valid, and where a daily limit applies its total budget must fit in what is left
         today. Audited as `tournament`."""
         principal = await self.authorize(Action.CREATE, detail="tournament")
-        for slot in schedule(tournament)[:1] + schedule(tournament)[-1:]:  # the same config but for the cast
-            self.engine.validate(slot_config(tournament, slot))
+        for config in sample_configs(tournament):
+            self.engine.validate(config)
         if self.daily_limit_applies(principal):
             assert self.daily_usd is not None
             if tournament.budget_usd is None:

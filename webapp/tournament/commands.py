@@ -4,6 +4,9 @@ printing each debate as it starts and ends, then the progress and the standings.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import signal
 from pathlib import Path
 from typing import TextIO
 
@@ -14,7 +17,7 @@ from webapp.engine.formats import FORMATS
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.models import JudgeConfig, JudgeSpec
-from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
+from webapp.tournament.plan import Contender, Slot, Tournament, sample_configs, schedule
 from webapp.tournament.runner import TournamentRunner, progress, standings
 from webapp.tournament.store import TournamentBusy, TournamentRow, TournamentStore
 
@@ -86,9 +89,9 @@ def build_tournament(args: argparse.Namespace, actor: str) -> Tournament:
 
 def check_debates(engine: Engine, tournament: Tournament) -> None:
     """Every slot's debate must be valid before the first starts (a missing key, rounds out of range)."""
-    for slot in schedule(tournament)[:1] + schedule(tournament)[-1:]:
+    for config in sample_configs(tournament):
         try:
-            engine.validate(slot_config(tournament, slot))
+            engine.validate(config)
         except ConfigError as exc:
             raise TournamentUsage(str(exc)) from None
 
@@ -125,10 +128,26 @@ async def run(engine: Engine, args: argparse.Namespace, actor: str, out: TextIO)
             out.write(f"  playing {session.id}: {describe(tournament, slot)}\n")
         out.flush()
 
+    runner = TournamentRunner(engine, tournament.id, actor=actor, on_debate=on_debate)
+    loop = asyncio.get_running_loop()
+    pausing: list[asyncio.Task[None]] = []
+
+    def on_sigint() -> None:  # Ctrl-C: no further debate, the playing ones paused; `--resume` continues
+        if not runner.stop_requested:
+            out.write("\nStopping (Ctrl-C): pausing the debates playing now…\n")
+            runner.request_stop("stopped with Ctrl-C")
+            pausing.append(loop.create_task(runner.pause_playing(actor)))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform/thread
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
-        row = await TournamentRunner(engine, tournament.id, actor=actor, on_debate=on_debate).run()
+        row = await runner.run()
     except TournamentBusy as exc:
         raise TournamentUsage(str(exc)) from None
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+        await asyncio.gather(*pausing, return_exceptions=True)
     await report(store, row, out)
     return row
 

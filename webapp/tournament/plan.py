@@ -156,6 +156,12 @@ def slot_config(tournament: Tournament, slot: Slot, cost_limit: float | None = N
     )
 
 
+def sample_configs(tournament: Tournament) -> list[DebateConfig]:
+    """The debate of every pairing on the first topic: every model and every pairing appears, so
+    validating these (a missing key, rounds the format refuses) checks the whole tournament."""
+    return [slot_config(tournament, slot) for slot in schedule(tournament) if slot.topic == 0 and not slot.swapped]
+
+
 def estimate_debate(tournament: Tournament, slot: Slot, settings: Settings | None = None) -> float | None:
     """The most one slot's debate is expected to cost: each turn reading `INPUT_TOKENS_PER_TURN` and
     writing its whole allowance, plus each judge's verdict over the transcript. None when a model is

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.engine.engine import Engine
-from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.store import (
@@ -121,6 +121,19 @@ class TournamentRunner:
         # Told of each debate as it starts or resumes (False) and as it stops (True): the CLI prints it.
         self.on_debate = on_debate
         self.stop_requested = False
+        self.stop_reason = "stopped by a person"
+        self.sessions: dict[str, DebateSession] = {}  # the debates playing now
+
+    def request_stop(self, reason: str = "stopped by a person") -> None:
+        """Start no further debate; those playing go on (see `pause_playing`)."""
+        self.stop_requested = True
+        self.stop_reason = reason
+
+    async def pause_playing(self, actor: str) -> None:
+        """Pause the debates playing now (a resume continues them where they were)."""
+        for session in list(self.sessions.values()):
+            with contextlib.suppress(TransitionNotAllowed):
+                await session.pause(actor=actor)
 
     async def run(self) -> TournamentRow:
         """Play every slot without a finished debate; returns the tournament as it ends. Cancelled (a
@@ -163,7 +176,6 @@ class TournamentRunner:
                 await free.acquire()
                 if self.stop_requested:
                     free.release()
-                    reason = "stopped by a person"
                     break
                 cost_limit = None
                 if existing is None:
@@ -180,9 +192,12 @@ class TournamentRunner:
                     log.exception("tournament %s: slot %s could not start", tournament.id, slot.key)
                     free.release()
                     continue
+                self.sessions[session.id] = session
                 tasks.add(asyncio.create_task(self._play(tournament, slot, session, actor, free)))
             if tasks:
                 await asyncio.gather(*tasks)
+            if self.stop_requested and reason is None:
+                reason = self.stop_reason
         except BaseException:
             for task in tasks:
                 task.cancel()
@@ -215,6 +230,7 @@ class TournamentRunner:
         except Exception:  # one debate that fails must not stop the others; the end reports it
             log.exception("tournament %s: slot %s failed", tournament.id, slot.key)
         finally:
+            self.sessions.pop(session.id, None)
             free.release()
 
     async def _session(self, tournament: Tournament, slot: Slot, existing: SlotDebate | None,
@@ -300,7 +316,7 @@ class TournamentManager:
         entry = self.runners.get(tournament_id)
         if entry is None or entry[1].done():
             return False
-        entry[0].stop_requested = True
+        entry[0].request_stop()
         return True
 
     async def resume_unfinished(self) -> list[str]:
