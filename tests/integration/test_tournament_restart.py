@@ -132,3 +132,26 @@ async def test_a_stop_pauses_the_playing_debates_and_a_resume_continues_them(tmp
         assert len(debates) == 3 and debates["t0-m0-m1"].row.id == playing[0]
     finally:
         await engine.close()
+
+
+async def test_no_more_debates_play_at_once_than_the_concurrency(tmp_path: Path) -> None:
+    engine = await Engine.open(tmp_path / "t.sqlite3", settings=Settings(_env_file=None, demo_speed=2000))
+    try:
+        store = TournamentStore(engine.store)
+        stored = await store.create(plan().model_copy(update={"concurrency": 2, "swap_sides": True}))
+        playing: set[str] = set()
+        most = 0
+
+        def on_debate(slot: Slot, session: DebateSession, ended: bool) -> None:
+            nonlocal most
+            if ended:
+                playing.discard(session.id)
+            else:
+                playing.add(session.id)
+                most = max(most, len(playing))
+
+        row = await TournamentRunner(engine, stored.id, on_debate=on_debate).run()
+        assert row.status == "completed" and len(await store.debates(stored.id)) == 6
+        assert most == 2
+    finally:
+        await engine.close()
