@@ -13,11 +13,13 @@ from nicegui.testing import User
 
 from tests.ui.helpers import engine, one
 from tests.ui.test_access import add_users, signed_in
+from webapp.access.roles import LOCAL
 from webapp.settings import get_settings
 from webapp.store.migrations import migrate
 from webapp.tournament.plan import Contender, Tournament, schedule
 from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
+from webapp.ui.auth import gate as auth_gate
 
 HOSTILE = "<img src=x onerror=alert(1)> Should cities ban cars?"
 
@@ -36,16 +38,16 @@ async def finished(tournament_id: str) -> str:
 async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -> None:
     await user.open("/")
     user.find(marker="nav-tournaments").click()
-    await user.should_see(marker="no-tournaments")
+    await user.should_see(marker="no-tournaments", retries=50)
     user.find(marker="new-tournament").click()
-    await user.should_see(marker="tournament-form")
+    await user.should_see(marker="tournament-form", retries=50)
     user.find(marker="t-topics").type("Cities should ban private cars\nHomework should be abolished")
     for element in user.find(marker="t-format").elements:
         element.value = "round-limited"
     for element in user.find(marker="t-rounds").elements:
         element.value = 1
     user.find(marker="t-start").click()
-    await user.should_see(marker="tournament-progress")
+    await user.should_see(marker="tournament-progress", retries=50)
 
     rows = await TournamentStore((await engine()).store).all()
     assert len(rows) == 1
@@ -59,7 +61,7 @@ async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -
 
     await user.open(f"/tournaments/{tournament.id}")
     assert one(user, "tournament-done").text == "Debates done: 12 / 12"
-    await user.should_see(marker="tournament-status-completed")
+    await user.should_see(marker="tournament-status-completed", retries=50)
     assert one(user, "tournament-cost").text.startswith("Cost so far: $")
     table = next(e for e in one(user, "standings-table").descendants(include_self=True) if isinstance(e, ui.table))
     assert sorted(r["model"] for r in table.rows) == ["demo:alpha", "demo:beta", "demo:gamma"]
@@ -75,7 +77,7 @@ async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -
 async def test_the_form_names_what_is_wrong(user: User) -> None:
     await user.open("/tournaments/new")
     user.find(marker="t-start").click()  # no topics
-    await user.should_see("topics")
+    await user.should_see("topics", retries=50)
     assert await TournamentStore((await engine()).store).all() == []
 
 
@@ -95,6 +97,12 @@ async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User)
     await user.should_see(marker="tournament-continue")
     await user.should_see(HOSTILE[:40])
 
+    # Continuing it with a budget that fits (what the Continue button asks the gate) plays it to the end.
+    await auth_gate(LOCAL).continue_tournament(stored.id, await runtime.current().tournaments(), budget_usd=5.0)
+    assert await finished(stored.id) == "completed"
+    row = await store.get(stored.id)
+    assert row is not None and row.tournament.budget_usd == 5.0 and row.stop_reason is None
+
 
 async def test_an_unknown_tournament_says_so(user: User) -> None:
     await user.open("/tournaments/000000000000")
@@ -113,7 +121,7 @@ async def test_a_viewer_may_look_but_not_start_or_continue(user: User, auth_on: 
     await store.set_status(stored.id, "stopped", "budget reached: test")
     await add_users(("vic", "viewer"))
     await signed_in(user, "vic", page="/tournaments")
-    await user.should_see(marker=f"tournament-link-{stored.id}")
+    await user.should_see(marker=f"tournament-link-{stored.id}", retries=50)
     await user.should_not_see(marker="new-tournament")
     response = await user.http_client.get("/tournaments/new")
     assert response.status_code == 403
