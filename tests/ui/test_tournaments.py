@@ -29,7 +29,7 @@ async def finished(tournament_id: str) -> str:
     manager = await runtime.current().tournaments()
     entry = manager.runners.get(tournament_id)
     if entry is not None:
-        await asyncio.wait_for(asyncio.shield(entry[1]), timeout=30)
+        await asyncio.wait_for(asyncio.shield(entry[1]), timeout=120)
     row = await TournamentStore((await engine()).store).get(tournament_id)
     assert row is not None
     return row.status
