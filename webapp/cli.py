@@ -18,6 +18,8 @@
     migrate-store --from sqlite:PATH --to postgresql://…
                              copy every debate, account, share link and audit row to another store,
                              verifying counts and each debate's checksum
+    tournament --models A,B,C --topics FILE [--format F] [--swap-sides] [--budget USD] [--concurrency N]
+    tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
 
 Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
 twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
@@ -71,6 +73,7 @@ from webapp.terminal import (
     print_verdict,
     terminal_output,
 )
+from webapp.tournament import commands as tournament_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
@@ -709,12 +712,22 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("disable", "stop an account from signing in"), ("enable", "let a disabled account in again"),
                        ("passwd", "set a new password (from stdin or a prompt)")):
         users_sub.add_parser(name, parents=[common], help=text).add_argument("name")
+    tournament_commands.add_parser(sub, common)
     return parser
+
+
+async def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db, _settings(args)) as engine:
+        try:
+            row = await tournament_commands.run(engine, args, ACTOR, out)
+        except tournament_commands.TournamentUsage as exc:
+            raise UsageError(str(exc)) from None
+    return EXIT_OK if row.status == "completed" else EXIT_STOPPED
 
 
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "judges": cmd_judges, "delete": cmd_delete, "users": cmd_users}
+            "judges": cmd_judges, "delete": cmd_delete, "users": cmd_users, "tournament": cmd_tournament}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -245,6 +245,9 @@ class DebateConfig(Strict):
     series: str | None = Field(default=None, max_length=64, description=(
         "id of the series of side-swapped rematches this debate belongs to (the first debate's id)"))
     rematch_of: str | None = Field(default=None, max_length=64, description="the debate this one re-runs")
+    tournament: str | None = Field(default=None, max_length=64, description="the tournament this debate is part of")
+    tournament_slot: str | None = Field(default=None, max_length=64, description=(
+        "its pairing's stable key in that tournament (one debate per slot: see webapp.tournament.plan)"))
 
     @field_validator("topic")
     @classmethod

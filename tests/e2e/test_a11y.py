@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -191,3 +192,31 @@ def test_the_sign_in_page_passes_axe(tmp_path: Path, browser: Browser, scheme: s
     with launch_server(tmp_path, extra_env={"ROSTRUM_AUTH": "on"}, log_name="a11y-login-server.log") as base:
         found = {path: audit(browser, base + path, scheme, "h1") for path in ("/login", "/no/such/page")}
     assert found == {path: [] for path in found}, json.dumps(found, indent=1)
+
+
+_TOURNAMENTS: dict[Path, str] = {}
+
+
+def finished_tournament(site: Site) -> str:
+    """The id of a small demo tournament played by the CLI (once per site)."""
+    if site.db not in _TOURNAMENTS:
+        topics = site.workdir / "topics.txt"
+        topics.write_text("Are tournaments fair?\n", encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "webapp", "tournament", "--models", "alpha,beta", "--topics",
+                               str(topics), "--format", "round-limited", "--rounds", "1", "--db", str(site.db)],
+                              cwd=site.workdir, env=site.env("0"), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        found = re.search(r"Tournament ([0-9a-f]{12})", done.stdout)
+        assert found is not None, done.stdout
+        _TOURNAMENTS[site.db] = found.group(1)
+    return _TOURNAMENTS[site.db]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_tournament_pages_pass_axe(site: Site, browser: Browser, scheme: str) -> None:
+    page = f"{site.base}/tournaments/{finished_tournament(site)}"
+    found = {
+        "new": audit(browser, f"{site.base}/tournaments/new", scheme, "h1"),
+        "tournament": audit(browser, page, scheme, ".q-table"),
+    }
+    assert found == {name: [] for name in found}, json.dumps(found, indent=1)

@@ -23,6 +23,9 @@ from webapp.engine.schedule import ConfigError
 from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
 from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
+from webapp.tournament.plan import Tournament, sample_configs
+from webapp.tournament.runner import TournamentManager
+from webapp.tournament.store import TournamentStore
 
 log = logging.getLogger("rostrum.access")
 
@@ -156,6 +159,49 @@ class Gate:
         await self.accounts.audit(principal.actor, "rematch", session.id, detail={
             "rematch_of": original.id, "series": config.series, "topic": config.topic[:200]})
         return session
+
+    # --- tournaments --------------------------------------------------------------------------
+
+    async def start_tournament(self, tournament: Tournament, manager: TournamentManager) -> Tournament:
+        """Store a tournament and start playing it: authorised like creating a debate; every debate it
+        plans must be valid, and where a daily limit applies its total budget must fit in what is left
+        today. Audited as `tournament`."""
+        principal = await self.authorize(Action.CREATE, detail="tournament")
+        for config in sample_configs(tournament):
+            self.engine.validate(config)
+        if self.daily_limit_applies(principal):
+            assert self.daily_usd is not None
+            if tournament.budget_usd is None:
+                raise ConfigError("budget_usd", f"a total budget is required: each person may commit at most "
+                                  f"${self.daily_usd:.2f} a day")
+            remaining = max(0.0, self.daily_usd - await self.daily_spend(principal))
+            if tournament.budget_usd > remaining + 1e-9:
+                raise ConfigError("budget_usd", f"${tournament.budget_usd:.2f} is more than you have left today: "
+                                  f"${remaining:.2f} of your ${self.daily_usd:.2f} daily limit")
+        stored = await TournamentStore(self.engine.store).create(
+            tournament.model_copy(update={"created_by": principal.actor}))
+        await self.accounts.audit(principal.actor, "tournament", None, detail={"tournament": stored.id,
+                                                                                "name": stored.name[:200]})
+        manager.start(stored.id, actor=principal.actor)
+        return stored
+
+    async def continue_tournament(self, tournament_id: str, manager: TournamentManager,
+                                  budget_usd: float | None = None) -> None:
+        """Play a stopped tournament on (with a new total budget, if given); audited."""
+        principal = await self.authorize(Action.RESUME, detail="tournament")
+        store = TournamentStore(self.engine.store)
+        if budget_usd is not None:
+            await store.set_budget(tournament_id, budget_usd)
+        await self.accounts.audit(principal.actor, "continue_tournament", None,
+                                  detail={"tournament": tournament_id, "budget_usd": budget_usd})
+        manager.start(tournament_id, actor=principal.actor)
+
+    async def stop_tournament(self, tournament_id: str, manager: TournamentManager) -> bool:
+        """Start no further debate of a tournament (those running finish); audited."""
+        principal = await self.authorize(Action.STOP, detail="tournament")
+        stopping = manager.request_stop(tournament_id)
+        await self.accounts.audit(principal.actor, "stop_tournament", None, detail={"tournament": tournament_id})
+        return stopping
 
     async def daily_spend(self, principal: Principal | None = None) -> float:
         principal = principal or self.principal

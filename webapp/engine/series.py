@@ -68,6 +68,8 @@ def rematch_config(config: DebateConfig, original_id: str) -> DebateConfig:
     data["participants"] = [p.model_dump(mode="json") for p in swapped_participants(config)]
     data["rematch_of"] = original_id
     data["series"] = config.series or original_id
+    # A rematch is a debate of its own, outside any tournament (whose slot has its one debate already).
+    data["tournament"] = data["tournament_slot"] = None
     return DebateConfig.model_validate(data)
 
 

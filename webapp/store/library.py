@@ -194,8 +194,9 @@ class Library:
     async def items(self, kind: Kind | None = None) -> list[LibraryItem]:
         """Every item (of one kind), by name."""
         where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
+        # `name` sorts without case on both stores (SQLite: COLLATE NOCASE; PostgreSQL: citext).
         rows = await self.store.fetchall(
-            f"SELECT {', '.join(_COLUMNS)} FROM library {where} ORDER BY kind, name", params)  # both columns sort without case
+            f"SELECT {', '.join(_COLUMNS)} FROM library {where} ORDER BY kind, name", params)
         return [self._item(r) for r in rows]
 
     async def get(self, item_id: str) -> LibraryItem:

@@ -148,6 +148,28 @@ MIGRATIONS: list[Migration] = [
         UNIQUE (kind, name)
     );
     """),
+    # Tournaments: the plan (a JSON `Tournament`), where it stands, why it stopped, and which process
+    # plays it (`owner`, until `lease_until` unless renewed: one player at a time). Its debates are
+    # ordinary debates whose config names the tournament and the slot; the unique index is what makes
+    # "one debate per slot" hold even when two processes (or a rerun after a crash) try to create one.
+    Migration("009_tournaments", """
+    CREATE TABLE tournaments (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'planned',
+        stop_reason TEXT,
+        created_by TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        owner TEXT,
+        lease_until TEXT
+    );
+    CREATE INDEX tournaments_created ON tournaments (created_at DESC);
+    CREATE UNIQUE INDEX debates_tournament_slot ON debates (
+        json_extract(config, '$.tournament'), json_extract(config, '$.tournament_slot'))
+        WHERE json_extract(config, '$.tournament') IS NOT NULL;
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

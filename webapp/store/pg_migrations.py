@@ -124,6 +124,24 @@ MIGRATIONS: list[Migration] = [
         UNIQUE (kind, name)
     );
     """),
+    Migration("009_tournaments", """
+    CREATE TABLE tournaments (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'planned',
+        stop_reason TEXT,
+        created_by TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        owner TEXT,
+        lease_until TEXT
+    );
+    CREATE INDEX tournaments_created ON tournaments (created_at DESC);
+    CREATE UNIQUE INDEX debates_tournament_slot ON debates (
+        (config::jsonb ->> 'tournament'), (config::jsonb ->> 'tournament_slot'))
+        WHERE (config::jsonb ->> 'tournament') IS NOT NULL;
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

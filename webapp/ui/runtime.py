@@ -17,6 +17,7 @@ from webapp.engine.engine import Engine
 from webapp.live import LiveHub
 from webapp.settings import get_settings
 from webapp.store import StoreError
+from webapp.tournament.runner import TournamentManager
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,7 @@ class Runtime:
     def __init__(self) -> None:
         self.engine_: Engine | None = None
         self.hub_: LiveHub | None = None
+        self.tournaments_: TournamentManager | None = None
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
         self.login_throttle = LoginThrottle()
@@ -44,6 +46,14 @@ class Runtime:
             if recovered:
                 log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
                             len(recovered), ", ".join(recovered))
+            # Tournaments belong to the app like debates; those that were playing carry on (their
+            # interrupted debates are resumed by them, the missing ones created).
+            self.tournaments_ = TournamentManager(
+                self.engine_, task_factory=lambda coro: background_tasks.create(coro, name="tournament"))
+            resumed = await self.tournaments_.resume_unfinished()
+            if resumed:
+                log.warning("%d tournament(s) were playing before the restart and continue: %s",
+                            len(resumed), ", ".join(resumed))
             # After the first requests (a full collection takes a noticeable moment at start-up).
             asyncio.get_running_loop().call_later(2.0, tune_garbage_collection)
         except BaseException as exc:
@@ -56,17 +66,25 @@ class Runtime:
             self.ready.set()
 
     async def stop(self) -> None:
+        if self.tournaments_ is not None:
+            await self.tournaments_.close()
         if self.hub_ is not None:
             self.hub_.close()
         if self.engine_ is not None:
             await self.engine_.close()
         self.engine_ = self.hub_ = None
+        self.tournaments_ = None
 
     async def engine(self) -> Engine:
         await self.ready.wait()
         if self.engine_ is None:
             raise RuntimeError(f"the engine is not available: {self.failure}")
         return self.engine_
+
+    async def tournaments(self) -> TournamentManager:
+        await self.engine()
+        assert self.tournaments_ is not None
+        return self.tournaments_
 
     async def hub(self) -> LiveHub:
         await self.engine()

@@ -110,6 +110,9 @@ class DebateView:
             heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
             # The format, the status and when it was made: one element, re-written when the status changes.
             self.status_view = ui.html("", sanitize=False).classes("row w-full items-center gap-3")
+            if state.config.tournament and principal.kind != "share-link":
+                ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
+                    .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
             with ui.row().classes("w-full items-center gap-2"):
                 self.controls = Controls(self.session, self.gate, after=self.sync)

@@ -1,0 +1,154 @@
+"""Tournament pages with the `user` fixture: the form creates a tournament that plays in the app's
+background, and the tournament page shows its progress, cost, live debates and standings."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+from nicegui import ui
+from nicegui.testing import User
+
+from tests.ui.helpers import engine, one
+from tests.ui.test_access import add_users, signed_in
+from webapp.access.roles import LOCAL
+from webapp.settings import get_settings
+from webapp.store.migrations import migrate
+from webapp.tournament.plan import Contender, Tournament, schedule
+from webapp.tournament.store import TournamentStore
+from webapp.ui import runtime
+from webapp.ui.auth import gate as auth_gate
+
+HOSTILE = "<img src=x onerror=alert(1)> Should cities ban cars?"
+
+
+async def finished(tournament_id: str) -> str:
+    """The tournament's status once the app's background has finished playing it."""
+    manager = await runtime.current().tournaments()
+    entry = manager.runners.get(tournament_id)
+    if entry is not None:
+        await asyncio.wait_for(asyncio.shield(entry[1]), timeout=120)
+    row = await TournamentStore((await engine()).store).get(tournament_id)
+    assert row is not None
+    return row.status
+
+
+async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -> None:
+    await user.open("/")
+    user.find(marker="nav-tournaments").click()
+    await user.should_see(marker="no-tournaments", retries=50)
+    user.find(marker="new-tournament").click()
+    await user.should_see(marker="tournament-form", retries=50)
+    user.find(marker="t-topics").type("Cities should ban private cars\nHomework should be abolished")
+    for element in user.find(marker="t-format").elements:
+        element.value = "round-limited"
+    for element in user.find(marker="t-rounds").elements:
+        element.value = 1
+    user.find(marker="t-start").click()
+    await user.should_see(marker="tournament-progress", retries=50)
+
+    rows = await TournamentStore((await engine()).store).all()
+    assert len(rows) == 1
+    tournament = rows[0].tournament
+    assert [m.label for m in tournament.models] == ["demo:alpha", "demo:beta", "demo:gamma"]
+    assert tournament.topics == ["Cities should ban private cars", "Homework should be abolished"]
+    assert tournament.swap_sides and tournament.created_by  # the form's default; who started it is kept
+    assert await finished(tournament.id) == "completed"
+    debates = await TournamentStore((await engine()).store).debates(tournament.id)
+    assert sorted(debates) == sorted(slot.key for slot in schedule(tournament))
+
+    await user.open(f"/tournaments/{tournament.id}")
+    assert one(user, "tournament-done").text == "Debates done: 12 / 12"
+    await user.should_see(marker="tournament-status-completed", retries=50)
+    assert one(user, "tournament-cost").text.startswith("Cost so far: $")
+    table = next(e for e in one(user, "standings-table").descendants(include_self=True) if isinstance(e, ui.table))
+    assert sorted(r["model"] for r in table.rows) == ["demo:alpha", "demo:beta", "demo:gamma"]
+    assert sum(r["played"] for r in table.rows) == 2 * 12
+    assert len(list(user.find(marker="tournament-slot").elements)) == 12
+
+    await user.open("/tournaments")
+    await user.should_see(marker=f"tournament-link-{tournament.id}")
+    await user.open(f"/debate/{debates['t0-m0-m1'].row.id}")  # each debate links back to its tournament
+    assert one(user, "tournament-link").props["href"] == f"/tournaments/{tournament.id}"
+
+
+async def test_the_form_names_what_is_wrong(user: User) -> None:
+    await user.open("/tournaments/new")
+    user.find(marker="t-start").click()  # no topics
+    await user.should_see("topics", retries=50)
+    assert await TournamentStore((await engine()).store).all() == []
+
+
+async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User) -> None:
+    store = TournamentStore((await engine()).store)
+    plan = Tournament(name="<b>bold</b> cup", models=[Contender.parse("a"), Contender.parse("b")], topics=[HOSTILE],
+                      format="round-limited", rounds=1, budget_usd=0.0001)
+    stored = await store.create(plan)
+    (await runtime.current().tournaments()).start(stored.id, actor="tester")
+    assert await finished(stored.id) == "stopped"  # not even one debate fits in the budget
+
+    await user.open(f"/tournaments/{stored.id}")
+    assert one(user, "tournament-name").text == "<b>bold</b> cup"  # shown as text, never as markup
+    assert one(user, "tournament-reason").text.startswith("Stopped: budget reached")
+    assert one(user, "tournament-done").text == "Debates done: 0 / 1"
+    assert one(user, "tournament-cost").text == "Cost so far: $0 of $0.0001 budget"
+    await user.should_see(marker="tournament-continue")
+    await user.should_see(HOSTILE[:40])
+
+    # Continuing it with a budget that fits (what the Continue button asks the gate) plays it to the end.
+    await auth_gate(LOCAL).continue_tournament(stored.id, await runtime.current().tournaments(), budget_usd=5.0)
+    assert await finished(stored.id) == "completed"
+    row = await store.get(stored.id)
+    assert row is not None and row.tournament.budget_usd == 5.0 and row.stop_reason is None
+
+
+async def test_an_unknown_tournament_says_so(user: User) -> None:
+    await user.open("/tournaments/000000000000")
+    await user.should_see(marker="tournament-missing")
+
+
+@pytest.fixture
+def auth_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH", "on")
+    get_settings.cache_clear()
+
+
+async def test_a_viewer_may_look_but_not_start_or_continue(user: User, auth_on: None) -> None:
+    store = TournamentStore((await engine()).store)
+    stored = await store.create(Tournament(models=[Contender.parse("a"), Contender.parse("b")], topics=["Tea?"]))
+    await store.set_status(stored.id, "stopped", "budget reached: test")
+    await add_users(("vic", "viewer"))
+    await signed_in(user, "vic", page="/tournaments")
+    await user.should_see(marker=f"tournament-link-{stored.id}", retries=50)
+    await user.should_not_see(marker="new-tournament")
+    response = await user.http_client.get("/tournaments/new")
+    assert response.status_code == 403
+    await user.open(f"/tournaments/{stored.id}")
+    await user.should_see(marker="tournament-reason")
+    await user.should_not_see(marker="tournament-continue")
+
+
+@pytest.fixture
+def playing_before_start(app_env: Path) -> str:
+    """A tournament the database says was playing when the app stopped (stored before it starts)."""
+    tournament = Tournament(id="feedc0ffee00", models=[Contender.parse("a"), Contender.parse("b")],
+                            topics=["Tea beats coffee"], format="round-limited", rounds=1, created_by="tester")
+    conn = sqlite3.connect(app_env, isolation_level=None)
+    try:
+        migrate(conn)
+        now = tournament.created_at.isoformat()
+        conn.execute("INSERT INTO tournaments (id, name, spec, status, created_by, created_at, updated_at) "
+                     "VALUES (?,?,?,?,?,?,?)", (tournament.id, tournament.name, tournament.model_dump_json(),
+                                                "running", "tester", now, now))
+    finally:
+        conn.close()
+    return tournament.id
+
+
+async def test_a_tournament_that_was_playing_carries_on_when_the_app_starts(playing_before_start: str,
+                                                                            user: User) -> None:
+    assert await finished(playing_before_start) == "completed"
+    debates = await TournamentStore((await engine()).store).debates(playing_before_start)
+    assert list(debates) == ["t0-m0-m1"] and debates["t0-m0-m1"].row.status == "completed"

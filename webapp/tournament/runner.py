@@ -1,0 +1,336 @@
+"""Playing a tournament: at most `concurrency` debates at once, the total budget checked (against an
+estimate) before each new debate, a clean stop with a recorded reason, and resuming after a restart.
+
+Nothing is remembered in memory that the store does not also say: the debate of each slot is found by
+its config (`tournament`, `tournament_slot`), so a rerun after a crash continues the unfinished debates
+and creates only the missing ones; the unique slot index refuses a second debate for a slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from webapp.engine.engine import Engine
+from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
+from webapp.engine.runner import DebateSession
+from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
+from webapp.tournament.store import (
+    LEASE_S,
+    SlotDebate,
+    TournamentBusy,
+    TournamentRow,
+    TournamentStore,
+    owner_name,
+)
+
+log = logging.getLogger(__name__)
+
+TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
+TaskFactory = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+
+@dataclass
+class Standing:
+    """One model's results in the tournament's finished, judged debates."""
+
+    label: str
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+
+    @property
+    def played(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    @property
+    def points(self) -> float:
+        return self.wins + 0.5 * self.ties
+
+
+@dataclass
+class Progress:
+    """Where a tournament stands, read from the store: for its page and the CLI."""
+
+    row: TournamentRow
+    slots: list[Slot]
+    debates: dict[str, SlotDebate]
+    done: int = 0
+    spent: float = 0.0
+    eta_seconds: float | None = None
+    live: list[SlotDebate] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.slots)
+
+
+def standings(tournament: Tournament, debates: dict[str, SlotDebate]) -> list[Standing]:
+    """Wins, losses and ties per model (a verdict without a winner is a tie; no verdict, no result),
+    best first."""
+    table = {m.label: Standing(m.label) for m in tournament.models}
+    for debate in debates.values():
+        if debate.row.status not in TERMINAL or not debate.has_verdict:
+            continue
+        labels = {p.get("id"): f"{p.get('provider')}:{p.get('model')}" for p in debate.row.participants}
+        players = [label for label in labels.values() if label in table]
+        if debate.winner is None:
+            for label in players:
+                table[label].ties += 1
+            continue
+        winner = labels.get(debate.winner)
+        for label in players:
+            if label == winner:
+                table[label].wins += 1
+            else:
+                table[label].losses += 1
+    return sorted(table.values(), key=lambda s: (-s.points, -s.wins, s.label))
+
+
+async def progress(store: TournamentStore, row: TournamentRow) -> Progress:
+    """Debates done out of all slots, money spent, the live debates and an estimate of the time left
+    (the mean length of the finished debates, times what is left, over the concurrency)."""
+    slots = schedule(row.tournament)
+    debates = await store.debates(row.id)
+    keys = {slot.key for slot in slots}
+    mine = {key: debate for key, debate in debates.items() if key in keys}
+    finished = [d for d in mine.values() if d.row.status in TERMINAL]
+    result = Progress(row=row, slots=slots, debates=mine, done=len(finished),
+                      spent=sum(d.row.cost_usd for d in mine.values()),
+                      live=[d for d in mine.values() if d.row.status not in TERMINAL])
+    if finished and result.done < result.total and row.status == "running":
+        mean = sum((d.row.updated_at - d.row.created_at).total_seconds() for d in finished) / len(finished)
+        result.eta_seconds = mean * (result.total - result.done) / row.tournament.concurrency
+    return result
+
+
+class TournamentRunner:
+    """Plays one tournament to its end, or until its budget or a person stops it."""
+
+    def __init__(self, engine: Engine, tournament_id: str, actor: str | None = None,
+                 on_debate: Callable[[Slot, DebateSession, bool], None] | None = None) -> None:
+        self.engine = engine
+        self.store = TournamentStore(engine.store)
+        self.tournament_id = tournament_id
+        self.actor = actor
+        # Told of each debate as it starts or resumes (False) and as it stops (True): the CLI prints it.
+        self.on_debate = on_debate
+        self.stop_requested = False
+        self.stop_reason = "stopped by a person"
+        self.sessions: dict[str, DebateSession] = {}  # the debates playing now
+
+    def request_stop(self, reason: str = "stopped by a person") -> None:
+        """Start no further debate; those playing go on (see `pause_playing`)."""
+        self.stop_requested = True
+        self.stop_reason = reason
+
+    async def pause_playing(self, actor: str) -> None:
+        """Pause the debates playing now (a resume continues them where they were)."""
+        for session in list(self.sessions.values()):
+            with contextlib.suppress(TransitionNotAllowed):
+                await session.pause(actor=actor)
+
+    async def run(self) -> TournamentRow:
+        """Play every slot without a finished debate; returns the tournament as it ends. Cancelled (a
+        shutdown), the tournament stays `running` in the store, so the next start resumes it."""
+        row = await self.store.get(self.tournament_id)
+        if row is None:
+            raise KeyError(self.tournament_id)
+        tournament = row.tournament
+        actor = self.actor or tournament.created_by or "system"
+        owner = owner_name()
+        await self.store.claim(tournament.id, owner)  # raises TournamentBusy: another process plays it
+        heartbeat = asyncio.create_task(self._keep_claim(tournament.id, owner))
+        try:
+            return await self._play_all(tournament, actor)
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            with contextlib.suppress(Exception):  # the store may be closing: the claim then lapses
+                await asyncio.shield(self.store.release(tournament.id, owner))
+
+    async def _keep_claim(self, tournament_id: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            try:
+                await self.store.renew(tournament_id, owner)
+            except Exception:  # a busy or failing store: try again next time (the lease has slack)
+                log.exception("tournament %s: renewing its claim failed", tournament_id)
+
+    async def _play_all(self, tournament: Tournament, actor: str) -> TournamentRow:
+        await self.store.set_status(tournament.id, "running")
+        free = asyncio.Semaphore(tournament.concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+        reason: str | None = None
+        debates = await self.store.debates(tournament.id)  # this runner creates the others itself
+        try:
+            for slot in schedule(tournament):
+                existing = debates.get(slot.key)
+                if existing is not None and existing.row.status in TERMINAL:
+                    continue
+                await free.acquire()
+                if self.stop_requested:
+                    free.release()
+                    break
+                cost_limit = None
+                if existing is None:
+                    refusal, cost_limit = await self._budget_check(tournament, slot)
+                    if refusal is not None:
+                        free.release()
+                        reason = refusal
+                        break
+                # Created (or continued) here, before the next budget check: that check must see this
+                # debate's hard limit as committed.
+                try:
+                    session = await self._session(tournament, slot, existing, cost_limit, actor)
+                except Exception:  # one debate that cannot start must not stop the others; the end says so
+                    log.exception("tournament %s: slot %s could not start", tournament.id, slot.key)
+                    free.release()
+                    continue
+                self.sessions[session.id] = session
+                tasks.add(asyncio.create_task(self._play(tournament, slot, session, actor, free)))
+            if tasks:
+                await asyncio.gather(*tasks)
+            if self.stop_requested and reason is None:
+                reason = self.stop_reason
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return await self._finish(tournament, reason)
+
+    async def _budget_check(self, tournament: Tournament, slot: Slot) -> tuple[str | None, float | None]:
+        """(why the next debate may not start, or None; the hard limit it gets)."""
+        if tournament.budget_usd is None:
+            return None, None
+        estimate = estimate_debate(tournament, slot, self.engine.settings)
+        if estimate is None:
+            return "budget: a model has no known price, so a debate's cost cannot be estimated", None
+        committed = await self.store.committed(tournament.id, TERMINAL)
+        left = tournament.budget_usd - committed
+        if estimate > left:
+            return (f"budget reached: the next debate may cost up to ${estimate:.4f} and "
+                    f"${max(left, 0.0):.4f} of ${tournament.budget_usd:.2f} is left"), None
+        return None, estimate
+
+    async def _play(self, tournament: Tournament, slot: Slot, session: DebateSession, actor: str,
+                    free: asyncio.Semaphore) -> None:
+        try:
+            if self.on_debate is not None:
+                self.on_debate(slot, session, False)
+            await drive(session, actor)
+            if self.on_debate is not None:
+                self.on_debate(slot, session, True)
+        except Exception:  # one debate that fails must not stop the others; the end reports it
+            log.exception("tournament %s: slot %s failed", tournament.id, slot.key)
+        finally:
+            self.sessions.pop(session.id, None)
+            free.release()
+
+    async def _session(self, tournament: Tournament, slot: Slot, existing: SlotDebate | None,
+                       cost_limit: float | None, actor: str) -> DebateSession:
+        """The slot's debate, running: the one stored (continued) or a new one."""
+        if existing is None:
+            config = slot_config(tournament, slot, cost_limit)
+            try:
+                debate_id = await self.engine.create(config, actor=tournament.created_by or actor)
+            except sqlite3.IntegrityError:  # another process created it a moment ago: continue that one
+                found = (await self.store.debates(tournament.id)).get(slot.key)
+                if found is None:
+                    raise
+                existing = found
+            else:
+                session = await self.engine.session(debate_id)
+                session.ensure_running()
+                return session
+        session, _ = await self.engine.continue_debate(existing.row.id, actor=actor)
+        return session
+
+    async def _finish(self, tournament: Tournament, reason: str | None) -> TournamentRow:
+        debates = await self.store.debates(tournament.id)
+        slots = schedule(tournament)
+        unfinished = [debates[s.key].row.id for s in slots if s.key in debates and debates[s.key].row.status
+                      not in TERMINAL]
+        missing = [s for s in slots if s.key not in debates]
+        if reason is None and not unfinished and not missing:
+            await self.store.set_status(tournament.id, "completed")
+        else:
+            if reason is None:
+                reason = (f"{len(unfinished)} debate(s) need a person (failed or waiting): {', '.join(unfinished)}"
+                          if unfinished else f"{len(missing)} debate(s) could not be created")
+            await self.store.set_status(tournament.id, "stopped", reason)
+        row = await self.store.get(tournament.id)
+        assert row is not None
+        return row
+
+
+async def drive(session: DebateSession, actor: str) -> State:
+    """Run one debate until it ends or needs a person. Nobody is there to acknowledge a cost warning,
+    so the tournament does (its own budget is the guard); clarification questions are switched off."""
+    session.ensure_running()
+    while True:
+        status = await session.join()
+        if status is State.AWAITING_ACK:
+            await session.acknowledge_warning(actor=actor)
+            continue
+        return status
+
+
+class TournamentManager:
+    """The tournaments this process is playing (the web app's background; one task each)."""
+
+    def __init__(self, engine: Engine, task_factory: TaskFactory | None = None) -> None:
+        self.engine = engine
+        self.task_factory: TaskFactory = task_factory or asyncio.ensure_future
+        self.runners: dict[str, tuple[TournamentRunner, asyncio.Task[Any]]] = {}
+
+    def running(self, tournament_id: str) -> bool:
+        entry = self.runners.get(tournament_id)
+        return entry is not None and not entry[1].done()
+
+    def start(self, tournament_id: str, actor: str | None = None) -> None:
+        """Play (or continue) a tournament in the background; nothing if it is already playing here."""
+        if self.running(tournament_id):
+            return
+        runner = TournamentRunner(self.engine, tournament_id, actor=actor)
+        self.runners[tournament_id] = (runner, self.task_factory(self._run(runner)))
+
+    async def _run(self, runner: TournamentRunner) -> None:
+        try:
+            await runner.run()
+        except asyncio.CancelledError:
+            raise
+        except TournamentBusy as exc:  # another process plays it: nothing to do here
+            log.info("%s", exc)
+        except Exception:
+            log.exception("tournament %s failed", runner.tournament_id)
+
+    def request_stop(self, tournament_id: str) -> bool:
+        """Start no further debate (those running finish); True if it was playing here."""
+        entry = self.runners.get(tournament_id)
+        if entry is None or entry[1].done():
+            return False
+        entry[0].request_stop()
+        return True
+
+    async def resume_unfinished(self) -> list[str]:
+        """After a restart: continue every tournament the store says was playing."""
+        ids = await TournamentStore(self.engine.store).with_status("running")
+        for tournament_id in ids:
+            self.start(tournament_id)
+        return ids
+
+    async def close(self) -> None:
+        """Cancel the drivers (the debates' runners are the engine's to stop); the store still says
+        `running`, so the next start resumes them."""
+        tasks = [task for _, task in self.runners.values() if not task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.runners.clear()

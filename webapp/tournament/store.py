@@ -1,0 +1,204 @@
+"""Tournaments in the store: their own table (the plan and where it stands) and, read from the debates
+table, the debates played for their slots."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from webapp.models import utcnow
+from webapp.store import DebateRow, Store
+from webapp.store.repository import ROW_SELECT
+from webapp.tournament.plan import Tournament
+
+TournamentStatus = Literal["planned", "running", "stopped", "completed"]
+
+
+class TournamentRow(BaseModel):
+    """One tournament as stored: its plan, its status and why it stopped (if it did)."""
+
+    tournament: Tournament
+    status: TournamentStatus = "planned"
+    stop_reason: str | None = None
+    updated_at: datetime
+    owner: str | None = None
+    lease_until: datetime | None = None
+
+    @property
+    def id(self) -> str:
+        return self.tournament.id
+
+    def claimed(self) -> bool:
+        """Some process holds the claim to play it (this one included) and has not let it lapse."""
+        return bool(self.owner and self.lease_until and self.lease_until > utcnow() and not owner_gone(self.owner))
+
+
+class SlotDebate(BaseModel):
+    """The debate played for one slot, with its winner's participant id once it has a verdict."""
+
+    slot: str
+    row: DebateRow
+    winner: str | None = None
+    has_verdict: bool = False
+
+
+SELECT = "spec, status, stop_reason, updated_at, owner, lease_until"
+LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
+
+
+def owner_name() -> str:
+    """Who plays a tournament: this host and process, and a token (two players in one process differ)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_gone(owner: str) -> bool:
+    """True when `owner` was a process of this host that no longer exists (killed, say): its claim
+    need not be waited out. A process elsewhere cannot be asked: its lease must run out."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, as another user's process
+        return False
+    return False
+
+
+class TournamentBusy(RuntimeError):
+    """Another process is playing this tournament."""
+
+    def __init__(self, tournament_id: str, owner: str) -> None:
+        host, _, rest = owner.partition(":")
+        super().__init__(f"tournament {tournament_id} is being played by process {rest.partition(':')[0]} on "
+                         f"{host}; stop it there, or wait for its claim to lapse ({LEASE_S:g} s after it stops)")
+        self.owner = owner
+
+
+class TournamentStore:
+    """Reads and writes tournaments on the debates' store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create(self, tournament: Tournament) -> Tournament:
+        """Store a new tournament (given a fresh id); returns it as stored."""
+        tournament = tournament.model_copy(update={"id": uuid.uuid4().hex[:12], "created_at": utcnow()})
+        now = utcnow().isoformat()
+        async with self.store.transaction() as db:
+            await db.execute(
+                "INSERT INTO tournaments (id, name, spec, status, created_by, created_at, updated_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (tournament.id, tournament.name, tournament.model_dump_json(), "planned", tournament.created_by,
+                 tournament.created_at.isoformat(), now),
+            )
+        return tournament
+
+    async def get(self, tournament_id: str) -> TournamentRow | None:
+        row = await self.store.fetchone(
+            f"SELECT {SELECT} FROM tournaments WHERE id = ?", (tournament_id,))
+        return self._row(row) if row else None
+
+    async def all(self, limit: int = 100) -> list[TournamentRow]:
+        rows = await self.store.fetchall(
+            f"SELECT {SELECT} FROM tournaments ORDER BY created_at DESC, rowid DESC "
+            "LIMIT ?", (limit,))
+        return [self._row(r) for r in rows]
+
+    async def with_status(self, status: TournamentStatus) -> list[str]:
+        rows = await self.store.fetchall("SELECT id FROM tournaments WHERE status = ? ORDER BY created_at", (status,))
+        return [r[0] for r in rows]
+
+    async def set_status(self, tournament_id: str, status: TournamentStatus, reason: str | None = None) -> None:
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
+                             (status, reason, utcnow().isoformat(), tournament_id))
+
+    async def set_budget(self, tournament_id: str, budget_usd: float | None) -> Tournament:
+        """Change the total budget (to continue a tournament that ran out)."""
+        row = await self.get(tournament_id)
+        if row is None:
+            raise KeyError(tournament_id)
+        tournament = row.tournament.model_copy(update={"budget_usd": budget_usd})
+        tournament = Tournament.model_validate(tournament.model_dump())
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET spec = ?, updated_at = ? WHERE id = ?",
+                             (tournament.model_dump_json(), utcnow().isoformat(), tournament_id))
+        return tournament
+
+    async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
+        """Slot key → the debate played for it (uses the unique slot index)."""
+        rows = await self.store.fetchall(
+            f"SELECT json_extract(config, '$.tournament_slot'), {ROW_SELECT} FROM debates "
+            "WHERE json_extract(config, '$.tournament') = ?", (tournament_id,))
+        out: dict[str, SlotDebate] = {}
+        ids: list[str] = []
+        for r in rows:
+            row = Store._row(r[1:])
+            out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row)
+            ids.append(row.id)
+        if ids:
+            # The last verdict of each debate (a debate has at most one final verdict event).
+            verdicts = await self.store.fetchall(
+                "SELECT debate_id, json_extract(data, '$.verdict.winner'), "
+                "coalesce(json_extract(data, '$.verdict.available'), 1) FROM events "
+                f"WHERE kind = 'verdict' AND debate_id IN ({','.join('?' * len(ids))}) ORDER BY seq", ids)
+            by_id = {debate.row.id: debate for debate in out.values()}
+            for debate_id, winner, available in verdicts:
+                debate = by_id[debate_id]
+                debate.winner = winner
+                debate.has_verdict = bool(available)
+        return out
+
+    async def committed(self, tournament_id: str, terminal: Iterable[str]) -> float:
+        """What the tournament's debates have spent, or may still spend: an ended debate counts what it
+        spent; one still going, its own hard limit (its share of the budget), or its spend if higher."""
+        statuses = list(terminal)
+        marks = ",".join("?" * len(statuses))
+        row = await self.store.fetchone(
+            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
+            "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
+            "WHERE json_extract(config, '$.tournament') = ?", (*statuses, tournament_id))
+        return float(row[0]) if row else 0.0
+
+    async def claim(self, tournament_id: str, owner: str) -> None:
+        """Become the one process playing the tournament; raises `TournamentBusy` while another
+        (alive, or within its lease) is."""
+        now = utcnow()
+        async with self.store.transaction() as db:
+            cursor = await db.execute("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
+            found = await cursor.fetchone()
+            if found is None:
+                raise KeyError(tournament_id)
+            holder, until = found
+            if (holder and holder != owner and until and datetime.fromisoformat(until) > now
+                    and not owner_gone(holder)):
+                raise TournamentBusy(tournament_id, holder)
+            await db.execute("UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ?",
+                             (owner, (now + timedelta(seconds=LEASE_S)).isoformat(), tournament_id))
+
+    async def renew(self, tournament_id: str, owner: str) -> None:
+        until = (utcnow() + timedelta(seconds=LEASE_S)).isoformat()
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET lease_until = ? WHERE id = ? AND owner = ?",
+                             (until, tournament_id, owner))
+
+    async def release(self, tournament_id: str, owner: str) -> None:
+        async with self.store.transaction() as db:
+            await db.execute("UPDATE tournaments SET owner = NULL, lease_until = NULL WHERE id = ? AND owner = ?",
+                             (tournament_id, owner))
+
+    @staticmethod
+    def _row(r: tuple[Any, ...]) -> TournamentRow:
+        return TournamentRow(tournament=Tournament.model_validate(json.loads(r[0])), status=r[1], stop_reason=r[2],
+                             updated_at=datetime.fromisoformat(r[3]), owner=r[4],
+                             lease_until=datetime.fromisoformat(r[5]) if r[5] else None)

@@ -1,0 +1,365 @@
+"""Tournaments: the list `/tournaments`, the form `/tournaments/new` and one tournament's page
+`/tournaments/{id}` (progress, cost against budget, an ETA, the live debates, every debate and the
+standings: wins, losses and ties per model).
+
+The page reads everything from the store (`webapp.tournament.runner.progress`) and reads it again
+every `REFRESH_S` seconds while open: a tournament's state is its debates' rows, which other
+processes may write too. Commands go through the gate; text from people (names, topics, model ids)
+is only ever shown as text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+from nicegui import ui
+from pydantic import ValidationError
+
+from webapp.access.gate import Gate
+from webapp.access.roles import Action, Principal
+from webapp.engine.formats import FORMATS
+from webapp.engine.schedule import ConfigError
+from webapp.store import StoreError
+from webapp.tournament.plan import Contender, Tournament
+from webapp.tournament.runner import Progress, progress, standings
+from webapp.tournament.store import TournamentRow, TournamentStore
+from webapp.ui import runtime
+from webapp.ui.auth import admit
+from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.badges import money, status_badge
+from webapp.ui.components.form_errors import reword
+from webapp.ui.layout import frame, heading
+
+REFRESH_S = 1.0
+STATUS_TEXT = {"planned": "Planned", "running": "Playing", "stopped": "Stopped", "completed": "Completed"}
+STATUS_COLOR = {"planned": "grey-7", "running": "primary", "stopped": "warning", "completed": "positive"}
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def tournament_badge(status: str) -> ui.badge:
+    badge = ui.badge(STATUS_TEXT.get(status, status), color=STATUS_COLOR.get(status, "grey-7")) \
+        .classes("px-2 py-1 text-xs").props("rounded")
+    return badge.mark(f"tournament-status-{status}")
+
+
+# --- the list --------------------------------------------------------------------------------------
+
+
+async def list_page(request: Request) -> Response | None:
+    engine = await runtime.current().engine()
+    admitted = await admit(request, Action.LIST, "see tournaments")
+    if not isinstance(admitted, Principal):
+        return admitted
+    store = TournamentStore(engine.store)
+    rows = await store.all()
+    with frame("/tournaments", admitted):
+        with ui.row().classes("w-full items-center justify-between"):
+            heading("Tournaments")
+            if admitted.can(Action.CREATE):
+                ui.button("New tournament", icon="add", on_click=lambda: ui.navigate.to("/tournaments/new")) \
+                    .props("unelevated no-caps").mark("new-tournament")
+        if not rows:
+            ui.label("No tournaments yet.").classes("text-grey-8").mark("no-tournaments")
+            return None
+        with ui.card().classes("w-full gap-1").mark("tournament-list"):
+            for row in rows:
+                state = await progress(store, row)
+                with ui.row().classes("w-full items-center gap-3").mark("tournament-row"):
+                    ui.link(row.tournament.name, f"/tournaments/{row.id}").mark(f"tournament-link-{row.id}")
+                    tournament_badge(row.status)
+                    ui.label(f"{state.done}/{state.total} debates · {money(state.spent)}").classes("text-sm")
+                    ui.label(f"by {row.tournament.created_by or '–'}").classes("text-sm text-grey-7")
+    return None
+
+
+# --- the form --------------------------------------------------------------------------------------
+
+
+class TournamentForm:
+    """The new-tournament form: a plain dictionary bound to the inputs, checked into a `Tournament`."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.form: dict[str, Any] = {
+            "name": "", "models": "demo:alpha\ndemo:beta\ndemo:gamma", "topics": "", "format": "classic",
+            "rounds": None, "swap_sides": True, "judges": "demo:demo", "budget_usd": None, "concurrency": 2,
+        }
+        self.submitting = False
+
+    def build(self) -> None:
+        with ui.card().classes("w-full gap-3").mark("tournament-form"):
+            ui.input("Name (optional)").bind_value(self.form, "name").props("maxlength=120").classes("w-full") \
+                .mark("t-name")
+            ui.textarea("Models, one per line (provider:model)").bind_value(self.form, "models") \
+                .classes("w-full").mark("t-models")
+            ui.textarea("Topics, one per line").bind_value(self.form, "topics").classes("w-full").mark("t-topics")
+            with ui.row().classes("w-full gap-4 items-center"):
+                ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
+                    .bind_value(self.form, "format").classes("min-w-48").mark("t-format")
+                ui.number("Rounds (format default if empty)", min=1, max=50, precision=0) \
+                    .bind_value(self.form, "rounds").mark("t-rounds")
+                ui.checkbox("Play each pairing twice, sides swapped").bind_value(self.form, "swap_sides") \
+                    .mark("t-swap")
+            ui.textarea("Judges, one per line (provider:model; several make a panel)") \
+                .bind_value(self.form, "judges").classes("w-full").mark("t-judges")
+            with ui.row().classes("w-full gap-4 items-center"):
+                ui.number("Total budget (USD, optional)", min=0, step=0.5).bind_value(self.form, "budget_usd") \
+                    .mark("t-budget")
+                ui.number("Debates at once", min=1, max=16, precision=0).bind_value(self.form, "concurrency") \
+                    .mark("t-concurrency")
+            self.error = ui.label("").classes("text-negative").mark("t-error")
+            self.error.set_visibility(False)
+            self.button = ui.button("Start tournament", icon="emoji_events", on_click=self.submit) \
+                .props("unelevated no-caps").mark("t-start")
+
+    def tournament(self) -> Tournament:
+        judges = [Contender.parse(line) for line in _lines(self.form["judges"])] or [Contender.parse("demo:demo")]
+        data: dict[str, Any] = {
+            "name": (self.form["name"] or "").strip(),
+            "models": [Contender.parse(line) for line in _lines(self.form["models"])],
+            "topics": _lines(self.form["topics"]),
+            "format": self.form["format"],
+            "rounds": int(self.form["rounds"]) if self.form["rounds"] else None,
+            "swap_sides": bool(self.form["swap_sides"]),
+            "judge": {"judges": [{"provider": j.provider, "model": j.model} for j in judges]},
+            "budget_usd": float(self.form["budget_usd"]) if self.form["budget_usd"] else None,
+            "concurrency": int(self.form["concurrency"] or 1),
+        }
+        return Tournament.model_validate(data)
+
+    def show_error(self, text: str) -> None:
+        self.error.text = text
+        self.error.set_visibility(True)
+        ui.notify(text, type="negative", multi_line=True)
+
+    async def submit(self) -> None:
+        if self.submitting:  # a double click must not start two tournaments
+            return
+        self.submitting = True
+        try:
+            try:
+                tournament = self.tournament()
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"] if p != "__root__")
+                self.show_error(f"{where}: {reword(err['msg'], sentence=False)}" if where else err["msg"])
+                return
+            except (KeyError, ValueError) as exc:
+                self.show_error(str(exc))
+                return
+            try:
+                stored = await self.gate.start_tournament(tournament, await runtime.current().tournaments())
+            except ConfigError as exc:
+                self.show_error(f"{exc.field}: {reword(exc.message, sentence=False)}")
+                return
+            except PermissionError as exc:
+                self.show_error(f"Not done: {exc}")
+                return
+            except StoreError as exc:
+                self.show_error(f"Not stored: {exc}")
+                return
+            ui.navigate.to(f"/tournaments/{stored.id}")
+        finally:
+            self.submitting = False
+
+
+async def new_page(request: Request) -> Response | None:
+    await runtime.current().engine()
+    admitted = await admit(request, Action.CREATE, "start tournaments")
+    if not isinstance(admitted, Principal):
+        return admitted
+    with frame("/tournaments", admitted):
+        heading("New tournament")
+        ui.label("Every pair of models debates every topic (twice with sides swapped); one judge or panel "
+                 "rules on all of them. The budget, if given, is checked before each debate starts, against "
+                 "an estimate of its cost; the tournament stops cleanly when the next debate would not fit, "
+                 "and can be continued.").classes("text-sm text-grey-8")
+        TournamentForm(auth_gate(admitted)).build()
+    return None
+
+
+# --- one tournament --------------------------------------------------------------------------------
+
+
+class TournamentView:
+    """One tournament's page body, rebuilt from the store on every refresh."""
+
+    def __init__(self, tournament_id: str, principal: Principal, gate: Gate) -> None:
+        self.tournament_id = tournament_id
+        self.principal = principal
+        self.gate = gate
+        self.last: tuple[Any, ...] | None = None
+        self.playing = False
+        self.elsewhere = False  # another process (the CLI, another server) plays it
+        self.new_budget: ui.number | None = None
+
+    async def load(self) -> Progress | None:
+        engine = await runtime.current().engine()
+        store = TournamentStore(engine.store)
+        row = await store.get(self.tournament_id)
+        return None if row is None else await progress(store, row)
+
+    async def marker(self, state: Progress) -> tuple[Any, ...]:
+        """What the page shows, in short: it is redrawn only when this changes."""
+        self.playing = (await runtime.current().tournaments()).running(self.tournament_id)
+        self.elsewhere = not self.playing and state.row.claimed()
+        return (state.row.status, state.row.stop_reason, state.row.tournament.budget_usd, self.playing, self.elsewhere,
+                tuple(sorted((d.row.id, d.row.status, d.row.turn_count, d.has_verdict)
+                             for d in state.debates.values())))
+
+    async def refresh(self) -> None:
+        state = await self.load()
+        if state is None:
+            return
+        marker = await self.marker(state)
+        if marker != self.last:  # an open page must not redraw every second for nothing
+            self.last = marker
+            self.body.refresh(state)
+
+    @ui.refreshable_method
+    def body(self, state: Progress) -> None:
+        row, tournament = state.row, state.row.tournament
+        with ui.row().classes("w-full items-center gap-3"):
+            heading(tournament.name).mark("tournament-name")
+            tournament_badge(row.status)
+        if row.stop_reason:
+            ui.label(f"Stopped: {row.stop_reason}").classes("text-warning").mark("tournament-reason")
+        with ui.card().classes("w-full gap-2").mark("tournament-progress"):
+            ui.label(f"Debates done: {state.done} / {state.total}").mark("tournament-done")
+            ui.linear_progress(value=state.done / state.total if state.total else 0, show_value=False) \
+                .props("rounded size=10px")
+            budget = f" of {money(tournament.budget_usd)} budget" if tournament.budget_usd is not None else \
+                " (no budget)"
+            ui.label(f"Cost so far: {money(state.spent)}{budget}").mark("tournament-cost")
+            ui.label(f"Time left (estimate): {_duration(state.eta_seconds)}").mark("tournament-eta")
+            ui.label(f"{len(tournament.models)} models · {len(tournament.topics)} topics · format "
+                     f"{tournament.format} · {'sides swapped' if tournament.swap_sides else 'one side each'} · "
+                     f"{tournament.concurrency} at a time · judge "
+                     f"{', '.join(j.label for j in tournament.judge.judges)}").classes("text-sm text-grey-7")
+            self._controls(row)
+        with ui.card().classes("w-full gap-2").mark("tournament-live"):
+            heading("Live debates", 2)
+            if not state.live:
+                ui.label("None right now.").classes("text-grey-8")
+            for debate in state.live:
+                with ui.row().classes("items-center gap-2"):
+                    ui.link(self._title(state, debate.slot), f"/debate/{debate.row.id}").mark("live-debate")
+                    status_badge(debate.row.status, debate.row.interrupted)
+        self._standings(state)
+        self._debates(state)
+
+    def _controls(self, row: TournamentRow) -> None:
+        with ui.row().classes("items-center gap-2"):
+            if self.playing and self.principal.can(Action.STOP):
+                ui.button("Stop after the running debates", icon="stop", on_click=self.stop) \
+                    .props("outline no-caps").mark("tournament-stop")
+            if self.elsewhere:
+                ui.label("Played by another process (the command line, or another server).") \
+                    .classes("text-sm text-grey-8").mark("tournament-elsewhere")
+            elif not self.playing and row.status != "completed" and self.principal.can(Action.RESUME):
+                self.new_budget = ui.number("New total budget (USD, optional)", min=0, step=0.5) \
+                    .mark("tournament-new-budget")
+                ui.button("Continue", icon="play_arrow", on_click=self.resume) \
+                    .props("unelevated no-caps").mark("tournament-continue")
+
+    async def stop(self) -> None:
+        try:
+            await self.gate.stop_tournament(self.tournament_id, await runtime.current().tournaments())
+        except PermissionError as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
+        ui.notify("No further debate will start; the running ones finish.")
+
+    async def resume(self) -> None:
+        field = self.new_budget
+        budget = float(field.value) if field is not None and field.value else None
+        try:
+            await self.gate.continue_tournament(self.tournament_id, await runtime.current().tournaments(), budget)
+        except (PermissionError, ValueError) as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
+        self.last = None
+        await self.refresh()
+
+    @staticmethod
+    def _title(state: Progress, slot_key: str) -> str:
+        tournament = state.row.tournament
+        slot = next((s for s in state.slots if s.key == slot_key), None)
+        if slot is None:
+            return slot_key
+        pro, con = tournament.models[slot.pro].label, tournament.models[slot.con].label
+        return f"{pro} vs {con} — {tournament.topics[slot.topic][:80]}"
+
+    def _standings(self, state: Progress) -> None:
+        with ui.card().classes("w-full gap-2").mark("tournament-standings"):
+            heading("Standings", 2)
+            ui.label("Wins, losses and ties in the finished, judged debates (a verdict without a winner is a "
+                     "tie).").classes("text-sm text-grey-7")
+            columns = [
+                {"name": "model", "label": "Model", "field": "model", "align": "left"},
+                {"name": "played", "label": "Played", "field": "played"},
+                {"name": "wins", "label": "Wins", "field": "wins"},
+                {"name": "losses", "label": "Losses", "field": "losses"},
+                {"name": "ties", "label": "Ties", "field": "ties"},
+                {"name": "points", "label": "Points", "field": "points"},
+            ]
+            rows = [{"model": s.label, "played": s.played, "wins": s.wins, "losses": s.losses, "ties": s.ties,
+                     "points": f"{s.points:g}"} for s in standings(state.row.tournament, state.debates)]
+            ui.table(columns=columns, rows=rows, row_key="model").props("flat dense").classes("w-full") \
+                .mark("standings-table")
+
+    def _debates(self, state: Progress) -> None:
+        with ui.card().classes("w-full gap-1").mark("tournament-debates"):
+            heading("Debates", 2)
+            for slot in state.slots:
+                debate = state.debates.get(slot.key)
+                with ui.row().classes("w-full items-center gap-2 text-sm").mark("tournament-slot"):
+                    title = self._title(state, slot.key)
+                    if debate is None:
+                        ui.label(title).classes("text-grey-7")
+                        ui.label("not started").classes("text-grey-7")
+                        continue
+                    ui.link(title, f"/debate/{debate.row.id}")
+                    status_badge(debate.row.status, debate.row.interrupted)
+                    if debate.has_verdict:
+                        winner = next((f"{p.get('provider')}:{p.get('model')}" for p in debate.row.participants
+                                       if p.get("id") == debate.winner), None)
+                        ui.label(f"winner: {winner}" if winner else "tie")
+                    ui.label(money(debate.row.cost_usd)).classes("text-grey-7")
+
+
+async def page(request: Request, tournament_id: str) -> Response | None:
+    await runtime.current().engine()
+    admitted = await admit(request, Action.LIST, "see tournaments")
+    if not isinstance(admitted, Principal):
+        return admitted
+    view = TournamentView(tournament_id, admitted, auth_gate(admitted))
+    state = await view.load()
+    with frame("/tournaments", admitted):
+        if state is None:
+            heading("Tournament not found")
+            ui.label(f"There is no tournament with id {tournament_id}.").mark("tournament-missing")
+            ui.link("All tournaments", "/tournaments")
+            return None
+        view.last = await view.marker(state)
+        view.body(state)
+        ui.timer(REFRESH_S, view.refresh)
+    return None
