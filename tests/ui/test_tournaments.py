@@ -37,7 +37,8 @@ async def finished(tournament_id: str) -> str:
 
 async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -> None:
     await user.open("/")
-    user.find(marker="nav-tournaments").click()
+    assert '<a href="/tournaments" ' in one(user, "navigation").content
+    await user.open("/tournaments")
     await user.should_see(marker="no-tournaments", retries=50)
     user.find(marker="new-tournament").click()
     await user.should_see(marker="tournament-form", retries=50)

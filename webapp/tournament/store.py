@@ -14,8 +14,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from webapp.models import utcnow
-from webapp.store import DebateRow, Store
-from webapp.store.repository import ROW_SELECT
+from webapp.store import DebateRow
+from webapp.store.protocol import EventStore
+from webapp.store.repository import ROW_SELECT, debate_row
 from webapp.tournament.plan import Tournament
 
 TournamentStatus = Literal["planned", "running", "stopped", "completed"]
@@ -87,7 +88,7 @@ class TournamentBusy(RuntimeError):
 class TournamentStore:
     """Reads and writes tournaments on the debates' store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
 
     async def create(self, tournament: Tournament) -> Tournament:
@@ -143,7 +144,7 @@ class TournamentStore:
         out: dict[str, SlotDebate] = {}
         ids: list[str] = []
         for r in rows:
-            row = Store._row(r[1:])
+            row = debate_row(r[1:])
             out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row)
             ids.append(row.id)
         if ids:
@@ -174,17 +175,20 @@ class TournamentStore:
         """Become the one process playing the tournament; raises `TournamentBusy` while another
         (alive, or within its lease) is."""
         now = utcnow()
+        found = await self.store.fetchone("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
+        if found is None:
+            raise KeyError(tournament_id)
+        holder, until = found
+        if (holder and holder != owner and until and datetime.fromisoformat(until) > now
+                and not owner_gone(holder)):
+            raise TournamentBusy(tournament_id, holder)
+        # Compare and swap: taken only if nobody claimed it since it was read (works on either store).
         async with self.store.transaction() as db:
-            cursor = await db.execute("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
-            found = await cursor.fetchone()
-            if found is None:
-                raise KeyError(tournament_id)
-            holder, until = found
-            if (holder and holder != owner and until and datetime.fromisoformat(until) > now
-                    and not owner_gone(holder)):
-                raise TournamentBusy(tournament_id, holder)
-            await db.execute("UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ?",
-                             (owner, (now + timedelta(seconds=LEASE_S)).isoformat(), tournament_id))
+            done = await db.execute(
+                "UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ? AND coalesce(owner, '') = ?",
+                (owner, (now + timedelta(seconds=LEASE_S)).isoformat(), tournament_id, holder or ""))
+        if done.rowcount == 0:
+            raise TournamentBusy(tournament_id, holder or "another process")
 
     async def renew(self, tournament_id: str, owner: str) -> None:
         until = (utcnow() + timedelta(seconds=LEASE_S)).isoformat()
