@@ -1,0 +1,57 @@
+"""Head-to-head records: for each pair of models, wins, losses and ties, how often the judge panel
+split, and which debates they are (the drill-down of a matrix cell)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from webapp.results.records import DebateResult
+
+
+class PairRecord(BaseModel):
+    """Two models' record against each other, from `a`'s side (`a` < `b` alphabetically)."""
+
+    a: str
+    b: str
+    wins: int = 0  # a's wins
+    losses: int = 0
+    ties: int = 0
+    split: int = 0  # debates whose judge panel disagreed
+    debates: list[str] = []  # debate ids, oldest first
+
+    @property
+    def total(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    @property
+    def split_share(self) -> float:
+        return self.split / self.total if self.total else 0.0
+
+    def seen_from(self, model: str) -> tuple[int, int, int]:
+        """(wins, losses, ties) of `model` in this pair."""
+        return (self.wins, self.losses, self.ties) if model == self.a else (self.losses, self.wins, self.ties)
+
+    def public(self) -> dict[str, object]:
+        return {**self.model_dump(), "split_share": self.split_share}
+
+
+def head_to_head(results: Iterable[DebateResult]) -> list[PairRecord]:
+    """One record per pair of models that met (debates of a model against itself are left out)."""
+    pairs: dict[tuple[str, str], PairRecord] = {}
+    for r in results:
+        if r.a == r.b:
+            continue
+        a, b = sorted((r.a, r.b))
+        record = pairs.setdefault((a, b), PairRecord(a=a, b=b))
+        score = r.score_of(a)
+        if score == 0.5:
+            record.ties += 1
+        elif score > 0.5:
+            record.wins += 1
+        else:
+            record.losses += 1
+        record.split += r.split
+        record.debates.append(r.debate_id)
+    return [pairs[key] for key in sorted(pairs)]
