@@ -129,13 +129,15 @@ class _Unit:
     words_a: int
     words_b: int
     at: datetime
+    debates: tuple[str, ...]
 
 
 def units(results: Sequence[DebateResult], series_only: bool) -> list[_Unit]:
     """The comparisons to rate: each debate between two different models, or (series_only) each
     side-swapped series of two or more debates between one pair, with the pair's mean score."""
     if not series_only:
-        return [_Unit(r.a, r.b, r.score, r.words_a, r.words_b, r.created_at) for r in results if r.a != r.b]
+        return [_Unit(r.a, r.b, r.score, r.words_a, r.words_b, r.created_at, (r.debate_id,))
+                for r in results if r.a != r.b]
     groups: dict[str, list[DebateResult]] = defaultdict(list)
     for r in results:
         groups[r.series_key].append(r)
@@ -148,7 +150,8 @@ def units(results: Sequence[DebateResult], series_only: bool) -> list[_Unit]:
         score = sum(r.score_of(a) for r in members) / len(members)
         words_a = sum(r.words_a if r.a == a else r.words_b for r in members)
         words_b = sum(r.words_b if r.a == a else r.words_a for r in members)
-        out.append(_Unit(a, b, score, words_a, words_b, max(r.created_at for r in members)))
+        out.append(_Unit(a, b, score, words_a, words_b, max(r.created_at for r in members),
+                         tuple(r.debate_id for r in members)))
     out.sort(key=lambda u: u.at)
     return out
 
@@ -192,8 +195,9 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
             s = u.score if model == u.a else 1 - u.score
             record[model][0 if s > 0.5 else 1 if s < 0.5 else 2] += 1
     costs: dict[str, list[float]] = {m: [] for m in models}
+    counted = {debate_id for u in rated for debate_id in u.debates}
     for r in chosen:
-        if r.a in index and r.b in index and r.a != r.b:
+        if r.debate_id in counted:
             costs[r.a].append(r.cost_usd)
             costs[r.b].append(r.cost_usd)
 
@@ -212,7 +216,7 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
 
     return Leaderboard(
         filters=filters, unit="series" if filters.series_only else "debate", comparisons=len(rated),
-        debates=sum(1 for r in chosen if r.a != r.b), ratings=lines(plain),
+        debates=len(counted), ratings=lines(plain),
         style=StyleView(ratings=lines(styled), length_effect=styled.style, length_low=styled.style_low,
                         length_high=styled.style_high),
         pairs=head_to_head(chosen), history=_history(rated, cells(comparisons), models),
