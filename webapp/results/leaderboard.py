@@ -22,14 +22,16 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from webapp.results.head_to_head import PairRecord, head_to_head
-from webapp.results.ratings import Cells, Comparison, cells, fit, point_ratings
 from webapp.results.records import DebateResult, load_results
 from webapp.store import Store
+
+if TYPE_CHECKING:
+    from webapp.results.ratings import Cells
 
 REPS = 100  # bootstrap replicates of the plain fit (LMSYS uses 100 as well)
 STYLE_REPS = 50  # of the style-controlled fit (it has more cells: each is a fit on them)
@@ -90,6 +92,17 @@ class StyleView(BaseModel):
     length_high: float | None
 
 
+class DebateBrief(BaseModel):
+    """What a head-to-head cell's list says about one debate."""
+
+    topic: str
+    a: str
+    b: str
+    score: float  # a's: 1 won, 0 lost, ½ tie
+    split: bool
+    created_at: datetime
+
+
 class HistoryPoint(BaseModel):
     at: datetime
     ratings: dict[str, float]
@@ -107,13 +120,14 @@ class Leaderboard(BaseModel):
     pairs: list[PairRecord]
     history: list[HistoryPoint]
     computed_at: datetime
+    details: dict[str, DebateBrief] = {}  # debate id -> its line in a head-to-head list (not in `public()`)
 
     def pair(self, a: str, b: str) -> PairRecord | None:
         x, y = sorted((a, b))
         return next((p for p in self.pairs if p.a == x and p.b == y), None)
 
     def public(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude={"pairs"})
+        data = self.model_dump(mode="json", exclude={"pairs", "details"})
         data["filters"]["debate_ids"] = sorted(self.filters.debate_ids) if self.filters.debate_ids else None
         data["pairs"] = [p.public() for p in self.pairs]
         return data
@@ -163,6 +177,8 @@ def _style(u: _Unit) -> float:
 
 def _history(rated: list[_Unit], grid: Cells, models: list[str]) -> list[HistoryPoint]:
     """Point ratings on the comparisons up to each of a few moments (no intervals: a trend line)."""
+    from webapp.results.ratings import point_ratings
+
     if not rated:
         return []
     step = max(1, len(rated) // HISTORY_POINTS)
@@ -182,6 +198,9 @@ def _history(rated: list[_Unit], grid: Cells, models: list[str]) -> list[History
 def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, reps: int = REPS,
             style_reps: int = STYLE_REPS) -> Leaderboard:
     """The board for `filters` over `results` (CPU only: no store)."""
+    # numpy and scipy load on the first board, not with the app (they take a second or more to import).
+    from webapp.results.ratings import Comparison, cells, fit
+
     chosen = [r for r in results if filters.keeps(r)]
     rated = units(chosen, filters.series_only)
     models = sorted({m for u in rated for m in (u.a, u.b)})
@@ -221,6 +240,8 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
                         length_high=styled.style_high),
         pairs=head_to_head(chosen), history=_history(rated, cells(comparisons), models),
         computed_at=datetime.now().astimezone(),
+        details={r.debate_id: DebateBrief(topic=r.topic, a=r.a, b=r.b, score=r.score, split=r.split,
+                                          created_at=r.created_at) for r in chosen if r.a != r.b},
     )
 
 

@@ -47,7 +47,7 @@ async def page_not_found(request: Request, exception: Exception) -> Response:
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
-    from webapp.ui.pages import admin, dashboard, debate, judges, login, new_debate, settings, share
+    from webapp.ui.pages import admin, dashboard, debate, judges, leaderboard, login, new_debate, settings, share
 
     rt = runtime.reset()
     app.add_static_files("/static", STATIC_DIR)
@@ -59,6 +59,7 @@ def setup() -> None:
         ("/new", "New debate", new_debate.page),
         ("/debate/{debate_id}", "Debate", debate.page),
         ("/judges", "Judges", judges.page),
+        ("/leaderboard", "Leaderboard", leaderboard.page),
         ("/settings", "Settings", settings.page),
         ("/login", "Sign in", login.page),
         ("/admin", "Admin", admin.page),

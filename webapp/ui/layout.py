@@ -15,6 +15,7 @@ PRODUCT = "Rostrum"
 NAV = [
     ("Debates", "/", "forum", Action.LIST),
     ("New debate", "/new", "add_circle", Action.CREATE),
+    ("Leaderboard", "/leaderboard", "leaderboard", Action.LIST),
     ("Judges", "/judges", "gavel", Action.LIST),
     ("Settings", "/settings", "tune", Action.LIST),
     ("Admin", "/admin", "admin_panel_settings", Action.VIEW_AUDIT),

@@ -1,0 +1,91 @@
+"""The Leaderboard page: in the navigation, the ratings of a stored league, its filters, the
+style-controlled view, the head-to-head drill-down, safe rendering of hostile names, and access."""
+
+from __future__ import annotations
+
+import pytest
+from nicegui import ui
+from nicegui.testing import User
+
+from tests.leaderboard_corpus import ALPHA, BETA, GAMMA, store_league, store_result
+from tests.ui.helpers import engine, one
+from webapp.settings import get_settings
+
+
+def table_rows(user: User, marker: str) -> list[dict[str, object]]:
+    table = next(e for e in one(user, marker).descendants(include_self=True) if isinstance(e, ui.table))
+    return list(table.rows)
+
+
+async def test_the_leaderboard_ranks_models_and_drills_into_a_head_to_head_cell(user: User) -> None:
+    await store_league((await engine()).store)
+    await user.open("/")
+    user.find(marker="nav-leaderboard").click()
+    await user.should_see(marker="ratings-table", retries=300)
+    assert one(user, "leaderboard-title").text == "Ratings over 5 debates"
+    rows = table_rows(user, "ratings-table")
+    assert [r["model"] for r in rows] == [ALPHA, GAMMA, BETA]
+    assert rows[0]["record"] == "3–0–1" and rows[2]["record"] == "0–3–1"
+    # The matrix is ordered by rank: cell (0, 2) is alpha against beta.
+    cell = one(user, "h2h-cell-0-2")
+    assert cell.text == "2–0–1"
+    assert one(user, "h2h-cell-2-0").text == "0–2–1"
+    assert "split 100%" in one(user, "h2h-cell-0-1").text  # alpha v gamma: the panel split 2–1
+    user.find(marker="h2h-cell-0-2").click()
+    await user.should_see(marker="h2h-detail-title")
+    assert one(user, "h2h-detail-title").text == f"{ALPHA} against {BETA}: 2 won, 0 lost, 1 tied"
+    links = sorted(user.find(marker="h2h-debate-link").elements, key=lambda e: e.id)
+    assert [link.props["href"] for link in links] == ["/debate/d3", "/debate/d2", "/debate/d1"]
+    assert links[0].text == "Topic d3"
+
+
+async def test_filters_and_the_style_controlled_view(user: User) -> None:
+    store = (await engine()).store
+    await store_league(store)
+    await store_result(store, "s1", GAMMA, BETA, "a", words=(900, 300))
+    await store_result(store, "s2", BETA, GAMMA, "b", series="s1", words=(300, 900))
+    await user.open("/leaderboard")
+    await user.should_see(marker="ratings-table", retries=300)
+    assert one(user, "leaderboard-title").text == "Ratings over 7 debates"
+    one(user, "filter-tag").value = "ethics"
+    await user.should_see("Ratings over 2 debates")
+    assert {r["model"] for r in table_rows(user, "ratings-table")} == {ALPHA, BETA}
+    one(user, "filter-tag").value = None
+    one(user, "filter-series").value = True
+    await user.should_see("Ratings over 1 series")
+    assert [r["record"] for r in table_rows(user, "ratings-table")] == ["1–0–0", "0–1–0"]
+    one(user, "filter-series").value = False
+    one(user, "filter-judge").value = "demo:j1"
+    await user.should_see("Ratings over 1 debate")
+    one(user, "filter-judge").value = None
+    one(user, "style-control").value = True
+    await user.should_see(marker="style-table")
+    assert one(user, "leaderboard-title").text == "Style-controlled ratings over 7 debates"
+    assert one(user, "length-effect").text.startswith("Length effect ")
+
+
+async def test_an_empty_leaderboard_says_so(user: User) -> None:
+    await user.open("/leaderboard")
+    await user.should_see(marker="no-ratings")
+    assert one(user, "leaderboard-title").text == "Ratings over 0 debates"
+
+
+async def test_hostile_model_names_and_topics_are_text(user: User) -> None:
+    evil = "demo:<img src=x onerror=alert(1)>"
+    await store_result((await engine()).store, "x1", evil, ALPHA, "a", topic="<script>alert(1)</script>")
+    await user.open("/leaderboard")
+    await user.should_see(marker="ratings-table", retries=300)
+    assert evil in [r["model"] for r in table_rows(user, "ratings-table")]
+    user.find(marker="h2h-cell-0-1").click()
+    await user.should_see(marker="h2h-debate-link")
+    link = one(user, "h2h-debate-link")
+    assert link.text == "<script>alert(1)</script>" and not isinstance(link, ui.html)
+    response = await user.http_client.get("/leaderboard")
+    assert "<script>alert(1)</script>" not in response.text and "<img src=x" not in response.text
+
+
+async def test_with_auth_on_the_leaderboard_asks_to_sign_in(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH", "on")
+    get_settings.cache_clear()
+    response = await user.http_client.get("/leaderboard")
+    assert response.status_code == 303 and response.headers["location"].startswith("/login?next=")
