@@ -4,6 +4,7 @@ split, and which debates they are (the drill-down of a matrix cell)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -39,19 +40,17 @@ class PairRecord(BaseModel):
 
 def head_to_head(results: Iterable[DebateResult]) -> list[PairRecord]:
     """One record per pair of models that met (debates of a model against itself are left out)."""
-    pairs: dict[tuple[str, str], PairRecord] = {}
+    tallies: dict[tuple[str, str], list[Any]] = {}  # wins, losses, ties, split, debate ids (plain: fast)
     for r in results:
         if r.a == r.b:
             continue
-        a, b = sorted((r.a, r.b))
-        record = pairs.setdefault((a, b), PairRecord(a=a, b=b))
-        score = r.score_of(a)
-        if score == 0.5:
-            record.ties += 1
-        elif score > 0.5:
-            record.wins += 1
-        else:
-            record.losses += 1
-        record.split += r.split
-        record.debates.append(r.debate_id)
-    return [pairs[key] for key in sorted(pairs)]
+        key = (r.a, r.b) if r.a < r.b else (r.b, r.a)
+        tally = tallies.get(key)
+        if tally is None:
+            tally = tallies[key] = [0, 0, 0, 0, []]
+        score = r.score if key[0] == r.a else 1.0 - r.score
+        tally[0 if score > 0.5 else 1 if score < 0.5 else 2] += 1
+        tally[3] += r.split
+        tally[4].append(r.debate_id)
+    return [PairRecord(a=a, b=b, wins=t[0], losses=t[1], ties=t[2], split=t[3], debates=t[4])
+            for (a, b), t in sorted(tallies.items())]

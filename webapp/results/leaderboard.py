@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from webapp.results.head_to_head import PairRecord, head_to_head
 from webapp.results.records import DebateResult, load_results
@@ -120,20 +120,28 @@ class Leaderboard(BaseModel):
     pairs: list[PairRecord]
     history: list[HistoryPoint]
     computed_at: datetime
-    details: dict[str, DebateBrief] = {}  # debate id -> its line in a head-to-head list (not in `public()`)
+    # The rated debates by id, for a head-to-head cell's list (`brief`); not part of the model's data.
+    _results: dict[str, DebateResult] = PrivateAttr(default_factory=dict)
+
+    def brief(self, debate_id: str) -> DebateBrief | None:
+        """What a head-to-head list says about one of the board's debates."""
+        r = self._results.get(debate_id)
+        if r is None:
+            return None
+        return DebateBrief(topic=r.topic, a=r.a, b=r.b, score=r.score, split=r.split, created_at=r.created_at)
 
     def pair(self, a: str, b: str) -> PairRecord | None:
         x, y = sorted((a, b))
         return next((p for p in self.pairs if p.a == x and p.b == y), None)
 
     def public(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude={"pairs", "details"})
+        data = self.model_dump(mode="json", exclude={"pairs"})
         data["filters"]["debate_ids"] = sorted(self.filters.debate_ids) if self.filters.debate_ids else None
         data["pairs"] = [p.public() for p in self.pairs]
         return data
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Unit:
     """One rated comparison: a debate, or a series rated as a pair."""
 
@@ -233,16 +241,16 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
                                    avg_cost_usd=sum(spent) / len(spent) if spent else 0.0))
         return out
 
-    return Leaderboard(
+    board = Leaderboard(
         filters=filters, unit="series" if filters.series_only else "debate", comparisons=len(rated),
         debates=len(counted), ratings=lines(plain),
         style=StyleView(ratings=lines(styled), length_effect=styled.style, length_low=styled.style_low,
                         length_high=styled.style_high),
         pairs=head_to_head(chosen), history=_history(rated, cells(comparisons), models),
         computed_at=datetime.now().astimezone(),
-        details={r.debate_id: DebateBrief(topic=r.topic, a=r.a, b=r.b, score=r.score, split=r.split,
-                                          created_at=r.created_at) for r in chosen if r.a != r.b},
     )
+    board._results = {r.debate_id: r for r in chosen if r.debate_id in counted}
+    return board
 
 
 @dataclass
@@ -252,6 +260,7 @@ class _Cache:
     marker: tuple[int, str] | None = None
     results: list[DebateResult] = field(default_factory=list)
     boards: OrderedDict[LeaderboardFilters, Leaderboard] = field(default_factory=OrderedDict)
+    rows: dict[tuple[Any, ...], DebateResult | None] = field(default_factory=dict)  # parsed rows (`load_results`)
     lock: asyncio.Lock | None = None
 
 
@@ -263,7 +272,7 @@ async def rated_debates(store: Store) -> list[DebateResult]:
     cache = _caches.setdefault(store, _Cache())
     marker = await store.last_change()
     if marker != cache.marker:
-        results = await load_results(store)
+        results = await load_results(store, cache.rows)
         if results != cache.results:
             cache.boards.clear()  # a new verdict (or a deletion): every board is stale
             cache.results = results

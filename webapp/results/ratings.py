@@ -7,7 +7,7 @@ as one pair gives the mean of its debates), and its log-likelihood is s·log p +
 (L-BFGS-B, analytic gradient) under a weak Gaussian prior on θ, which keeps the strength of a model
 that won (or lost) every debate finite and pins the scale's origin (the strengths are then centred).
 
-Speed: debates with the same pair, outcome and style covariate (rounded to 0.05) are one *cell* with a weight
+Speed: debates with the same pair, outcome and style covariate (rounded to 0.1) are one *cell* with a weight
 (its count), so a fit costs in proportion to the number of cells (a few hundred), not debates. The
 bootstrap resamples debates with replacement, which is a multinomial draw of the cells' counts: each
 replicate is a fit on reweighted cells.
@@ -29,7 +29,9 @@ from threadpoolctl import threadpool_limits
 SCALE = 400 / math.log(10)
 BASE = 1000.0
 PRIOR = 0.05  # precision of the Gaussian prior on each strength (≈ a twentieth of a debate's information)
-STYLE_STEP = 0.05  # the style covariate is rounded to this step (41 values), so that debates merge into cells
+# The style covariate is rounded to this step (21 values), so that debates merge into cells: the rounding
+# error (±0.05) is small against the covariate's spread, which shrinks the effect by ~2% at most.
+STYLE_STEP = 0.1
 
 
 @dataclass(frozen=True)

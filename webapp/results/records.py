@@ -126,9 +126,19 @@ def _result(row: tuple[Any, ...]) -> DebateResult | None:
     )
 
 
-async def load_results(store: Store) -> list[DebateResult]:
-    """Every rated debate, oldest first (the last verdict of each)."""
-    results = [r for r in map(_result, await store.fetchall(RESULTS_SQL)) if r is not None]
+async def load_results(store: Store,
+                       memo: dict[tuple[Any, ...], DebateResult | None] | None = None) -> list[DebateResult]:
+    """Every rated debate, oldest first (the last verdict of each). `memo` (kept by the caller between
+    loads) maps rows read before to their result: after a new verdict only the changed rows are parsed."""
+    rows = await store.fetchall(RESULTS_SQL)
+    if memo is None:
+        results = [r for r in map(_result, rows) if r is not None]
+    else:
+        known = dict(memo)
+        memo.clear()
+        for row in rows:
+            memo[row] = known[row] if row in known else _result(row)
+        results = [r for r in memo.values() if r is not None]
     results.sort(key=lambda r: (r.created_at, r.debate_id))
     return results
 

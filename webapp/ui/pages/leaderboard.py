@@ -159,7 +159,7 @@ class HeadToHead:
             ui.label(f"{row} against {col}: {wins} won, {losses} lost, {ties} tied").classes("font-medium") \
                 .mark("h2h-detail-title")
             for debate_id in reversed(pair.debates):
-                brief = self.board.details.get(debate_id)
+                brief = self.board.brief(debate_id)
                 if brief is None:
                     continue
                 score = brief.score if brief.a == row else 1 - brief.score
