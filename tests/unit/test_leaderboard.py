@@ -144,3 +144,18 @@ def test_the_migration_back_fills_digests_from_stored_verdicts(tmp_path: Path) -
     [(seq, digest)] = conn.execute("SELECT seq, digest FROM verdict_digests").fetchall()
     assert seq == 2 and '"winner":"b"' in digest and "xxxx" not in digest
     conn.close()
+
+
+async def test_the_dashboards_model_and_tag_options_follow_new_and_deleted_debates(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "db.sqlite3")
+    try:
+        await store_result(store, "d1", ALPHA, BETA, "a", tags=("ethics",))
+        assert await store.models_and_tags() == ([ALPHA, BETA], ["ethics"])
+        await store_result(store, "d2", GAMMA, BETA, "a", tags=("science",))
+        assert await store.models_and_tags() == ([ALPHA, BETA, GAMMA], ["ethics", "science"])
+        await store.delete_debate("d1")
+        assert await store.models_and_tags() == ([BETA, GAMMA], ["science"])
+        rows, total = await store.list_debates(model=GAMMA, tag="SCIENCE")
+        assert total == 1 and rows[0].id == "d2"
+    finally:
+        await store.close()

@@ -377,6 +377,7 @@ class Store:
         self.commits = 0  # group commits so far (for tests and benchmarks)
         self.busy_waits = 0  # times a write found the database locked by another process and waited
         self.on_busy: Callable[[], None] | None = None  # called at each such wait (tests, monitoring)
+        self._options: tuple[tuple[Any, ...], tuple[list[str], list[str]]] | None = None  # `models_and_tags`
 
     def _busy(self, waited: float) -> None:
         self.busy_waits += 1
@@ -804,12 +805,19 @@ class Store:
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model ("provider:model") and every topic tag of the stored debates (the
-        dashboard's filters offer them)."""
+        dashboard's filters offer them). Scanning every debate's JSON takes a while with thousands of
+        them, so the answer is kept until a debate is created or deleted (in any process)."""
+        marker = tuple(await self.fetchone(
+            "SELECT count(*), coalesce(max(rowid), 0), coalesce(max(created_at), '') FROM debates") or ())
+        if self._options is not None and self._options[0] == marker:
+            return self._options[1]
         models = await self.fetchall(
             f"SELECT DISTINCT {MODEL_LABEL} FROM debates, json_each(debates.participants) p ORDER BY 1")
         tags = await self.fetchall(
             "SELECT DISTINCT t.value FROM debates, json_each(debates.config, '$.tags') t ORDER BY 1")
-        return [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
+        options = [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
+        self._options = (marker, options)
+        return options
 
     async def series_ids(self, series: str) -> list[str]:
         """The debates of a series, oldest first: its first debate (whose id names the series) and every
