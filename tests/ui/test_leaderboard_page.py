@@ -34,6 +34,7 @@ async def test_the_leaderboard_ranks_models_and_drills_into_a_head_to_head_cell(
     user.find(marker="h2h-cell-0-2").click()
     await user.should_see(marker="h2h-detail-title")
     assert one(user, "h2h-detail-title").text == f"{ALPHA} against {BETA}: 2 won, 0 lost, 1 tied"
+    assert one(user, "h2h-detail-split").text == "The judge panel split in 0 of 3 (0%)"
     links = sorted(user.find(marker="h2h-debate-link").elements, key=lambda e: e.id)
     assert [link.props["href"] for link in links] == ["/debate/d3", "/debate/d2", "/debate/d1"]
     assert links[0].text == "Topic d3"
@@ -58,6 +59,12 @@ async def test_filters_and_the_style_controlled_view(user: User) -> None:
     one(user, "filter-judge").value = "demo:j1"
     await user.should_see("Ratings over 1 debate")
     one(user, "filter-judge").value = None
+    one(user, "filter-since").value = "2026-02-01"
+    one(user, "filter-until").value = "2026-02-28"
+    await user.should_see("Ratings over 3 debates")
+    one(user, "filter-since").value = None
+    one(user, "filter-until").value = None
+    await user.should_see("Ratings over 7 debates")
     one(user, "style-control").value = True
     await user.should_see(marker="style-table")
     assert one(user, "leaderboard-title").text == "Style-controlled ratings over 7 debates"

@@ -158,6 +158,8 @@ class HeadToHead:
         with self.detail:
             ui.label(f"{row} against {col}: {wins} won, {losses} lost, {ties} tied").classes("font-medium") \
                 .mark("h2h-detail-title")
+            ui.label(f"The judge panel split in {pair.split} of {pair.total} ({pair.split_share:.0%})") \
+                .classes(f"text-sm {MUTED}").mark("h2h-detail-split")
             for debate_id in reversed(pair.debates):
                 brief = self.board.brief(debate_id)
                 if brief is None:
