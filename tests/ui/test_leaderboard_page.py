@@ -32,7 +32,7 @@ async def test_the_leaderboard_ranks_models_and_drills_into_a_head_to_head_cell(
     assert one(user, "h2h-cell-2-0").text == "0–2–1"
     assert "split 100%" in one(user, "h2h-cell-0-1").text  # alpha v gamma: the panel split 2–1
     user.find(marker="h2h-cell-0-2").click()
-    await user.should_see(marker="h2h-detail-title")
+    await user.should_see(marker="h2h-detail-title", retries=100)
     assert one(user, "h2h-detail-title").text == f"{ALPHA} against {BETA}: 2 won, 0 lost, 1 tied"
     assert one(user, "h2h-detail-split").text == "The judge panel split in 0 of 3 (0%)"
     links = sorted(user.find(marker="h2h-debate-link").elements, key=lambda e: e.id)
@@ -49,31 +49,31 @@ async def test_filters_and_the_style_controlled_view(user: User) -> None:
     await user.should_see(marker="ratings-table", retries=300)
     assert one(user, "leaderboard-title").text == "Ratings over 7 debates"
     one(user, "filter-tag").value = "ethics"
-    await user.should_see("Ratings over 2 debates")
+    await user.should_see("Ratings over 2 debates", retries=100)
     assert {r["model"] for r in table_rows(user, "ratings-table")} == {ALPHA, BETA}
     one(user, "filter-tag").value = None
     one(user, "filter-series").value = True
-    await user.should_see("Ratings over 1 series")
+    await user.should_see("Ratings over 1 series", retries=100)
     assert [r["record"] for r in table_rows(user, "ratings-table")] == ["1–0–0", "0–1–0"]
     one(user, "filter-series").value = False
     one(user, "filter-judge").value = "demo:j1"
-    await user.should_see("Ratings over 1 debate")
+    await user.should_see("Ratings over 1 debate", retries=100)
     one(user, "filter-judge").value = None
     one(user, "filter-since").value = "2026-02-01"
     one(user, "filter-until").value = "2026-02-28"
-    await user.should_see("Ratings over 3 debates")
+    await user.should_see("Ratings over 3 debates", retries=100)
     one(user, "filter-since").value = None
     one(user, "filter-until").value = None
-    await user.should_see("Ratings over 7 debates")
+    await user.should_see("Ratings over 7 debates", retries=100)
     one(user, "style-control").value = True
-    await user.should_see(marker="style-table")
+    await user.should_see(marker="style-table", retries=100)
     assert one(user, "leaderboard-title").text == "Style-controlled ratings over 7 debates"
     assert one(user, "length-effect").text.startswith("Length effect ")
 
 
 async def test_an_empty_leaderboard_says_so(user: User) -> None:
     await user.open("/leaderboard")
-    await user.should_see(marker="no-ratings")
+    await user.should_see(marker="no-ratings", retries=100)
     assert one(user, "leaderboard-title").text == "Ratings over 0 debates"
 
 
@@ -84,7 +84,7 @@ async def test_hostile_model_names_and_topics_are_text(user: User) -> None:
     await user.should_see(marker="ratings-table", retries=300)
     assert evil in [r["model"] for r in table_rows(user, "ratings-table")]
     user.find(marker="h2h-cell-0-1").click()
-    await user.should_see(marker="h2h-debate-link")
+    await user.should_see(marker="h2h-debate-link", retries=100)
     link = one(user, "h2h-debate-link")
     assert link.text == "<script>alert(1)</script>" and not isinstance(link, ui.html)
     response = await user.http_client.get("/leaderboard")

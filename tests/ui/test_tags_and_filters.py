@@ -40,19 +40,19 @@ async def test_the_dashboard_filters_by_model_and_by_tag(user: User) -> None:
     await store_result(store, "d2", BETA, GAMMA, "a", tags=("science", "ethics"))
     await store_result(store, "d3", GAMMA, ALPHA, "b")
     await user.open("/")
-    await user.should_see(marker="debate-d3")
+    await user.should_see(marker="debate-d3", retries=50)
     assert list(one(user, "model-filter").options) == [ALPHA, BETA, GAMMA]
     assert list(one(user, "tag-filter").options) == ["ethics", "science"]
     with user:
         one(user, "model-filter").value = GAMMA
-    await user.should_not_see(marker="debate-d1")
-    await user.should_see(marker="debate-d2")
-    await user.should_see(marker="debate-d3")
+    await user.should_not_see(marker="debate-d1", retries=50)
+    await user.should_see(marker="debate-d2", retries=50)
+    await user.should_see(marker="debate-d3", retries=50)
     with user:
         one(user, "tag-filter").value = "ethics"
-    await user.should_not_see(marker="debate-d3")
+    await user.should_not_see(marker="debate-d3", retries=50)
     assert one(user, "debate-count").text == "1 debate"
     with user:
         one(user, "model-filter").value = None
-    await user.should_see(marker="debate-d1")
+    await user.should_see(marker="debate-d1", retries=50)
     assert one(user, "debate-count").text == "2 debates"
