@@ -104,6 +104,8 @@ class DebateBrief(BaseModel):
 
 
 class HistoryPoint(BaseModel):
+    """The ratings (point fits, no intervals) over the comparisons up to `at`."""
+
     at: datetime
     ratings: dict[str, float]
 

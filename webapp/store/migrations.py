@@ -48,7 +48,7 @@ VERDICT_DIGEST = """json_object(
 # Every debate's last verdict, digested (the back-fill, and a rebuild after the table was emptied).
 DIGEST_BACKFILL = f"""INSERT INTO verdict_digests (debate_id, seq, digest)
     SELECT e.debate_id, e.seq, {VERDICT_DIGEST % {"data": "e.data"}} FROM events e
-    WHERE e.kind = 'verdict'
+    WHERE e.kind = 'verdict' AND json_valid(e.data)
     AND e.seq = (SELECT max(seq) FROM events WHERE debate_id = e.debate_id AND kind = 'verdict');"""
 
 
@@ -157,14 +157,15 @@ MIGRATIONS: list[Migration] = [
     # The leaderboard rates thousands of debates: parsing each verdict event (reasoning and all) would take
     # seconds, so a trigger keeps a digest of each debate's last verdict (what a result needs: winner,
     # word counts, each ruling's judge, winner, error and flip), back-filled here from the stored events.
-    # Derived from the log and rebuildable from it (`webapp.results.records.rebuild_digests`).
+    # Derived from the log and rebuildable from it (`webapp.results.records.rebuild_digests`). Data that is
+    # not JSON (never written by the store) is skipped, so the trigger can never make an append fail.
     Migration("008_verdict_digests", f"""
     CREATE TABLE verdict_digests (
         debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
         digest TEXT NOT NULL
     );
-    CREATE TRIGGER verdict_digest AFTER INSERT ON events WHEN NEW.kind = 'verdict' BEGIN
+    CREATE TRIGGER verdict_digest AFTER INSERT ON events WHEN NEW.kind = 'verdict' AND json_valid(NEW.data) BEGIN
         INSERT INTO verdict_digests (debate_id, seq, digest)
         VALUES (NEW.debate_id, NEW.seq, {VERDICT_DIGEST % {"data": "NEW.data"}})
         ON CONFLICT (debate_id) DO UPDATE SET seq = excluded.seq, digest = excluded.digest
