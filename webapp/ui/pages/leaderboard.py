@@ -208,14 +208,14 @@ def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
 class LeaderboardView:
     """One tab's filters and the board they select."""
 
-    def __init__(self, options: dict[str, list[str]]) -> None:
+    def __init__(self) -> None:
         self.filters = LeaderboardFilters()
         self.style = False
+        self.options_set = False
         with ui.row().classes("w-full items-center gap-3").mark("leaderboard-filters"):
-            formats = {f: FORMATS[f].title if f in FORMATS else f for f in options["formats"]}
-            self.format = self._select(formats, "Format", "filter-format")
-            self.tag = self._select({t: t for t in options["tags"]}, "Topic tag", "filter-tag")
-            self.judge = self._select({j: j for j in options["judges"]}, "Judge", "filter-judge")
+            self.format = self._select("Format", "filter-format")
+            self.tag = self._select("Topic tag", "filter-tag")
+            self.judge = self._select("Judge", "filter-judge")
             self.since = ui.input("From").props("type=date outlined dense clearable").mark("filter-since")
             self.until = ui.input("To").props("type=date outlined dense clearable").mark("filter-until")
             self.series = ui.switch("Side-swapped series only").mark("filter-series")
@@ -226,9 +226,16 @@ class LeaderboardView:
         self.container = ui.column().classes("w-full gap-3")
 
     @staticmethod
-    def _select(values: dict[str, str], label: str, marker: str) -> ui.select:
-        return ui.select(values, label=label, value=None, clearable=True).props("outlined dense") \
+    def _select(label: str, marker: str) -> ui.select:
+        return ui.select({}, label=label, value=None, clearable=True).props("outlined dense") \
             .classes("min-w-[160px]").mark(marker)
+
+    def set_options(self, options: dict[str, list[str]]) -> None:
+        """What the filters offer: the formats, tags and judges of the rated debates."""
+        self.format.set_options({f: FORMATS[f].title if f in FORMATS else f for f in options["formats"]})
+        self.tag.set_options({t: t for t in options["tags"]})
+        self.judge.set_options({j: j for j in options["judges"]})
+        self.options_set = True
 
     def _filters(self) -> LeaderboardFilters:
         return LeaderboardFilters(format=self.format.value or None, tag=self.tag.value or None,
@@ -242,6 +249,8 @@ class LeaderboardView:
 
     async def load(self) -> None:
         engine = await runtime.current().engine()
+        if not self.options_set:  # read with the first board, not before the page answers
+            self.set_options(await choices(engine.store))
         filters = self.filters
         board = await leaderboard(engine.store, filters)
         if self.container.is_deleted or filters != self.filters:  # gone, or filters changed meanwhile
@@ -259,14 +268,13 @@ def _date(value: Any) -> date | None:
 
 
 async def page(request: Request) -> Response | None:
-    engine = await runtime.current().engine()
+    await runtime.current().engine()  # started (or its failure shown) before anything else, as on /judges
     admitted = await admit(request, Action.LIST, "see the leaderboard")
     if not isinstance(admitted, Principal):
         return admitted
-    options = await choices(engine.store)
     with frame("/leaderboard", admitted):
         heading("Leaderboard")
-        view = LeaderboardView(options)
+        view = LeaderboardView()
         with view.container, ui.row().classes("items-center gap-2").mark("leaderboard-computing"):
             ui.spinner(size="1.5em")
             ui.label("Computing the ratings…").classes(MUTED)
