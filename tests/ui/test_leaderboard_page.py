@@ -3,13 +3,17 @@ style-controlled view, the head-to-head drill-down, safe rendering of hostile na
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from nicegui import ui
 from nicegui.testing import User
 
 from tests.leaderboard_corpus import ALPHA, BETA, GAMMA, store_league, store_result
 from tests.ui.helpers import engine, one
+from webapp.results.leaderboard import HistoryPoint, Leaderboard, LeaderboardFilters, ModelRating, StyleView
 from webapp.settings import get_settings
+from webapp.ui.pages.leaderboard import history_chart, interval_chart
 
 
 def table_rows(user: User, marker: str) -> list[dict[str, object]]:
@@ -96,3 +100,27 @@ async def test_with_auth_on_the_leaderboard_asks_to_sign_in(user: User, monkeypa
     get_settings.cache_clear()
     response = await user.http_client.get("/leaderboard")
     assert response.status_code == 303 and response.headers["location"].startswith("/login?next=")
+
+
+def test_the_rating_chart_draws_intervals_as_stacked_bars_and_names_as_text() -> None:
+    lines = [ModelRating(model="x:<b>best</b>", rank=1, rating=1100, low=1040, high=1170, debates=9, wins=7, losses=1,
+                         ties=1, avg_cost_usd=0.1),
+             ModelRating(model="x:worst", rank=2, rating=900, low=830, high=960, debates=9, wins=1, losses=7, ties=1,
+                         avg_cost_usd=0.1)]
+    options = interval_chart(lines)
+    assert options["yAxis"]["data"] == ["x:worst", "x:<b>best</b>"]  # best at the top; a category, drawn as text
+    hidden, interval, point = options["series"]
+    assert hidden["data"] == [830, 1040] and hidden["itemStyle"]["color"] == "transparent"
+    assert interval["data"] == [130, 130] and interval["stack"] == hidden["stack"]
+    assert point["data"] == [900, 1100] and options["xAxis"]["min"] <= 830
+    assert options["tooltip"]["renderMode"] == "richText"
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    board = Leaderboard(filters=LeaderboardFilters(), unit="debate", comparisons=18, debates=18, ratings=lines,
+                        style=StyleView(ratings=lines, length_effect=None, length_low=None, length_high=None),
+                        pairs=[], history=[HistoryPoint(at=at, ratings={"x:worst": 990.0}),
+                                           HistoryPoint(at=at, ratings={"x:worst": 900.0, "x:<b>best</b>": 1100.0})],
+                        computed_at=at)
+    history = history_chart(board)
+    assert [s["name"] for s in history["series"]] == ["x:<b>best</b>", "x:worst"]
+    assert [len(s["data"]) for s in history["series"]] == [1, 2]  # a model joins the line when it first debated
+    assert history["tooltip"]["renderMode"] == "richText"
