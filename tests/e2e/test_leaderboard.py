@@ -4,6 +4,7 @@ their links open them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.e2e.conftest import launch_server
+from tests.e2e.test_a11y import AXE, SCHEMES, audit
 from tests.leaderboard_corpus import ALPHA, BETA, store_league
 from webapp.store import Store
 
@@ -40,3 +42,7 @@ def test_the_chart_draws_and_a_head_to_head_cell_opens_its_debates(tmp_path: Pat
         page.get_by_role("link", name="Topic d1").click()
         page.wait_for_url(re.compile(r".*/debate/d1$"))
         page.close()
+        if AXE.exists():  # the board with its table, chart and matrix, in both colour schemes (`make axe`)
+            found = {scheme: audit(browser, base + "/leaderboard", scheme, ".nicegui-echart canvas")
+                     for scheme in SCHEMES}
+            assert found == {scheme: [] for scheme in SCHEMES}, json.dumps(found, indent=1)
