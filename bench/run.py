@@ -6,7 +6,8 @@ Targets (2-core machine): a demo-instant classic debate in < 1.5 s; store append
 with synchronous=FULL; listing a page of 20 out of 1,000 debates in < 20 ms; rebuilding a
 600-turn debate's state from its log in < 0.5 s; peak RSS < 250 MB; with 50 live debates appending,
 event commits p50 ≤ 2 ms and p99 ≤ 10 ms (`bench/commits.py`); `python main.py` answers its first
-HTTP 200 in < 1 s (`bench/startup.py`).
+HTTP 200 in < 1 s (`bench/startup.py`); the leaderboard over 10,000 stored debates, bootstrap included,
+in < 1 s (`bench/leaderboard.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import commits  # bench/commits.py (this script's directory is on sys.path)
+import leaderboard  # bench/leaderboard.py
 import startup  # bench/startup.py
 
 from webapp.engine.engine import Engine
@@ -81,6 +83,12 @@ async def bench_commits() -> dict[str, float]:
     }
 
 
+async def bench_leaderboard() -> dict[str, float]:
+    """The leaderboard over 10,000 stored debates, bootstrap included (see bench/leaderboard.py)."""
+    results = await leaderboard.run(10_000)
+    return {name: results[name] for name in ("leaderboard_10k_s", "leaderboard_10k_cpu_s", "leaderboard_new_verdict_s")}
+
+
 def bench_startup() -> dict[str, float]:
     """Seconds from `python main.py` to its first HTTP 200 (see bench/startup.py)."""
     return {"startup_first_200_s": startup.run(runs=3)["first_200_s_median"]}
@@ -96,6 +104,7 @@ TARGETS = {
     "commit_p50_ms": ("<", 2.0),
     "commit_p99_ms": ("<", 10.0),
     "startup_first_200_s": ("<", 1.0),
+    "leaderboard_10k_s": ("<", 1.0),
 }
 
 
@@ -104,6 +113,7 @@ async def main() -> int:
         results = await bench_debate(Path(tmp))
         results |= await bench_store(Path(tmp))
     results |= await bench_commits()
+    results |= await bench_leaderboard()
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     results |= bench_startup()
     failed = 0

@@ -8,6 +8,8 @@
     export ID PATH           .md, .json or .txt, chosen by the extension
     delete ID [--yes]        remove a debate, its whole log and its share links
     judges [--json]          judge health per judge model, from every stored verdict
+    leaderboard [--json] [--format F] [--tag T] [--judge MODEL] [--since DATE] [--until DATE] [--series]
+                             Bradley-Terry ratings per model with 95% intervals, and head-to-head records
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
     users add NAME --role admin|operator|viewer [--no-password]
@@ -164,6 +166,9 @@ def build_config(args: argparse.Namespace, settings: Settings | None = None) -> 
         data["timeouts"] = {**dict(data.get("timeouts") or {}), "turn": args.timeout}
     if args.no_clarification:
         data["clarification"] = False
+    if getattr(args, "tag", None):
+        given = data.get("tags") or []
+        data["tags"] = [*(given.split(",") if isinstance(given, str) else given), *args.tag]
     if "topic" not in data:
         raise UsageError("topic: give the debate topic as an argument or in --config")
     try:
@@ -448,6 +453,58 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _leaderboard_filters(args: argparse.Namespace) -> Any:
+    from webapp.results.leaderboard import LeaderboardFilters
+
+    if args.format is not None and args.format not in FORMATS:
+        raise UsageError(f"--format: unknown format {args.format!r}; choose one of: {', '.join(FORMATS)}")
+    try:
+        return LeaderboardFilters(format=args.format, tag=args.tag, judge=args.judge, since=args.since,
+                                  until=args.until, series_only=args.series)
+    except ValidationError as exc:
+        raise UsageError(format_validation(exc).replace("since:", "--since:").replace("until:", "--until:")) from None
+
+
+async def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: numpy and scipy load only for this command, not for every `python -m webapp`.
+    from webapp.results.leaderboard import leaderboard
+
+    filters = _leaderboard_filters(args)
+    async with opened(args.db, _settings(args)) as engine:
+        board = await leaderboard(engine.store, filters)
+    if args.json:
+        exact_output(out).write(json.dumps(board.public(), indent=2) + "\n")
+        return EXIT_OK
+    if not board.ratings:
+        out.write("No rated debates: the leaderboard counts completed, judged debates between two models"
+                  f"{' (with these filters)' if filters != type(filters)() else ''}.\n")
+        return EXIT_OK
+    units = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
+    out.write(f"Leaderboard over {board.comparisons} {units} ({board.debates} debates), Bradley-Terry ratings "
+              "with 95% bootstrap intervals\n\n")
+
+    def table(lines: Any) -> None:
+        out.write(f"{'#':>3} {'model':<36} {'rating':>7} {'95% interval':>15} {'debates':>7}  {'W-L-T':<10} avg cost\n")
+        for r in lines:
+            interval = f"{r.low:.0f}–{r.high:.0f}"
+            out.write(f"{r.rank:>3} {strip_controls(r.model)[:36]:<36} {r.rating:>7.0f} {interval:>15} {r.debates:>7}  "
+                      f"{f'{r.wins}-{r.losses}-{r.ties}':<10} ${r.avg_cost_usd:.4f}\n")
+
+    table(board.ratings)
+    style = board.style
+    if style.length_effect is not None:
+        out.write(f"\nStyle-controlled (word-count difference as a covariate): length effect "
+                  f"{style.length_effect:+.2f} "
+                  f"(95% {style.length_low:+.2f} to {style.length_high:+.2f}; > 0: the longer side wins more)\n")
+        table(style.ratings)
+    if board.pairs:
+        out.write("\nHead to head (wins-losses-ties of the first; panel split)\n")
+        for p in board.pairs:
+            out.write(f"  {strip_controls(p.a)} vs {strip_controls(p.b)}: {p.wins}-{p.losses}-{p.ties}, "
+                      f"split {_pct(p.split_share)}\n")
+    return EXIT_OK
+
+
 def _confirm(question: str, out: TextIO) -> bool:
     out.write(f"{question} [y/N] ")
     out.flush()
@@ -646,6 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
     debate.add_argument("--timeout", type=float, metavar="S",
                         help="turn timeout in seconds (default 120; 900 for local servers)")
     debate.add_argument("--no-clarification", action="store_true", help="collaborative: skip the questions")
+    debate.add_argument("--tag", action="append", metavar="TAG", help="a topic tag (repeatable)")
     debate.add_argument("--export", metavar="PATH", help="write the transcript (.md, .json, .txt) at the end")
 
     rematch = sub.add_parser("rematch", parents=[common],
@@ -692,6 +750,17 @@ def build_parser() -> argparse.ArgumentParser:
                             help="judge health: parse failures, order bias, flips on swap, agreement")
     judges.add_argument("--json", action="store_true")
 
+    board = sub.add_parser("leaderboard", parents=[common],
+                           help="Bradley-Terry ratings per model (95%% intervals), head-to-head records")
+    board.add_argument("--json", action="store_true")
+    board.add_argument("--format", help=f"only debates of this format ({', '.join(FORMATS)})")
+    board.add_argument("--tag", help="only debates with this topic tag")
+    board.add_argument("--judge", metavar="MODEL", help="only debates this judge model ruled on (provider:model)")
+    board.add_argument("--since", metavar="DATE", help="only debates created on or after this date (YYYY-MM-DD)")
+    board.add_argument("--until", metavar="DATE", help="only debates created on or before this date (YYYY-MM-DD)")
+    board.add_argument("--series", action="store_true",
+                       help="only side-swapped series, each rated once as a pair")
+
     delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
     delete.add_argument("id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -727,7 +796,8 @@ async def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
 
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "judges": cmd_judges, "delete": cmd_delete, "users": cmd_users, "tournament": cmd_tournament}
+            "judges": cmd_judges, "leaderboard": cmd_leaderboard, "delete": cmd_delete, "users": cmd_users,
+            "tournament": cmd_tournament}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -29,6 +29,9 @@ TOPIC_MAX_CHARS = 2000
 PERSONA_MAX_CHARS = 4000
 MAX_PARTICIPANTS = 8
 DEFAULT_CRITERIA = ["argument quality", "evidence", "rebuttal", "clarity", "persuasiveness"]
+MAX_TAGS = 10
+TAG_MAX_CHARS = 32
+TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.+-]*$")
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
 
 ProviderName = Literal["demo", "openai", "anthropic", "compatible"]
@@ -248,6 +251,33 @@ class DebateConfig(Strict):
     tournament: str | None = Field(default=None, max_length=64, description="the tournament this debate is part of")
     tournament_slot: str | None = Field(default=None, max_length=64, description=(
         "its pairing's stable key in that tournament (one debate per slot: see webapp.tournament.plan)"))
+    tags: list[str] = Field(default_factory=list, description=(
+        f"topic tags (at most {MAX_TAGS}, lower-case, up to {TAG_MAX_CHARS} characters: letters, digits, - _ . +)"))
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _clean_tags(cls, value: Any) -> Any:
+        # "Ethics, AI" from a form or a config file is two tags; spaces inside a tag become hyphens.
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, list | tuple):
+            return value
+        tags: list[str] = []
+        for raw in value:
+            if not isinstance(raw, str):
+                raise ValueError("each tag must be text")
+            tag = "-".join(raw.strip().lower().split())
+            if not tag:
+                continue
+            if len(tag) > TAG_MAX_CHARS:
+                raise ValueError(f"tag {tag[:40]!r} is longer than {TAG_MAX_CHARS} characters")
+            if not TAG_PATTERN.match(tag):
+                raise ValueError(f"tag {tag!r}: use letters, digits and - _ . + only")
+            if tag not in tags:
+                tags.append(tag)
+        if len(tags) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags")
+        return tags
 
     @field_validator("topic")
     @classmethod

@@ -105,6 +105,7 @@ def test_the_empty_dashboard_settings_and_404_pass_axe(site: Site, browser: Brow
         "/new": "h1",
         "/settings": "h1",
         "/judges": "h1",
+        "/leaderboard": "text=No rated debates yet",
         "/admin": "h1",
         "/no/such/page": "h1",
     }

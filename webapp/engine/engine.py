@@ -230,5 +230,6 @@ class Engine:
         return await self.store.events(debate_id)
 
     async def list_debates(self, query: str = "", statuses: list[str] | None = None, offset: int = 0,
-                           limit: int = 20, order: str = "newest") -> tuple[list[DebateRow], int]:
-        return await self.store.list_debates(query, statuses, offset, limit, order)
+                           limit: int = 20, order: str = "newest", model: str | None = None,
+                           tag: str | None = None) -> tuple[list[DebateRow], int]:
+        return await self.store.list_debates(query, statuses, offset, limit, order, model=model, tag=tag)

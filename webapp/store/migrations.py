@@ -32,6 +32,26 @@ from webapp.store.errors import StoreTooNew
 T = TypeVar("T")
 
 
+# The digest of a verdict event's data (`%` the column holding it): the parts of the verdict a leaderboard
+# result needs, as a small JSON object (never change it: migration 008 uses it; add a new migration).
+VERDICT_DIGEST = """json_object(
+    'available', json(CASE WHEN json_extract(%(data)s, '$.verdict.available') = 0 THEN 'false' ELSE 'true' END),
+    'winner', json_extract(%(data)s, '$.verdict.winner'),
+    'word_counts', json(coalesce(json_extract(%(data)s, '$.verdict.word_counts'), '{}')),
+    'undecided_judges', json(coalesce(json_extract(%(data)s, '$.verdict.undecided_judges'), '[]')),
+    'synthesis', json(CASE WHEN json_extract(%(data)s, '$.verdict.synthesis') IS NULL THEN 'false' ELSE 'true' END),
+    'rulings', (SELECT json_group_array(json_object(
+        'judge', json_extract(r.value, '$.judge'), 'winner', json_extract(r.value, '$.winner'),
+        'error', json(CASE WHEN json_extract(r.value, '$.error') IS NULL THEN 'false' ELSE 'true' END),
+        'flipped', json(CASE json_extract(r.value, '$.flipped') WHEN 1 THEN 'true' ELSE 'false' END)))
+        FROM json_each(%(data)s, '$.verdict.rulings') r))"""
+# Every debate's last verdict, digested (the back-fill, and a rebuild after the table was emptied).
+DIGEST_BACKFILL = f"""INSERT INTO verdict_digests (debate_id, seq, digest)
+    SELECT e.debate_id, e.seq, {VERDICT_DIGEST % {"data": "e.data"}} FROM events e
+    WHERE e.kind = 'verdict' AND json_valid(e.data)
+    AND e.seq = (SELECT max(seq) FROM events WHERE debate_id = e.debate_id AND kind = 'verdict');"""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -169,6 +189,25 @@ MIGRATIONS: list[Migration] = [
     CREATE UNIQUE INDEX debates_tournament_slot ON debates (
         json_extract(config, '$.tournament'), json_extract(config, '$.tournament_slot'))
         WHERE json_extract(config, '$.tournament') IS NOT NULL;
+    """),
+    # The leaderboard rates thousands of debates: parsing each verdict event (reasoning and all) would take
+    # seconds, so a trigger keeps a digest of each debate's last verdict (what a result needs: winner,
+    # word counts, each ruling's judge, winner, error and flip), back-filled here from the stored events.
+    # Derived from the log and rebuildable from it (`webapp.results.records.rebuild_digests`). Data that is
+    # not JSON (never written by the store) is skipped, so the trigger can never make an append fail.
+    Migration("010_verdict_digests", f"""
+    CREATE TABLE verdict_digests (
+        debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        digest TEXT NOT NULL
+    );
+    CREATE TRIGGER verdict_digest AFTER INSERT ON events WHEN NEW.kind = 'verdict' AND json_valid(NEW.data) BEGIN
+        INSERT INTO verdict_digests (debate_id, seq, digest)
+        VALUES (NEW.debate_id, NEW.seq, {VERDICT_DIGEST % {"data": "NEW.data"}})
+        ON CONFLICT (debate_id) DO UPDATE SET seq = excluded.seq, digest = excluded.digest
+        WHERE excluded.seq > verdict_digests.seq;
+    END;
+    {DIGEST_BACKFILL}
     """),
 ]
 

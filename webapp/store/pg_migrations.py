@@ -142,6 +142,14 @@ MIGRATIONS: list[Migration] = [
         (config::jsonb ->> 'tournament'), (config::jsonb ->> 'tournament_slot'))
         WHERE (config::jsonb ->> 'tournament') IS NOT NULL;
     """),
+    # The table only: the digest trigger and the leaderboard's queries are SQLite's so far (issue 14).
+    Migration("010_verdict_digests", """
+    CREATE TABLE verdict_digests (
+        debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
+        seq BIGINT NOT NULL,
+        digest TEXT NOT NULL
+    );
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -88,6 +88,9 @@ class _Executed:
     rows: list[tuple[Any, ...]]
 
 
+_MODEL_LABEL = "(p.value ->> 'provider') || ':' || (p.value ->> 'model')"
+
+
 def _rowcount(status: str) -> int:
     """Rows a command touched, from its status tag (`UPDATE 3`, `INSERT 0 1`, `DELETE 0`)."""
     last = status.rsplit(" ", 1)[-1]
@@ -293,9 +296,10 @@ class PostgresStore:
 
     async def list_debates(
         self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest",
+        order: str = "newest", model: str | None = None, tag: str | None = None,
     ) -> tuple[list[DebateRow], int]:
-        """A page of debates in `order` (one of `LIST_ORDERS`), and how many match in all."""
+        """A page of debates in `order` (one of `LIST_ORDERS`), and how many match in all; `model`
+        ("provider:model") and `tag` narrow it as on SQLite."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
         where, params = ["1=1"], []
@@ -306,6 +310,13 @@ class PostgresStore:
         if statuses:
             where.append(f"status IN ({','.join('?' * len(statuses))})")
             params.extend(statuses)
+        if model:
+            where.append(
+                f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_MODEL_LABEL} = ?)")
+            params.append(model)
+        if tag:
+            where.append("coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)")
+            params.append(tag.strip().lower())
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
@@ -313,6 +324,15 @@ class PostgresStore:
             (*params, limit, offset),
         )
         return [debate_row(r) for r in rows], int(total[0]) if total else 0
+
+    async def models_and_tags(self) -> tuple[list[str], list[str]]:
+        """Every participant model and topic tag of the stored debates (the dashboard's filters)."""
+        models = await self.fetchall(
+            f"SELECT DISTINCT {_MODEL_LABEL} FROM debates, jsonb_array_elements(participants::jsonb) p ORDER BY 1")
+        tags = await self.fetchall(
+            "SELECT DISTINCT t FROM debates, "
+            "jsonb_array_elements_text(coalesce(config::jsonb -> 'tags', '[]'::jsonb)) t ORDER BY 1")
+        return [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
 
     async def series_ids(self, series: str) -> list[str]:
         """The debates of a series, oldest first (uses the `debates_series` expression index)."""

@@ -66,8 +66,10 @@ class EventStore(Protocol):
 
     async def list_debates(
         self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest",
+        order: str = "newest", model: str | None = None, tag: str | None = None,
     ) -> tuple[list[DebateRow], int]: ...
+
+    async def models_and_tags(self) -> tuple[list[str], list[str]]: ...
 
     async def series_ids(self, series: str) -> list[str]: ...
 

@@ -121,6 +121,9 @@ LIST_ORDERS: dict[str, str] = {
     "cost": "cost_usd DESC, created_at DESC, rowid DESC",
     "status": f"{_STATUS_RANK}, created_at DESC, rowid DESC",
 }
+# A participant's model as the dashboard and the leaderboard name it ("provider:model"), from the listing's
+# participants (`p`: a row of json_each over them).
+MODEL_LABEL = "json_extract(p.value, '$.provider') || ':' || json_extract(p.value, '$.model')"
 INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 
 # An append is one row inserted into `rostrum_append`, a TEMP table of the writer connection (the temp
@@ -374,6 +377,7 @@ class Store:
         self.commits = 0  # group commits so far (for tests and benchmarks)
         self.busy_waits = 0  # times a write found the database locked by another process and waited
         self.on_busy: Callable[[], None] | None = None  # called at each such wait (tests, monitoring)
+        self._options: tuple[tuple[Any, ...], tuple[list[str], list[str]]] | None = None  # `models_and_tags`
 
     def _busy(self, waited: float) -> None:
         self.busy_waits += 1
@@ -770,10 +774,11 @@ class Store:
 
     async def list_debates(
         self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest",
+        order: str = "newest", model: str | None = None, tag: str | None = None,
     ) -> tuple[list[DebateRow], int]:
         """A page of debates in `order` (one of `LIST_ORDERS`: newest first by default), and how many
-        match in all."""
+        match in all. `model` ("provider:model"): only debates one of whose participants uses it; `tag`:
+        only debates with that topic tag."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
         where, params = ["1=1"], []
@@ -784,6 +789,12 @@ class Store:
         if statuses:
             where.append(f"status IN ({','.join('?' * len(statuses))})")
             params.extend(statuses)
+        if model:
+            where.append(f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {MODEL_LABEL} = ?)")
+            params.append(model)
+        if tag:
+            where.append("EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)")
+            params.append(tag.strip().lower())
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
@@ -791,6 +802,22 @@ class Store:
             (*params, limit, offset),
         )
         return [self._row(r) for r in rows], int(total[0]) if total else 0
+
+    async def models_and_tags(self) -> tuple[list[str], list[str]]:
+        """Every participant model ("provider:model") and every topic tag of the stored debates (the
+        dashboard's filters offer them). Scanning every debate's JSON takes a while with thousands of
+        them, so the answer is kept until a debate is created or deleted (in any process)."""
+        marker = tuple(await self.fetchone(
+            "SELECT count(*), coalesce(max(rowid), 0), coalesce(max(created_at), '') FROM debates") or ())
+        if self._options is not None and self._options[0] == marker:
+            return self._options[1]
+        models = await self.fetchall(
+            f"SELECT DISTINCT {MODEL_LABEL} FROM debates, json_each(debates.participants) p ORDER BY 1")
+        tags = await self.fetchall(
+            "SELECT DISTINCT t.value FROM debates, json_each(debates.config, '$.tags') t ORDER BY 1")
+        options = [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
+        self._options = (marker, options)
+        return options
 
     async def series_ids(self, series: str) -> list[str]:
         """The debates of a series, oldest first: its first debate (whose id names the series) and every

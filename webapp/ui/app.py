@@ -47,7 +47,18 @@ async def page_not_found(request: Request, exception: Exception) -> Response:
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
-    from webapp.ui.pages import admin, dashboard, debate, judges, login, new_debate, settings, share, tournaments
+    from webapp.ui.pages import (
+        admin,
+        dashboard,
+        debate,
+        judges,
+        leaderboard,
+        login,
+        new_debate,
+        settings,
+        share,
+        tournaments,
+    )
 
     rt = runtime.reset()
     app.add_static_files("/static", STATIC_DIR)
@@ -59,6 +70,7 @@ def setup() -> None:
         ("/new", "New debate", new_debate.page),
         ("/debate/{debate_id}", "Debate", debate.page),
         ("/judges", "Judges", judges.page),
+        ("/leaderboard", "Leaderboard", leaderboard.page),
         ("/tournaments", "Tournaments", tournaments.list_page),
         ("/tournaments/new", "New tournament", tournaments.new_page),
         ("/tournaments/{tournament_id}", "Tournament", tournaments.page),

@@ -16,6 +16,7 @@ PRODUCT = "Rostrum"
 NAV = [
     ("Debates", "/", "forum", Action.LIST),
     ("New debate", "/new", "add_circle", Action.CREATE),
+    ("Leaderboard", "/leaderboard", "leaderboard", Action.LIST),
     ("Tournaments", "/tournaments", "emoji_events", Action.LIST),
     ("Judges", "/judges", "gavel", Action.LIST),
     ("Settings", "/settings", "tune", Action.LIST),

@@ -88,6 +88,7 @@ def blank_form(defaults: dict[str, Any] | None = None, settings: Settings | None
     timeouts["turn"] = d.get("turn_timeout") or timeouts["turn"]
     return {
         "topic": "",
+        "tags": "",
         "format": fmt.id,
         "rounds": d.get("rounds") if fmt.has_rounds else None,
         "participants": cast_rows(fmt, model),
@@ -182,6 +183,7 @@ def form_to_config(form: dict[str, Any], settings: Settings | None = None) -> di
     # What the form hides (a disabled judge, an unused window…) is not sent: it cannot block a start.
     data: dict[str, Any] = {
         "topic": form["topic"] or "",
+        "tags": form.get("tags") or "",  # "ethics, AI policy": the config splits and normalises them
         "format": form["format"],
         "rounds": _num(form.get("rounds"), int) if fmt is None or fmt.has_rounds else None,
         "participants": [],
@@ -240,7 +242,7 @@ def config_to_form(config: DebateConfig, defaults: dict[str, Any] | None = None,
     fmt = FORMATS.get(config.format)
     timeouts = config.timeouts
     form.update(
-        topic=config.topic, format=config.format,
+        topic=config.topic, tags=", ".join(config.tags), format=config.format,
         rounds=config.rounds if fmt is None or fmt.has_rounds else None,
         participants=[{**_model_row(p), "name": p.name, "position": p.position, "persona": p.persona,
                        "temperature": p.temperature, "max_tokens": p.max_tokens,

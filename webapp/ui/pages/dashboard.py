@@ -216,6 +216,8 @@ class Dashboard:
         self.gate = gate
         self.query = ""
         self.statuses: list[str] = []
+        self.model: str | None = None  # "provider:model": only debates where a participant uses it
+        self.tag: str | None = None
         self.order = "newest"
         self.page = 1
         self.container = ui.column().classes("w-full gap-2")
@@ -233,11 +235,12 @@ class Dashboard:
             engine = await runtime.current().engine()
             states = [s for key in self.statuses for s in STATUS_FILTERS.get(key, [])]
             rows, total = await engine.list_debates(self.query, states or None, (self.page - 1) * PAGE_SIZE,
-                                                    PAGE_SIZE, self.order)
+                                                    PAGE_SIZE, self.order, model=self.model, tag=self.tag)
             if total and not rows and self.page > 1:  # the page emptied (filters changed): go to the last
                 self.page = max(1, math.ceil(total / PAGE_SIZE))
                 rows, total = await engine.list_debates(self.query, states or None,
-                                                        (self.page - 1) * PAGE_SIZE, PAGE_SIZE, self.order)
+                                                        (self.page - 1) * PAGE_SIZE, PAGE_SIZE, self.order,
+                                                        model=self.model, tag=self.tag)
             pending = False
             outcomes: list[RowOutcome] = []
             for row in rows:
@@ -254,7 +257,7 @@ class Dashboard:
             return pending
 
     def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int) -> None:
-        filtered = bool(self.query.strip() or self.statuses)
+        filtered = bool(self.query.strip() or self.statuses or self.model or self.tag)
         if not rows:
             if filtered:
                 with ui.card().classes("w-full items-center py-10"):
@@ -410,6 +413,14 @@ async def rerun(gate: Gate, debate_id: str) -> None:
     await _start(gate, created.config.model_copy(update={"series": None}))
 
 
+async def _filter_options() -> tuple[list[str], list[str]]:
+    """The models and tags the filters offer; none when the store cannot say (the list still shows)."""
+    try:
+        return await (await runtime.current().engine()).store.models_and_tags()
+    except StoreError:
+        return [], []
+
+
 async def page(request: Request) -> Response | None:
     rt = runtime.current()
     hub = await rt.hub()
@@ -433,18 +444,28 @@ async def page(request: Request) -> Response | None:
                 .mark("status-filter")
             sort = ui.select(SORTS, label="Sort by", value="newest").props("outlined dense") \
                 .classes("min-w-[160px]").mark("sort")
+            models, tags = await _filter_options()
+            # Searchable (type to narrow the list); the options are set as values, never parsed as HTML.
+            model = ui.select(models, label="Model", value=None, clearable=True, with_input=True) \
+                .props("outlined dense").classes("min-w-[180px]").mark("model-filter")
+            tag = ui.select(tags, label="Tag", value=None, clearable=True, with_input=True) \
+                .props("outlined dense").classes("min-w-[140px]").mark("tag-filter")
         dashboard = Dashboard(gate)
 
         async def on_filters() -> None:
             dashboard.query = search.value or ""
             dashboard.statuses = list(status.value or [])
             dashboard.order = sort.value if sort.value in SORTS else "newest"
+            dashboard.model = model.value or None
+            dashboard.tag = tag.value or None
             dashboard.page = 1
             await dashboard.load()
 
         search.on_value_change(on_filters)
         status.on_value_change(on_filters)
         sort.on_value_change(on_filters)
+        model.on_value_change(on_filters)
+        tag.on_value_change(on_filters)
 
         hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
         ui.timer(REFRESH_SECONDS, dashboard.load, immediate=False)

@@ -139,6 +139,7 @@ class DebateForm(FormFields):
         self.topic.error = self.errors.get("topic")
         self.body.clear()
         with self.body:
+            self._tags_field()
             self._format_card()
             self._participants_card()
             JudgePanel(self, self.form["judge"], self.debater_models).build()
@@ -160,6 +161,14 @@ class DebateForm(FormFields):
             topic.bind_value(self.form, "topic")
             self.topic = self.field("topic", topic)
             self._show_sample_topic()
+
+    def _tags_field(self) -> None:
+        """Topic tags (comma-separated): the leaderboard and the dashboard filter debates by them."""
+        tags = ui.input("Topic tags", placeholder="e.g. ethics, ai-policy").props(
+            'outlined dense clearable hint="Comma-separated, at most 10; the leaderboard and the dashboard '
+            'filter by them"').classes("w-full")
+        tags.bind_value(self.form, "tags")
+        self.field("tags", tags)
 
     def _show_sample_topic(self) -> None:
         """A preset's sample topic is the topic's placeholder, taken when the topic is left empty: a

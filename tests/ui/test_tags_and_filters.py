@@ -1,0 +1,58 @@
+"""Topic tags on the new-debate form (and back through Clone), and the dashboard's model and tag filters."""
+
+from __future__ import annotations
+
+from nicegui.testing import User
+
+from tests.leaderboard_corpus import ALPHA, BETA, GAMMA, store_result
+from tests.ui.helpers import engine, one
+from webapp.engine.events import CreatedPayload
+from webapp.models import DebateConfig
+from webapp.ui.components.presets import config_to_form, form_to_config
+
+
+async def test_the_form_stores_topic_tags_and_refuses_bad_ones(user: User) -> None:
+    await user.open("/new")
+    user.find(marker="field-topic").type("Are tags useful?")
+    user.find(marker="field-tags").type("Bad<tag>")
+    user.find(marker="start").click()
+    await user.should_see("use letters, digits and - _ . + only", retries=50)
+    assert "use letters, digits" in one(user, "field-tags").error
+    with user:
+        one(user, "field-tags").value = "Ethics, AI policy"
+    user.find(marker="start").click()
+    await user.should_see(marker="transcript", retries=100)
+    rows, _ = await (await engine()).list_debates()
+    created = (await (await engine()).events(rows[0].id))[0].payload
+    assert isinstance(created, CreatedPayload) and created.config.tags == ["ethics", "ai-policy"]
+
+
+def test_tags_survive_a_clone() -> None:
+    config = DebateConfig(topic="Clone me", tags=["ethics", "ai-policy"])
+    form = config_to_form(config)
+    assert form["tags"] == "ethics, ai-policy"
+    assert DebateConfig.model_validate(form_to_config(form)).tags == ["ethics", "ai-policy"]
+
+
+async def test_the_dashboard_filters_by_model_and_by_tag(user: User) -> None:
+    store = (await engine()).store
+    await store_result(store, "d1", ALPHA, BETA, "a", tags=("ethics",))
+    await store_result(store, "d2", BETA, GAMMA, "a", tags=("science", "ethics"))
+    await store_result(store, "d3", GAMMA, ALPHA, "b")
+    await user.open("/")
+    await user.should_see(marker="debate-d3", retries=50)
+    assert list(one(user, "model-filter").options) == [ALPHA, BETA, GAMMA]
+    assert list(one(user, "tag-filter").options) == ["ethics", "science"]
+    with user:
+        one(user, "model-filter").value = GAMMA
+    await user.should_not_see(marker="debate-d1", retries=50)
+    await user.should_see(marker="debate-d2", retries=50)
+    await user.should_see(marker="debate-d3", retries=50)
+    with user:
+        one(user, "tag-filter").value = "ethics"
+    await user.should_not_see(marker="debate-d3", retries=50)
+    assert one(user, "debate-count").text == "1 debate"
+    with user:
+        one(user, "model-filter").value = None
+    await user.should_see(marker="debate-d1", retries=50)
+    assert one(user, "debate-count").text == "2 debates"
