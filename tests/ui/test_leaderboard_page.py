@@ -24,7 +24,8 @@ def table_rows(user: User, marker: str) -> list[dict[str, object]]:
 async def test_the_leaderboard_ranks_models_and_drills_into_a_head_to_head_cell(user: User) -> None:
     await store_league((await engine()).store)
     await user.open("/")
-    user.find(marker="nav-leaderboard").click()
+    assert '<a href="/leaderboard" ' in one(user, "navigation").content
+    await user.open("/leaderboard")
     await user.should_see(marker="ratings-table", retries=300)
     assert one(user, "leaderboard-title").text == "Ratings over 5 debates"
     rows = table_rows(user, "ratings-table")
