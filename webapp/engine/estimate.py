@@ -188,7 +188,8 @@ def estimate_debate(config: DebateConfig, settings: Settings | None = None) -> D
     result.turns_low, result.judge_calls_low = _walk(config, fmt, low_rounds, "low", low)
     result.turns_high, result.judge_calls_high = _walk(config, fmt, high_rounds, "high", high)
     specs: dict[str, Spec] = {}
-    for spec in [*config.participants, *(config.judge.judges if config.judge.enabled else [])]:
+    everyone: list[Spec] = [*config.participants, *(config.judge.judges if config.judge.enabled else [])]
+    for spec in everyone:
         specs.setdefault(_key(spec), spec)
     for key, spec in specs.items():
         if key not in high.tokens:

@@ -77,16 +77,16 @@ def format_settings(form: FormFields, values: dict[str, Any], fmt: Format) -> No
 def limits_card(form: FormFields, values: dict[str, Any]) -> None:
     """The money limits up front; word limit, discipline, context, timeouts and retries under "Advanced"."""
     budget = values["budget"]
-    with ui.card().classes("w-full gap-1 q-pa-md"):
+    with ui.card().classes("w-full gap-1 p-3"):
         heading("Budget", 2)
         # No min/max on these numbers: the browser would clamp what was typed; a value out of range is
         # an error shown at its field instead.
         with ui.row().classes("w-full items-start gap-2"):
             warn = ui.number("Warn at (USD)", step=0.01, format="%.2f") \
-                .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"').classes("w-56")
+                .props('outlined dense prefix="$" hint="pause and ask at this spend"').classes("w-56")
             form.field("budget.warn_at", warn.bind_value(budget, "warn_at"))
             limit = ui.number("Hard limit (USD)", step=0.01, format="%.2f") \
-                .props('outlined dense prefix="$" hint="never crossed: answers are cut to fit"').classes("w-56")
+                .props('outlined dense prefix="$" hint="never crossed: answers are cut"').classes("w-56")
             form.field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
         with form.section("Advanced: word limit, discipline and context", "rule",
                           ("word_limit", "strict", "context", "seed"), "section-discipline"), \

@@ -124,8 +124,8 @@ class FormFields:
         opens when one of its fields has an error so that the error is in sight."""
         if any(path.startswith(prefixes) for path in self.errors):
             self.opened[marker] = True
-        with ui.expansion(title, icon=icon).bind_value(self.opened, marker).classes("w-full").mark(marker) \
-                as expansion:
+        with ui.expansion(title, icon=icon).bind_value(self.opened, marker).props("dense") \
+                .classes("w-full").mark(marker) as expansion:
             yield expansion
 
     def drop_errors(self, prefix: str) -> None:

@@ -36,18 +36,19 @@ class JudgePanel:
 
     def build(self) -> None:
         judge, judges = self.judge, self.judge["judges"]
-        with ui.card().classes("w-full gap-1 q-pa-md"):
-            with ui.row().classes("w-full items-center justify-between"):
+        with ui.card().classes("w-full gap-1 p-3"):
+            with ui.row().classes("w-full items-center gap-2"):
                 heading("Judge", 2)  # the one "Judge" heading of the form
+                title = "" if len(judges) == 1 else f"Panel of {len(judges)} judges: the mean of their scores"
+                ui.label(title).classes("text-sm text-grey-8").mark("judge-count") \
+                    .bind_visibility_from(judge, "enabled")
+                ui.space()
                 ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
+                add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
+                    .mark("add-judge").bind_visibility_from(judge, "enabled")
+                if len(judges) >= MAX_JUDGES:
+                    add.disable()
             with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "enabled"):
-                with ui.row().classes("w-full items-center justify-between"):
-                    title = "One judge" if len(judges) == 1 else f"Panel of {len(judges)} judges (mean of their scores)"
-                    ui.label(title).classes("text-sm text-grey-8").mark("judge-count")
-                    add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
-                        .mark("add-judge")
-                    if len(judges) >= MAX_JUDGES:
-                        add.disable()
                 self.form.group_error("judge.judges")
                 for index, row in enumerate(judges):
                     self._judge_row(f"judge.judges[{index}]", row, index, len(judges))

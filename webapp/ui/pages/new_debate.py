@@ -67,18 +67,29 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
 """
 
 
-# Ctrl/Cmd+Enter outside the form (whose own handler covers its fields) presses Start.
-ANYWHERE_JS = """
+# Ctrl/Cmd+Enter anywhere on the page presses Start. Caught on the way down (capture): a select or a
+# menu that handles Enter itself would otherwise keep it from ever reaching a handler on the form.
+CTRL_ENTER_JS = """
+window.rostrumStartId = %r;
 if (!window.rostrumCtrlEnter) {
   window.rostrumCtrlEnter = true;
   document.addEventListener('keydown', (e) => {
-    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey)) return;
-    const form = document.getElementById(%r);
-    if (!form || form.contains(e.target)) return;
-    const start = document.getElementById(%r);
-    if (start) { e.preventDefault(); start.click(); }
-  });
+    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || e.repeat) return;
+    const start = document.getElementById(window.rostrumStartId);
+    if (!start) return;
+    e.preventDefault();
+    e.stopPropagation();
+    start.click();
+  }, {capture: true});
 }
+"""
+# Put the cursor back in a field rebuilt under it (a new format re-renders its card), without scrolling.
+REFOCUS_JS = """
+requestAnimationFrame(() => {
+  const el = document.getElementById(%r);
+  const input = el && el.querySelector('input, textarea, [tabindex]');
+  if (input) input.focus({preventScroll: true});
+});
 """
 
 
@@ -120,12 +131,13 @@ class DebateForm(FormFields):
     # --- building ---------------------------------------------------------------------------
 
     def build(self) -> None:
-        # Ctrl+Enter (Cmd+Enter on a Mac) starts the debate from any field of the form.
+        # Ctrl+Enter (Cmd+Enter on a Mac) starts the debate from any field of the form, or anywhere else.
         with ui.column().classes("w-full gap-3").mark("debate-form") as root:
+            # The page's listener (CTRL_ENTER_JS) takes the key first in a browser and presses Start; these
+            # handlers are the form's own way to start, for a client that sends the key event itself.
             root.on("keydown.ctrl.enter", self.submit).on("keydown.meta.enter", self.submit)
             self._build()
-        # ... and from anywhere else on the page (nothing focused, the header): it presses Start.
-        ui.run_javascript(ANYWHERE_JS % (root.html_id, self.start_button.html_id))
+        ui.run_javascript(CTRL_ENTER_JS % self.start_button.html_id)
 
     def _build(self) -> None:
         with ui.row().classes("w-full items-center justify-between"):
@@ -141,11 +153,11 @@ class DebateForm(FormFields):
         self.banner = ui.column().classes("w-full")
         # Level one, the essentials, fit one screen (1440×900): topic beside format, then the cast, then
         # judge beside budget; each card keeps the rest under its own "Advanced" expansion.
-        with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-3 gap-3"):
+        with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-5 gap-3"):
             # The topic is built once, outside the re-rendered parts: text typed while a preset or another
             # edit re-renders the form can never land in an element that is being replaced.
             self._topic_card()
-            self.format_box = ui.column().classes("w-full min-w-0")
+            self.format_box = ui.column().classes("w-full min-w-0 lg:col-span-2")
         self.body = ui.column().classes("w-full gap-3")
         self._action_bar()
         self.render()
@@ -174,13 +186,13 @@ class DebateForm(FormFields):
         self.update_estimate()
 
     def _topic_card(self) -> None:
-        with ui.card().classes("w-full lg:col-span-2 gap-1 q-pa-md"):
+        with ui.card().classes("w-full lg:col-span-3 gap-1 p-3"):
             heading("Topic", 2)
             topic = ui.textarea(
                 label="What should they debate? *", placeholder=TOPIC_PLACEHOLDER,
                 validation={f"The topic is too long (at most {TOPIC_MAX_CHARS} characters)":
                             lambda v: len(v or "") <= TOPIC_MAX_CHARS},
-            ).props(f'outlined autogrow counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
+            ).props(f'outlined autogrow autofocus counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
             topic.bind_value(self.form, "topic")
             self.topic = self.field("topic", topic)
             self._show_sample_topic()
@@ -196,7 +208,7 @@ class DebateForm(FormFields):
 
     def _format_card(self) -> None:
         fmt = FORMATS.get(self.form["format"], FORMATS["classic"])
-        with ui.card().classes("w-full gap-1 q-pa-md"):
+        with ui.card().classes("w-full gap-1 p-3"):
             heading("Format", 2)
             with ui.row().classes("w-full gap-2 items-start no-wrap"):
                 select = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format", value=fmt.id,
@@ -231,7 +243,7 @@ class DebateForm(FormFields):
                 if phase.private:
                     tags.append("private")
                 text = f"{step}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
-                ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo")
+                ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo text-xs")
 
     @staticmethod
     def _format_description(fmt: Format) -> None:
@@ -248,7 +260,7 @@ class DebateForm(FormFields):
 
     def _participants_card(self) -> None:
         rows = self.form["participants"]
-        with ui.card().classes("w-full gap-1 q-pa-md"):
+        with ui.card().classes("w-full gap-1 p-3"):
             with ui.row().classes("w-full items-center justify-between"):
                 heading(f"Participants ({len(rows)})", 2)
                 add = ui.button("Add participant", icon="person_add", on_click=self.add_participant) \
@@ -334,9 +346,10 @@ class DebateForm(FormFields):
                     .mark("cost-estimate-note")
             ui.space()
             self.kept_note = ui.row().classes("items-center rostrum-collapse-sm")
-            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps").mark("reset-form")
+            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat dense no-caps no-wrap") \
+                .mark("reset-form")
             self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
-                .props("unelevated no-caps").mark("start")
+                .props("unelevated no-caps no-wrap").mark("start")
         self._estimate_key = ""
 
     def update_estimate(self) -> None:
@@ -365,7 +378,8 @@ class DebateForm(FormFields):
         basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; from short "
                  f"answers ({LOW_TURN_TOKENS} tokens) to full ones (each turn's max tokens or word limit)")
         if estimate.free:
-            basis = f"{turns} turns, {calls} judge calls; demo and local models cost nothing"
+            basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; demo and "
+                     "local models cost nothing")
         self.estimate_note.text = basis
 
     # --- self-preference: judges of a debater's family ----------------------------------------
@@ -544,6 +558,8 @@ class DebateForm(FormFields):
             self.form["rounds"] = None
         self.errors.pop("format", None)
         self.render()
+        # the select that had the focus is gone: its handler has no page to run in, the topic does
+        self.topic.client.run_javascript(REFOCUS_JS % self.fields["format"].html_id)
 
     def _new_position(self) -> str:
         """A position the format gives turns to: any ('free') where every position speaks, else the
