@@ -103,7 +103,7 @@ def test_the_essentials_fit_one_screen_and_the_action_bar_stays_in_view_on_a_pho
             box = fields.nth(index).bounding_box()
             assert box is not None, name
             # on the first screen, and above the action bar (not hidden under it)
-            assert 0 <= box["y"] and box["y"] + box["height"] <= bar["y"], (name, index, box, bar)
+            assert box["y"] >= 0 and box["y"] + box["height"] <= bar["y"], (name, index, box, bar)
     assert page.evaluate("window.scrollY") == 0
     page.close()
 
