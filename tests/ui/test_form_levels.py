@@ -66,6 +66,10 @@ async def test_the_estimate_is_free_for_demo_a_dollar_range_for_a_priced_model_a
     await _provider(user, "judge.judges[0]", "openai")
     _set(user, "field-judge.judges[0].model", "gpt-4o")
     assert _range(user)[1] > high5
+    _set(user, "field-judge.enabled", False)  # no judge: no judge calls
+    assert _range(user) == (low5, high5)
+    _set(user, "field-judge.enabled", True)
+    assert _range(user)[1] > high5
     # a model genai-prices does not know is named, never priced by guess
     _set(user, "field-participants[1].model", "no-such-model-xyz")
     assert _estimate(user).endswith("+ unpriced: openai:no-such-model-xyz")

@@ -233,8 +233,10 @@ class FormFields:
     async def test_connection(self, prefix: str, row: dict[str, Any]) -> None:
         """Ask the row's server for its models (from this server, never the browser: a key stays here)."""
         preset = get_preset(row.get("preset"))
-        key = read_env_var(preset.key_env) if preset and preset.key_env else None
         url = server_url(row.get("preset"), row.get("base_url"))
+        # A hosted preset's key goes to that service's own address only, never to a URL typed over it.
+        own = preset is not None and url == preset.default_url.rstrip("/")
+        key = read_env_var(preset.key_env) if preset and preset.key_env and own else None
         self.server_answers[prefix] = await list_server_models(url, key)
         self.render()
 

@@ -43,7 +43,8 @@ class JudgePanel:
                 ui.label(title).classes("text-sm text-grey-8").mark("judge-count") \
                     .bind_visibility_from(judge, "enabled")
                 ui.space()
-                ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
+                ui.switch("Judge the debate", on_change=self.form.changed).bind_value(judge, "enabled") \
+                    .mark("field-judge.enabled")  # judge calls are part of the cost estimate
                 add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
                     .mark("add-judge").bind_visibility_from(judge, "enabled")
                 if len(judges) >= MAX_JUDGES:

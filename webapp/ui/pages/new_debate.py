@@ -1,5 +1,10 @@
 """New debate `/new`: the full configuration form, presets, inline errors, and starting the debate.
 
+The form has two levels. The essentials fit one 1440×900 screen: topic, format (with its phases as
+pills), the participants as compact rows (name, provider and model, position), the judge and the
+budget; everything else sits in each card's "Advanced" expansion. A sticky action bar keeps the
+debate's estimated cost range (`engine.estimate`) and Start in view; Ctrl+Enter starts from anywhere.
+
 The form edits a plain dictionary (see `components.presets`); every element is bound to it, so an
 error never loses what was typed, and re-rendering a section (add a participant, change provider)
 shows the same values. Errors from pydantic and from `Engine.validate` (`ConfigError.field`) are
@@ -340,16 +345,17 @@ class DebateForm(FormFields):
         """Sticky at the bottom of the window: the estimated cost of the whole debate and Start."""
         with ui.row().classes("w-full items-center gap-2 no-wrap rostrum-action-bar") \
                 .props('role="region" aria-label="Cost and start"').mark("action-bar"):
-            with ui.column().classes("gap-0 min-w-0"):
+            with ui.column().classes("gap-0 min-w-0 shrink"):
                 self.estimate_label = ui.label("Estimated cost: …").classes("font-medium").mark("cost-estimate")
                 self.estimate_note = ui.label("").classes("text-xs text-grey-8 rostrum-collapse-sm") \
                     .mark("cost-estimate-note")
             ui.space()
             self.kept_note = ui.row().classes("items-center rostrum-collapse-sm")
-            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat dense no-caps no-wrap") \
+            ui.button("Reset form", icon="restart_alt", on_click=self.reset) \
+                .props('flat dense no-caps no-wrap aria-label="Reset form"').classes("rostrum-icon-sm shrink-0") \
                 .mark("reset-form")
             self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
-                .props("unelevated no-caps no-wrap").mark("start")
+                .props("unelevated no-caps no-wrap").classes("shrink-0").mark("start")
         self._estimate_key = ""
 
     def update_estimate(self) -> None:
