@@ -126,6 +126,7 @@ async def test_the_colour_is_picked_from_a_palette_and_one_judge_heading_heads_t
     assert list(colour.options) == list(SWATCHES)
     assert colour.options["#16a34a"] == "Green · #16a34a"
     _set(user, "field-participants[1].color", "#16a34a")
+    assert one(user, "participant-1").style["--turn-color"] == "#16a34a"  # the row's stripe follows
     headings = [e for e in user.find(kind=type(one(user, "cost-estimate"))).elements
                 if getattr(e, "tag", "") in ("h1", "h2", "h3")]
     assert [e.text for e in headings if e.tag == "h1"] == ["New debate"]

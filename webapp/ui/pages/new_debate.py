@@ -35,6 +35,7 @@ from webapp.store import StoreError
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.badges import safe_color
 from webapp.ui.components.debate_options import format_settings, limits_card
 from webapp.ui.components.form_errors import plain, reword
 from webapp.ui.components.form_fields import SWATCHES, FormFields, colour_select, number
@@ -132,6 +133,7 @@ class DebateForm(FormFields):
         self.submitting = False
         self.tab_storage: dict[str, Any] | None = None  # app.storage.tab, once the tab is connected
         self._family_signature: tuple[SharedFamily, ...] | None = None
+        self.row_boxes: dict[int, ui.element] = {}  # participant index -> its row (its colour stripe)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class DebateForm(FormFields):
         self.fields = {"topic": self.topic}
         self.anchors = {"topic": self.topic}
         self.model_inputs = {}
+        self.row_boxes = {}
         self.topic.error = self.errors.get("topic")
         self.format_box.clear()
         with self.format_box:
@@ -285,7 +288,8 @@ class DebateForm(FormFields):
         """One compact row: name, provider and model, position, and moving or removing it."""
         prefix = f"participants[{index}]"
         with ui.element("div").classes("w-full rostrum-turn rostrum-form-row") \
-                .style(f"--turn-color:{row.get('color') or '#94a3b8'}").mark(f"participant-{index}"):
+                .style(f"--turn-color:{safe_color(row.get('color'))}").mark(f"participant-{index}") as box:
+            self.row_boxes[index] = box
             with ui.row().classes("w-full items-center gap-2"):
                 ui.label(f"#{index + 1}").classes("text-grey-8 font-mono")
                 name = ui.input("Name", placeholder="auto from position").props("outlined dense").classes("w-44")
@@ -328,7 +332,8 @@ class DebateForm(FormFields):
                 temperature = ui.number("Temperature", step=0.1, format="%.1f") \
                     .props('outlined dense hint="0–2; empty = model default"').classes("w-36")
                 self.field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
-                self.field(f"{prefix}.color", colour_select(row).bind_value(row, "color"))
+                colour = self.field(f"{prefix}.color", colour_select(row).bind_value(row, "color"))
+                colour.on_value_change(lambda e, i=index: self._recolour(i, e.value))
                 max_tokens = number("Max tokens", "16–64000", "w-32", precision=0)
                 self.field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
                 budget = number("Context budget (tokens)", "empty = model's window; ≥ 500", "w-52",
@@ -338,6 +343,12 @@ class DebateForm(FormFields):
                 at_once = number("Calls at once", "its server; empty = 1 if local, else no limit", "w-52",
                                  precision=0)
                 self.field(f"{prefix}.concurrency", at_once.bind_value(row, "concurrency"))
+
+    def _recolour(self, index: int, color: Any) -> None:
+        """The row's stripe takes the colour just picked (a colour that is not one stays grey)."""
+        box = self.row_boxes.get(index)
+        if box is not None and not box.is_deleted:
+            box.style(f"--turn-color:{safe_color(color)}")
 
     # --- the action bar: what the debate may cost, and starting it --------------------------------
 
