@@ -20,6 +20,10 @@ from webapp.providers.presets import get_preset
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
 MAX_SERVER_MODELS = 200
+# Why a server did not answer, in words (by httpx's exception class).
+REASONS = {"ConnectError": "nothing listens there, or the host cannot be reached",
+           "RemoteProtocolError": "something answered, but not in HTTP",
+           "ReadError": "the connection broke", "UnsupportedProtocol": "not an http:// or https:// address"}
 
 
 class PricedModel(BaseModel):
@@ -112,7 +116,7 @@ async def list_server_models(base_url: str, api_key: str | None = None,
     except httpx.TimeoutException:
         return ServerAnswer(url=url, answers=False, message=f"{url} does not answer (no reply within {timeout:g} s)")
     except httpx.HTTPError as exc:
-        reason = type(exc).__name__.replace("Error", " error").lower()
+        reason = REASONS.get(type(exc).__name__, type(exc).__name__)
         return ServerAnswer(url=url, answers=False, message=f"{url} does not answer ({reason})")
     if response.status_code != 200:
         return ServerAnswer(url=url, answers=True, message=f"{url} answers, but {url}/models says HTTP "
