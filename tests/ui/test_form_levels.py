@@ -125,6 +125,10 @@ async def test_the_colour_is_picked_from_a_palette_and_one_judge_heading_heads_t
     colour = one(user, "field-participants[1].color")
     assert list(colour.options) == list(SWATCHES)
     assert colour.options["#16a34a"] == "Green · #16a34a"
+    hostile = 'red;background:url(//evil.example)"'
+    _set(user, "field-participants[1].color", hostile)  # e.g. from saved defaults: kept, shown, never styled
+    assert colour.options[hostile] == f"Custom: {hostile} · #94a3b8"
+    assert one(user, "participant-1").style["--turn-color"] == "#94a3b8"
     _set(user, "field-participants[1].color", "#16a34a")
     assert one(user, "participant-1").style["--turn-color"] == "#16a34a"  # the row's stripe follows
     headings = [e for e in user.find(kind=type(one(user, "cost-estimate"))).elements

@@ -20,6 +20,7 @@ from webapp.providers.presets import get_preset
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
 MAX_SERVER_MODELS = 200
+MAX_MODEL_NAME = 200  # what a participant's model field takes
 # Why a server did not answer, in words (by httpx's exception class).
 REASONS = {"ConnectError": "nothing listens there, or the host cannot be reached",
            "RemoteProtocolError": "something answered, but not in HTTP",
@@ -123,7 +124,8 @@ async def list_server_models(base_url: str, api_key: str | None = None,
                                                            f"{response.status_code}")
     try:
         data = response.json().get("data") or []
-        models = sorted({str(item["id"]) for item in data if isinstance(item, dict) and item.get("id")})
+        models = sorted({str(item["id"]) for item in data
+                         if isinstance(item, dict) and item.get("id") and len(str(item["id"])) <= MAX_MODEL_NAME})
     except (ValueError, AttributeError, TypeError):
         return ServerAnswer(url=url, answers=True, message=f"{url} answers, but not with a list of models")
     models = models[:MAX_SERVER_MODELS]

@@ -21,23 +21,28 @@ from webapp.providers.catalog import ServerAnswer, genai_provider, list_server_m
 from webapp.providers.presets import PRESETS, get_preset
 from webapp.providers.registry import TITLES, provider_status
 from webapp.settings import read_env_var
+from webapp.ui.components.badges import safe_color
 from webapp.ui.components.presets import DEFAULT_MODELS
 
 # The participants' colours: each at least 3:1 against the light and the dark page (WCAG non-text contrast).
 SWATCHES = {"#2563eb": "Blue", "#dc2626": "Red", "#16a34a": "Green", "#9333ea": "Purple", "#ea580c": "Orange",
             "#0891b2": "Teal", "#d97706": "Amber", "#db2777": "Pink", "#64748b": "Slate"}
-# A select's options reach the browser as labels only: the swatch reads its colour from the label's end.
+# A select's options reach the browser as labels only ("Blue · #2563eb"): the swatch takes its colour
+# from after the last " · ", which is always a checked #rgb/#rrggbb (`swatch_label`).
 SWATCH_SLOT = """
 <q-item v-bind="props.itemProps">
-  <q-item-section side><span class="rostrum-dot" :style="{background: props.opt.label.split(' · ')[1]}"></span>
+  <q-item-section side>
+    <span class="rostrum-dot" :style="{background: props.opt.label.split(' · ').pop()}"></span>
   </q-item-section>
-  <q-item-section><q-item-label>{{ props.opt.label.split(' · ')[0] }}</q-item-label></q-item-section>
+  <q-item-section>
+    <q-item-label>{{ props.opt.label.slice(0, props.opt.label.lastIndexOf(' · ')) }}</q-item-label>
+  </q-item-section>
 </q-item>
 """
 SWATCH_SELECTED = """
 <span class="row items-center no-wrap" style="gap: 0.4rem">
-  <span class="rostrum-dot" :style="{background: props.opt.label.split(' · ')[1]}"></span>
-  {{ props.opt.label.split(' · ')[0] }}
+  <span class="rostrum-dot" :style="{background: props.opt.label.split(' · ').pop()}"></span>
+  {{ props.opt.label.slice(0, props.opt.label.lastIndexOf(' · ')) }}
 </span>
 """
 
@@ -224,9 +229,9 @@ class FormFields:
             with ui.row().classes("w-full items-center gap-1"):
                 ui.label("Its models:").classes("text-sm text-grey-8")
                 for name in answer.models[:12]:
-                    ui.button(name, on_click=lambda m=name: self.pick_model(prefix, m)) \
-                        .props(f'flat dense no-caps aria-label="Use the model {name}"') \
-                        .mark(f"server-model-{prefix}-{name}")
+                    use = ui.button(name, on_click=lambda m=name: self.pick_model(prefix, m)) \
+                        .props("flat dense no-caps").mark(f"server-model-{prefix}-{name}")
+                    use.props["aria-label"] = f"Use the model {name}"  # a server's text: set, never parsed
                 if len(answer.models) > 12:
                     ui.label(f"and {len(answer.models) - 12} more in the model picker").classes("text-sm text-grey-8")
 
@@ -269,17 +274,24 @@ class ColourSelect(ui.select):
 
     def _handle_value_change(self, value: Any) -> None:
         if isinstance(value, str) and value and isinstance(self.options, dict) and value not in self.options:
-            self.options[value] = f"Custom · {value}"
+            self.options[value] = swatch_label(value)
             self._update_values_and_labels()
         super()._handle_value_change(value)
+
+
+def swatch_label(color: str) -> str:
+    """'Blue · #2563eb'; a colour off the palette is 'Custom: <what it is> · <it, or grey if no colour>'."""
+    if color in SWATCHES:
+        return f"{SWATCHES[color]} · {color}"
+    return f"Custom: {color} · {safe_color(color)}"
 
 
 def colour_select(values: dict[str, Any]) -> ui.select:
     """The palette of a participant's colour: named swatches, each an accessible contrast."""
     current = values.get("color")
-    options = {hex_: f"{name} · {hex_}" for hex_, name in SWATCHES.items()}
+    options = {hex_: swatch_label(hex_) for hex_ in SWATCHES}
     if isinstance(current, str) and current and current not in options:
-        options[current] = f"Custom · {current}"
+        options[current] = swatch_label(current)
     select = ColourSelect(options, label="Colour").props("outlined dense options-dense").classes("w-40")
     select.add_slot("option", SWATCH_SLOT)
     select.add_slot("selected-item", SWATCH_SELECTED)

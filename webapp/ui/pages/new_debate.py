@@ -303,15 +303,17 @@ class DebateForm(FormFields):
                 ui.space()
                 name = row.get("name") or f"participant {index + 1}"
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
-                    .props(f'flat round dense aria-label="Move {name} up"').mark(f"move-up-{index}")
+                    .props("flat round dense").mark(f"move-up-{index}")
                 up.tooltip("Move up")
                 down = ui.button(icon="arrow_downward", on_click=lambda i=index: self.move(i, 1)) \
-                    .props(f'flat round dense aria-label="Move {name} down"').mark(f"move-down-{index}")
+                    .props("flat round dense").mark(f"move-down-{index}")
                 down.tooltip("Move down")
                 remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
-                    .props(f'flat round dense color=negative aria-label="Remove {name}"') \
-                    .mark(f"remove-participant-{index}")
+                    .props("flat round dense color=negative").mark(f"remove-participant-{index}")
                 remove.tooltip("Remove")
+                # Typed names: set as values, never parsed as part of a props string (a quote stays a quote).
+                for button, label in ((up, f"Move {name} up"), (down, f"Move {name} down"), (remove, f"Remove {name}")):
+                    button.props["aria-label"] = label
                 if index == 0:
                     up.disable()
                 if index == count - 1:
