@@ -67,6 +67,20 @@ def test_a_failed_start_focuses_the_first_error_in_view(server: str, browser: Br
     topic = page.get_by_label(TOPIC)
     expect(topic).to_be_focused()
     expect(topic).to_be_in_viewport()
+    # an error in a folded "Advanced" section: it opens, and the field is focused in view, above the bar
+    topic.fill("Should museums be free?")
+    section = page.get_by_role("button", name="Advanced: timeouts and retries")
+    section.click()
+    retries = page.get_by_label("Retries per debate")
+    retries.fill("50")
+    section.click()
+    expect(retries).to_be_hidden()
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_role("button", name="The number of retries must be at most 20")).to_be_visible()
+    expect(retries).to_be_focused()
+    expect(retries).to_be_in_viewport(ratio=1)
+    box, bar = retries.bounding_box(), page.get_by_role("region", name="Cost and start").bounding_box()
+    assert box is not None and bar is not None and box["y"] + box["height"] <= bar["y"]
     page.close()
 
 
