@@ -111,7 +111,10 @@ def test_the_empty_dashboard_settings_and_404_pass_axe(site: Site, browser: Brow
     }
     found = {path: audit(browser, site.base + path, scheme, ready, PENDING["dashboard"] if path == "/" else set())
              for path, ready in pages.items()}
-    assert found == {path: [] for path in pages}, json.dumps(found, indent=1)
+    # the form's second level too: the participants' advanced settings (colour palette, persona...)
+    found["/new, advanced"] = audit(browser, site.base + "/new", scheme, "h1",
+                                    expand=("Advanced: persona, temperature, colour, tokens", "text=#1 Affirmative"))
+    assert found == {path: [] for path in found}, json.dumps(found, indent=1)
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nicegui.testing import User
 
 from webapp.settings import get_settings
+from webapp.ui.pages.dashboard import ZONE_JS
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +25,11 @@ def app_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     get_settings.cache_clear()
     yield db
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def user(user: User) -> User:
+    """The plugin's simulated user, whose browser says its time zone is UTC when a page asks (the
+    dashboard does once a tab connects): no page waits for an answer that never comes."""
+    user.javascript_rules[re.compile(re.escape(ZONE_JS))] = lambda _: "UTC"
+    return user

@@ -1,6 +1,6 @@
 """Option groups of the new-debate form beyond cast and judge: how the chosen format ends and is
-evaluated (shown only for formats that read those settings), and the budget, discipline, context,
-timeout and retry settings of any debate.
+evaluated (shown only for formats that read those settings), and the budget card: the money limits
+up front, the word limit, discipline, context, timeout and retry settings under "Advanced".
 
 Every input is registered under its `DebateConfig` path (`timeouts.first_token`, `context.window`…),
 so a validation error lands on the field that caused it. A timeout left empty takes the default of
@@ -17,6 +17,7 @@ from webapp.engine.formats import Format
 from webapp.models import HOSTED_TIMEOUTS, LOCAL_TIMEOUTS
 from webapp.ui.components.form_fields import FormFields, number
 from webapp.ui.components.presets import format_options
+from webapp.ui.layout import heading
 
 EVALUATIONS = {"quality": "Judge rates the solution's quality", "convergence": "Participants' agreement",
                "fixed": "Fixed number of rounds"}
@@ -74,25 +75,26 @@ def format_settings(form: FormFields, values: dict[str, Any], fmt: Format) -> No
 
 
 def limits_card(form: FormFields, values: dict[str, Any]) -> None:
-    """Budget and word limit up front; discipline, context, timeouts and retries in expansions."""
+    """The money limits up front; word limit, discipline, context, timeouts and retries under "Advanced"."""
     budget = values["budget"]
-    with ui.card().classes("w-full"):
-        ui.label("Budget and limits").classes("text-lg font-medium")
+    with ui.card().classes("w-full gap-1 p-3"):
+        heading("Budget", 2)
         # No min/max on these numbers: the browser would clamp what was typed; a value out of range is
         # an error shown at its field instead.
         with ui.row().classes("w-full items-start gap-2"):
             warn = ui.number("Warn at (USD)", step=0.01, format="%.2f") \
-                .props('outlined dense prefix="$" hint="pause and ask when spending reaches this"').classes("w-56")
+                .props('outlined dense prefix="$" hint="pause and ask at this spend"').classes("w-56")
             form.field("budget.warn_at", warn.bind_value(budget, "warn_at"))
             limit = ui.number("Hard limit (USD)", step=0.01, format="%.2f") \
-                .props('outlined dense prefix="$" hint="never crossed: answers are cut to fit"').classes("w-56")
+                .props('outlined dense prefix="$" hint="never crossed: answers are cut"').classes("w-56")
             form.field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
+        with form.section("Advanced: word limit, discipline and context", "rule",
+                          ("word_limit", "strict", "context", "seed"), "section-discipline"), \
+                ui.row().classes("w-full items-start gap-4"):
             form.field("word_limit", number("Word limit", "empty = each phase's own limit", "w-44", precision=0)
                        .bind_value(values, "word_limit"))
             form.field("word_limit_action", ui.select(WORD_LIMIT_ACTIONS, label="Over the word limit")
                        .props("outlined dense").classes("w-64").bind_value(values, "word_limit_action"))
-        with form.section("Discipline and context", "rule", ("strict", "context", "seed"), "section-discipline"), \
-                ui.row().classes("w-full items-start gap-4"):
             form.field("strict", ui.switch("Flag off-topic turns (strict mode)").bind_value(values, "strict"))
             context = values["context"]
             form.field("context.strategy", ui.select(CONTEXT_STRATEGIES, label="When history outgrows the context")
@@ -102,7 +104,7 @@ def limits_card(form: FormFields, values: dict[str, Any]) -> None:
             form.field("context.window", window.bind_value(context, "window"))
             form.field("seed", number("Seed", "shuffles the labels the judge sees", "w-56", precision=0)
                        .bind_value(values, "seed"))
-        with form.section("Timeouts and retries", "timer", ("timeouts", "max_retries"), "section-timeouts"), \
+        with form.section("Advanced: timeouts and retries", "timer", ("timeouts", "max_retries"), "section-timeouts"), \
                 ui.row().classes("w-full items-start gap-2"):
             timeouts = values["timeouts"]
             for key, label, most in (("connect", "Connect timeout (s)", 300),

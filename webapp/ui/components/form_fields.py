@@ -3,6 +3,8 @@ open when they hold an error, and the provider / model / server inputs of any mo
 
 A model row is a participant, a judge of the panel or the fallback judge: the same dictionary keys
 (`presets.judge_row`) and the same inputs, so a provider without a key reads the same everywhere.
+The model is typed freely; a picker beside it offers the models `genai-prices` knows for the row's
+provider with their prices, and a compatible server's own list once "Test connection" has asked it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,34 @@ from typing import Any
 from nicegui import ui
 
 from webapp.models import TEMPERATURE_IGNORED_BY
-from webapp.providers.presets import PRESETS
+from webapp.providers.catalog import ServerAnswer, genai_provider, list_server_models, priced_models, server_url
+from webapp.providers.presets import PRESETS, get_preset
 from webapp.providers.registry import TITLES, provider_status
+from webapp.settings import read_env_var
+from webapp.ui.components.badges import safe_color
 from webapp.ui.components.presets import DEFAULT_MODELS
+
+# The participants' colours: each at least 3:1 against the light and the dark page (WCAG non-text contrast).
+SWATCHES = {"#2563eb": "Blue", "#dc2626": "Red", "#16a34a": "Green", "#9333ea": "Purple", "#ea580c": "Orange",
+            "#0891b2": "Teal", "#d97706": "Amber", "#db2777": "Pink", "#64748b": "Slate"}
+# A select's options reach the browser as labels only ("Blue · #2563eb"): the swatch takes its colour
+# from after the last " · ", which is always a checked #rgb/#rrggbb (`swatch_label`).
+SWATCH_SLOT = """
+<q-item v-bind="props.itemProps">
+  <q-item-section side>
+    <span class="rostrum-dot" :style="{background: props.opt.label.split(' · ').pop()}"></span>
+  </q-item-section>
+  <q-item-section>
+    <q-item-label>{{ props.opt.label.slice(0, props.opt.label.lastIndexOf(' · ')) }}</q-item-label>
+  </q-item-section>
+</q-item>
+"""
+SWATCH_SELECTED = """
+<span class="row items-center no-wrap" style="gap: 0.4rem">
+  <span class="rostrum-dot" :style="{background: props.opt.label.split(' · ').pop()}"></span>
+  {{ props.opt.label.slice(0, props.opt.label.lastIndexOf(' · ')) }}
+</span>
+"""
 
 
 def provider_options(status_rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
@@ -56,6 +83,8 @@ class FormFields:
         self.anchors: dict[str, Any] = {}  # config path -> element to focus for its error, in page order
         self.errors: dict[str, str] = {}
         self.opened: dict[str, bool] = {}  # expansion marker -> open
+        self.model_inputs: dict[str, Any] = {}  # row prefix -> its model input, for the pickers
+        self.server_answers: dict[str, ServerAnswer] = {}  # row prefix -> what its server said last
         status = provider_status()  # reads the environment and .env: once per form, not per select
         self.providers, self.missing_keys = provider_options(status)
         self.presets = preset_options(status)
@@ -100,25 +129,65 @@ class FormFields:
         opens when one of its fields has an error so that the error is in sight."""
         if any(path.startswith(prefixes) for path in self.errors):
             self.opened[marker] = True
-        with ui.expansion(title, icon=icon).bind_value(self.opened, marker).classes("w-full").mark(marker) \
-                as expansion:
+        with ui.expansion(title, icon=icon).bind_value(self.opened, marker).props("dense") \
+                .classes("w-full").mark(marker) as expansion:
             yield expansion
 
     def drop_errors(self, prefix: str) -> None:
         """Row errors point at indexes that just changed: drop them rather than show them on the wrong row."""
         self.errors = {k: v for k, v in self.errors.items() if not k.startswith(prefix)}
+        self.server_answers = {k: v for k, v in self.server_answers.items() if not k.startswith(prefix)}
 
     # --- model rows -------------------------------------------------------------------------
 
     def provider_inputs(self, prefix: str, row: dict[str, Any]) -> None:
-        """Provider select and model input, inline in the caller's row."""
+        """Provider select, model input and the model picker, inline in the caller's row."""
         provider = ui.select(self.providers, label="Provider", value=row["provider"],
-                             on_change=lambda e: self.change_provider(row, e.value)) \
-            .props("outlined dense options-dense").classes("w-64")
+                             on_change=lambda e: self.change_provider(row, e.value, prefix)) \
+            .props("outlined dense options-dense").classes("w-56")
         self.field(f"{prefix}.provider", provider)
-        model = ui.input("Model").props("outlined dense").classes("w-48")
+        model = ui.input("Model", autocomplete=[m.id for m in self.catalog(prefix, row)]) \
+            .props("outlined dense").classes("w-48")
         self.field(f"{prefix}.model", model.bind_value(row, "model"))
         model.on_value_change(lambda: self.models_changed())
+        self.model_inputs[prefix] = model
+        self._model_picker(prefix, row)
+
+    def catalog(self, prefix: str, row: dict[str, Any]) -> list[Any]:
+        """The models to offer a row: those genai-prices prices for its provider (with prices), or the
+        ones its compatible server listed when asked."""
+        provider_id = genai_provider(row["provider"], row.get("preset"))
+        priced = list(priced_models(provider_id)) if provider_id else []
+        answer = self.server_answers.get(prefix)
+        listed = [m for m in answer.models if m not in {p.id for p in priced}] if answer else []
+        return [*priced, *(_Listed(m) for m in listed)]
+
+    def _model_picker(self, prefix: str, row: dict[str, Any]) -> None:
+        """A button opening the row's list of models: filled when opened (a provider knows a hundred)."""
+        title = TITLES.get(row["provider"], row["provider"])
+        button = ui.button(icon="arrow_drop_down_circle").props(
+            f'flat round dense aria-label="Pick a model of {title}"').mark(f"pick-model-{prefix}")
+        button.tooltip("Pick a model (with its price per million tokens)")
+        with button:  # opened by `fill` only (not by any click on the row around it)
+            menu = ui.menu().props('no-parent-event max-height="24rem"')
+
+        def fill() -> None:
+            menu.clear()
+            offered = self.catalog(prefix, row)
+            with menu:
+                if not offered:
+                    ui.menu_item("No list for this provider: type the model's name").props("disable")
+                for item in offered:
+                    ui.menu_item(item.label, on_click=lambda m=item.id: self.pick_model(prefix, m)) \
+                        .mark(f"model-option-{prefix}-{item.id}")
+            menu.open()
+
+        button.on_click(fill)
+
+    def pick_model(self, prefix: str, model: str) -> None:
+        element = self.model_inputs.get(prefix)
+        if element is not None and not element.is_deleted:
+            element.value = model  # its binding writes the row; its handlers clear an error
 
     def provider_extras(self, prefix: str, row: dict[str, Any]) -> None:
         """Below the row: which variable a keyless provider needs, that a provider ignores the row's
@@ -142,8 +211,41 @@ class FormFields:
                 url = ui.input("Base URL", placeholder="http://localhost:11434/v1") \
                     .props('outlined dense hint="empty = the preset\'s URL"').classes("grow")
                 self.field(f"{prefix}.base_url", url.bind_value(row, "base_url"))
+                ui.button("Test connection", icon="lan", on_click=lambda: self.test_connection(prefix, row)) \
+                    .props("outline dense no-caps").mark(f"test-connection-{prefix}")
+            self._server_answer(prefix, row)
 
-    async def change_provider(self, row: dict[str, Any], provider: str) -> None:
+    def _server_answer(self, prefix: str, row: dict[str, Any]) -> None:
+        """What the row's server said to "Test connection", and its models to pick from."""
+        answer = self.server_answers.get(prefix)
+        if answer is None:
+            return
+        ok = answer.answers and answer.models
+        with ui.row().classes(f"w-full items-center gap-1 text-sm {'text-positive' if ok else 'text-negative'}") \
+                .props('role="status"').mark(f"connection-{prefix}"):
+            ui.icon("check_circle" if ok else "error").props('aria-hidden="true"')
+            ui.label(answer.message)
+        if answer.models:
+            with ui.row().classes("w-full items-center gap-1"):
+                ui.label("Its models:").classes("text-sm text-grey-8")
+                for name in answer.models[:12]:
+                    use = ui.button(name, on_click=lambda m=name: self.pick_model(prefix, m)) \
+                        .props("flat dense no-caps").mark(f"server-model-{prefix}-{name}")
+                    use.props["aria-label"] = f"Use the model {name}"  # a server's text: set, never parsed
+                if len(answer.models) > 12:
+                    ui.label(f"and {len(answer.models) - 12} more in the model picker").classes("text-sm text-grey-8")
+
+    async def test_connection(self, prefix: str, row: dict[str, Any]) -> None:
+        """Ask the row's server for its models (from this server, never the browser: a key stays here)."""
+        preset = get_preset(row.get("preset"))
+        url = server_url(row.get("preset"), row.get("base_url"))
+        # A hosted preset's key goes to that service's own address only, never to a URL typed over it.
+        own = preset is not None and url == preset.default_url.rstrip("/")
+        key = read_env_var(preset.key_env) if preset and preset.key_env and own else None
+        self.server_answers[prefix] = await list_server_models(url, key)
+        self.render()
+
+    async def change_provider(self, row: dict[str, Any], provider: str, prefix: str = "") -> None:
         await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
         previous = row.get("provider")
         if provider == previous:
@@ -154,7 +256,46 @@ class FormFields:
             previous == "demo" and str(row.get("model", "")).startswith("demo"))
         if not row.get("model") or chosen:
             row["model"] = DEFAULT_MODELS[provider]
+        self.server_answers.pop(prefix, None)  # another provider: the old server's answer no longer applies
         self.render()
+
+
+class _Listed:
+    """A model a server listed: no price is known for it."""
+
+    def __init__(self, model: str) -> None:
+        self.id = model
+        self.label = f"{model} — listed by the server"
+
+
+class ColourSelect(ui.select):
+    """A select of named swatches that keeps a colour it does not list (an older debate's, saved
+    defaults', or a bad one to be reported at this field) as a "Custom" option rather than dropping it."""
+
+    def _handle_value_change(self, value: Any) -> None:
+        if isinstance(value, str) and value and isinstance(self.options, dict) and value not in self.options:
+            self.options[value] = swatch_label(value)
+            self._update_values_and_labels()
+        super()._handle_value_change(value)
+
+
+def swatch_label(color: str) -> str:
+    """'Blue · #2563eb'; a colour off the palette is 'Custom: <what it is> · <it, or grey if no colour>'."""
+    if color in SWATCHES:
+        return f"{SWATCHES[color]} · {color}"
+    return f"Custom: {color} · {safe_color(color)}"
+
+
+def colour_select(values: dict[str, Any]) -> ui.select:
+    """The palette of a participant's colour: named swatches, each an accessible contrast."""
+    current = values.get("color")
+    options = {hex_: swatch_label(hex_) for hex_ in SWATCHES}
+    if isinstance(current, str) and current and current not in options:
+        options[current] = swatch_label(current)
+    select = ColourSelect(options, label="Colour").props("outlined dense options-dense").classes("w-40")
+    select.add_slot("option", SWATCH_SLOT)
+    select.add_slot("selected-item", SWATCH_SELECTED)
+    return select
 
 
 def number(label: str, hint: str, width: str = "w-40", **kwargs: Any) -> ui.number:

@@ -17,8 +17,11 @@ from webapp.models import JudgeConfig
 from webapp.providers.demo import DEMO_MODELS
 from webapp.ui.components.form_fields import FormFields
 from webapp.ui.components.presets import judge_row
+from webapp.ui.layout import heading
 
 JUDGE_FREQUENCIES = {"end": "Once, at the end", "round": "After every round", "mid": "At mid-debate and end"}
+# What the judge card keeps under "Advanced" (an error there opens it).
+ADVANCED_JUDGE = ("judge.fallback", "judge.use_fallback", "judge.swap_sides", "judge.frequency", "judge.criteria")
 MAX_JUDGES: int = next(m.max_length for m in JudgeConfig.model_fields["judges"].metadata if hasattr(m, "max_length"))
 
 
@@ -33,41 +36,49 @@ class JudgePanel:
 
     def build(self) -> None:
         judge, judges = self.judge, self.judge["judges"]
-        with ui.card().classes("w-full"):
-            with ui.row().classes("w-full items-center justify-between"):
-                ui.label("Judge").classes("text-lg font-medium")
-                ui.switch("Judge the debate").bind_value(judge, "enabled").mark("field-judge.enabled")
-            with ui.column().classes("w-full gap-2").bind_visibility_from(judge, "enabled"):
-                with ui.row().classes("w-full items-center justify-between"):
-                    title = "Judge" if len(judges) == 1 else f"Panel of {len(judges)} judges (mean of their scores)"
-                    ui.label(title).classes("font-medium").mark("judge-count")
-                    add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
-                        .mark("add-judge")
-                    if len(judges) >= MAX_JUDGES:
-                        add.disable()
+        with ui.card().classes("w-full gap-1 p-3"):
+            with ui.row().classes("w-full items-center gap-2"):
+                heading("Judge", 2)  # the one "Judge" heading of the form
+                title = "" if len(judges) == 1 else f"Panel of {len(judges)} judges: the mean of their scores"
+                ui.label(title).classes("text-sm text-grey-8").mark("judge-count") \
+                    .bind_visibility_from(judge, "enabled")
+                ui.space()
+                ui.switch("Judge the debate", on_change=self.form.changed).bind_value(judge, "enabled") \
+                    .mark("field-judge.enabled")  # judge calls are part of the cost estimate
+                add = ui.button("Add judge", icon="add", on_click=self.add).props("outline no-caps dense") \
+                    .mark("add-judge").bind_visibility_from(judge, "enabled")
+                if len(judges) >= MAX_JUDGES:
+                    add.disable()
+            with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "enabled"):
                 self.form.group_error("judge.judges")
                 for index, row in enumerate(judges):
                     self._judge_row(f"judge.judges[{index}]", row, index, len(judges))
-                fallback = ui.switch("Fallback judge, asked when every judge above fails") \
-                    .bind_value(judge, "use_fallback")
-                self.form.field("judge.use_fallback", fallback)
-                with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "use_fallback"):
-                    self._judge_row("judge.fallback", judge["fallback"], None, 0)
-                swap = ui.switch("Judge twice, sides swapped (a judge whose winner flips with the order "
-                                 "counts as undecided)").bind_value(judge, "swap_sides").mark("judge-swap-sides")
-                self.form.field("judge.swap_sides", swap)
-                with ui.row().classes("w-full items-start gap-2"):
-                    frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense") \
-                        .classes("w-56")
-                    self.form.field("judge.frequency", frequency.bind_value(judge, "frequency"))
-                    criteria = ui.input_chips("Criteria (type and press Enter)", new_value_mode="add-unique") \
-                        .props("outlined dense").classes("grow")
-                    self.form.field("judge.criteria", criteria.bind_value(judge, "criteria"))
+                with self.form.section("Advanced: fallback, sides, scores, criteria", "tune", ADVANCED_JUDGE,
+                                       "section-judge"):
+                    self._advanced()
+
+    def _advanced(self) -> None:
+        judge = self.judge
+        fallback = ui.switch("Fallback judge, asked when every judge above fails") \
+            .bind_value(judge, "use_fallback")
+        self.form.field("judge.use_fallback", fallback)
+        with ui.column().classes("w-full gap-1").bind_visibility_from(judge, "use_fallback"):
+            self._judge_row("judge.fallback", judge["fallback"], None, 0)
+        swap = ui.switch("Judge twice, sides swapped (a judge whose winner flips with the order "
+                         "counts as undecided)").bind_value(judge, "swap_sides").mark("judge-swap-sides")
+        self.form.field("judge.swap_sides", swap)
+        with ui.row().classes("w-full items-start gap-2"):
+            frequency = ui.select(JUDGE_FREQUENCIES, label="Scores").props("outlined dense") \
+                .classes("w-56")
+            self.form.field("judge.frequency", frequency.bind_value(judge, "frequency"))
+            criteria = ui.input_chips("Criteria (type and press Enter)", new_value_mode="add-unique") \
+                .props("outlined dense").classes("grow")
+            self.form.field("judge.criteria", criteria.bind_value(judge, "criteria"))
 
     def _judge_row(self, prefix: str, row: dict[str, Any], index: int | None, count: int) -> None:
-        with ui.card().classes("w-full").props("flat bordered").mark(f"judge-row-{prefix}"):
+        with ui.element("div").classes("w-full rostrum-form-row").mark(f"judge-row-{prefix}"):
             with ui.row().classes("w-full items-center gap-2"):
-                ui.label("Fallback" if index is None else f"#{index + 1}").classes("text-grey-7 font-mono")
+                ui.label("Fallback" if index is None else f"#{index + 1}").classes("text-grey-8 font-mono")
                 self.form.provider_inputs(prefix, row)
                 if index is not None:
                     ui.space()

@@ -163,13 +163,13 @@ class LibraryTools:
     def row_actions(self, index: int, row: dict[str, Any]) -> None:
         """The profile menu of one participant row."""
         label = row.get("name") or f"participant {index + 1}"
-        with ui.button(icon="badge").props(f'flat round dense aria-label="Profiles for {label}"') \
-                .mark(f"profile-menu-{index}") as button, ui.menu():
+        with ui.button(icon="badge").props("flat round dense").mark(f"profile-menu-{index}") as button, ui.menu():
+            button.props["aria-label"] = f"Profiles for {label}"  # a value: a quote in a name stays a quote
             ui.menu_item("Use profile…", on_click=lambda: self.open_profiles(index, use=True)) \
                 .mark(f"use-profile-{index}")
             ui.menu_item("Save as profile", on_click=lambda: self.open_profiles(index, use=False)) \
                 .mark(f"save-profile-{index}")
-        button.tooltip("Profiles: use a saved one, or save this participant's settings")
+        button.props["title"] = "Profiles: use a saved one, or save this participant's settings"
 
     async def open_profiles(self, index: int, use: bool) -> None:
         rows = self.view.form["participants"]

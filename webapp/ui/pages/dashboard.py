@@ -14,12 +14,13 @@ import asyncio
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import Request
 from fastapi.responses import Response
-from nicegui import background_tasks, ui
+from nicegui import Client, background_tasks, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
@@ -48,6 +49,7 @@ SORTS = {"newest": "Newest first", "oldest": "Oldest first", "cost": "Highest co
 GRID = ("grid grid-cols-1 md:grid-cols-[8.5rem_minmax(0,5fr)_minmax(0,4fr)_5.5rem_5.5rem_auto] "
         "items-center gap-x-3 gap-y-1")
 MUTED = "text-slate-600 dark:text-slate-400"
+ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 BUTTON = "flat dense no-caps no-wrap padding='4px 8px'"
 
 
@@ -74,8 +76,32 @@ def relative_time(then: datetime, now: datetime | None = None) -> str:
     return f"{then.day} {then:%b}" + (f" {then.year}" if then.year != now.year else "")
 
 
-def exact_time(at: datetime) -> str:
-    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+def exact_time(at: datetime, zone: str | None = None) -> str:
+    """The exact time of `at` (a UTC time) in the viewer's time zone `zone` (an IANA name the browser
+    reported), or in UTC while the zone is not known or not a zone this server knows."""
+    tz = _zone(zone)
+    if tz is None:
+        return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    local = at.replace(tzinfo=at.tzinfo or UTC).astimezone(tz)
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} ({zone})"
+
+
+def _zone(name: str | None) -> ZoneInfo | None:
+    if not name or name == "UTC":
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):  # a browser may report a zone this machine lacks
+        return None
+
+
+async def viewer_zone(client: Client) -> str | None:
+    """The browser's time zone (asked once per tab, after it connects); None when it does not say."""
+    try:
+        zone = await client.run_javascript(ZONE_JS, timeout=3)
+    except TimeoutError:
+        return None
+    return zone if isinstance(zone, str) and _zone(zone) is not None else None
 
 
 def models_line(row: DebateRow) -> str:
@@ -226,6 +252,7 @@ class Dashboard:
         self._delete_text: ui.label | None = None
         self._delete_id: str | None = None
         self._lock = asyncio.Lock()
+        self.zone: str | None = None  # the viewer's time zone, once the browser has said it
 
     async def load(self, quick: bool = False) -> bool:
         """Render the current page of rows. `quick` reads no debate's log: rows whose outcome is not
@@ -308,7 +335,7 @@ class Dashboard:
             cost = money(row.cost_usd) + (" + unpriced" if row.unpriced else "")
             ui.label(cost).classes("text-sm font-mono tabular-nums").mark("cost")
             _titled(ui.label(relative_time(row.created_at, now)).classes(f"text-sm {MUTED}"),
-                    exact_time(row.created_at)).mark(f"time-{row.id}")
+                    exact_time(row.created_at, self.zone)).mark(f"time-{row.id}")
             with ui.row().classes("items-center gap-0 no-wrap"):
                 buttons: list[ui.button] = []
                 if principal.can(Action.CLONE, row.id) and principal.can(Action.CREATE):
@@ -469,6 +496,17 @@ async def page(request: Request) -> Response | None:
 
         hub.dashboard.subscribe(dashboard.load)  # which debates changed does not matter: reload the page
         ui.timer(REFRESH_SECONDS, dashboard.load, immediate=False)
-        if await dashboard.load(quick=True):
-            after_connect(lambda: background_tasks.create(dashboard.load(), name="dashboard-outcomes"), "hidden")
+        pending = await dashboard.load(quick=True)
+        client = ui.context.client
+
+        async def connected() -> None:
+            """The full outcomes (when the first render left some out), and the exact times on hover
+            in the viewer's time zone."""
+            if pending:
+                await dashboard.load()
+            dashboard.zone = await viewer_zone(client)
+            if dashboard.zone is not None:
+                await dashboard.load()
+
+        after_connect(lambda: background_tasks.create(connected(), name="dashboard-outcomes"), "hidden")
     return None

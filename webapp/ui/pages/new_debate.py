@@ -1,5 +1,10 @@
 """New debate `/new`: the full configuration form, presets, inline errors, and starting the debate.
 
+The form has two levels. The essentials fit one 1440×900 screen: topic, format (with its phases as
+pills), the participants as compact rows (name, provider and model, position), the judge and the
+budget; everything else sits in each card's "Advanced" expansion. A sticky action bar keeps the
+debate's estimated cost range (`engine.estimate`) and Start in view; Ctrl+Enter starts from anywhere.
+
 The form edits a plain dictionary (see `components.presets`); every element is bound to it, so an
 error never loses what was typed, and re-rendering a section (add a participant, change provider)
 shows the same values. Errors from pydantic and from `Engine.validate` (`ConfigError.field`) are
@@ -21,6 +26,7 @@ from pydantic import ValidationError
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.engine import DebateNotFound
+from webapp.engine.estimate import LOW_TURN_TOKENS, estimate_debate
 from webapp.engine.families import SharedFamily, find_shared, pick_judge
 from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
@@ -29,9 +35,10 @@ from webapp.store import StoreError
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.badges import safe_color
 from webapp.ui.components.debate_options import format_settings, limits_card
 from webapp.ui.components.form_errors import plain, reword
-from webapp.ui.components.form_fields import FormFields, number
+from webapp.ui.components.form_fields import SWATCHES, FormFields, colour_select, number
 from webapp.ui.components.judge_panel import JudgePanel
 from webapp.ui.components.library import LibraryTools
 from webapp.ui.components.presets import (
@@ -42,11 +49,14 @@ from webapp.ui.components.presets import (
     cast_rows,
     config_to_form,
     form_to_config,
+    format_options,
     participant_row,
 )
 from webapp.ui.layout import frame, heading
 
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
+# A participant's settings kept under "Advanced" (the compact row has name, provider, model, position).
+ADVANCED_PARTICIPANT = ("persona", "temperature", "color", "max_tokens", "context_tokens", "concurrency")
 # Errors of a whole model land on the input that can fix them.
 FIELD_FOR = {"budget": "budget.cost_limit"}
 # Where a tab keeps its form (`app.storage.tab`): a reload shows what was typed.
@@ -61,6 +71,32 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
   const input = el.matches('input, textarea') ? el : el.querySelector('input, textarea, [tabindex]');
   (input || el).focus({preventScroll: true});
 }));
+"""
+
+
+# Ctrl/Cmd+Enter anywhere on the page presses Start. Caught on the way down (capture): a select or a
+# menu that handles Enter itself would otherwise keep it from ever reaching a handler on the form.
+CTRL_ENTER_JS = """
+window.rostrumStartId = %r;
+if (!window.rostrumCtrlEnter) {
+  window.rostrumCtrlEnter = true;
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || e.repeat) return;
+    const start = document.getElementById(window.rostrumStartId);
+    if (!start) return;
+    e.preventDefault();
+    e.stopPropagation();
+    start.click();
+  }, {capture: true});
+}
+"""
+# Put the cursor back in a field rebuilt under it (a new format re-renders its card), without scrolling.
+REFOCUS_JS = """
+requestAnimationFrame(() => {
+  const el = document.getElementById(%r);
+  const input = el && el.querySelector('input, textarea, [tabindex]');
+  if (input) input.focus({preventScroll: true});
+});
 """
 
 
@@ -98,20 +134,24 @@ class DebateForm(FormFields):
         self.submitting = False
         self.tab_storage: dict[str, Any] | None = None  # app.storage.tab, once the tab is connected
         self._family_signature: tuple[SharedFamily, ...] | None = None
+        self.row_boxes: dict[int, ui.element] = {}  # participant index -> its row (its colour stripe)
 
     # --- building ---------------------------------------------------------------------------
 
     def build(self) -> None:
-        # Ctrl+Enter (Cmd+Enter on a Mac) starts the debate from any field of the form.
-        with ui.column().classes("w-full gap-4").mark("debate-form") as root:
+        # Ctrl+Enter (Cmd+Enter on a Mac) starts the debate from any field of the form, or anywhere else.
+        with ui.column().classes("w-full gap-3").mark("debate-form") as root:
+            # The page's listener (CTRL_ENTER_JS) takes the key first in a browser and presses Start; these
+            # handlers are the form's own way to start, for a client that sends the key event itself.
             root.on("keydown.ctrl.enter", self.submit).on("keydown.meta.enter", self.submit)
             self._build()
+        ui.run_javascript(CTRL_ENTER_JS % self.start_button.html_id)
 
     def _build(self) -> None:
         with ui.row().classes("w-full items-center justify-between"):
             heading("New debate")
             with ui.row().classes("items-center gap-1"):
-                ui.label("Presets:").classes("text-sm text-grey-7")
+                ui.label("Presets:").classes("text-sm text-grey-8")
                 ui.button("Quick demo", icon="bolt", on_click=lambda: self.preset("quick-demo")) \
                     .props("unelevated no-caps").mark("preset-quick-demo")
                 with ui.button("Format presets", icon="list").props("outline no-caps"), ui.menu():
@@ -120,44 +160,50 @@ class DebateForm(FormFields):
                                 .mark(f"preset-{fmt.id}")
                 self.library = LibraryTools(self)  # "Templates": use one, or save the form as one
         self.banner = ui.column().classes("w-full")
-        # The topic is built once, outside the re-rendered body: text typed while a preset or another
-        # edit re-renders the form can never land in an element that is being replaced.
-        self._topic_card()
-        self.body = ui.column().classes("w-full gap-4")
-        # Outside the re-rendered body: a click never lands on a button that is being replaced.
-        with ui.row().classes("w-full items-center justify-end gap-2"):
-            self.kept_note = ui.row().classes("items-center")
-            ui.space()
-            ui.button("Reset form", icon="restart_alt", on_click=self.reset).props("flat no-caps").mark("reset-form")
-            self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
-                .props("unelevated size=lg no-caps").mark("start")
+        # Level one, the essentials, fit one screen (1440×900): topic beside format, then the cast, then
+        # judge beside budget; each card keeps the rest under its own "Advanced" expansion.
+        with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-5 gap-3"):
+            # The topic is built once, outside the re-rendered parts: text typed while a preset or another
+            # edit re-renders the form can never land in an element that is being replaced.
+            self._topic_card()
+            self.format_box = ui.column().classes("w-full min-w-0 lg:col-span-2")
+        self.body = ui.column().classes("w-full gap-3")
+        self._action_bar()
         self.render()
 
     def render(self) -> None:
         self.fields = {"topic": self.topic}
         self.anchors = {"topic": self.topic}
+        self.model_inputs = {}
+        self.row_boxes = {}
         self.topic.error = self.errors.get("topic")
+        self.format_box.clear()
+        with self.format_box:
+            self._format_card()
         self.body.clear()
         with self.body:
-            self._tags_field()
-            self._format_card()
             self._participants_card()
-            JudgePanel(self, self.form["judge"], self.debater_models).build()
-            self.family_box = ui.column().classes("w-full").bind_visibility_from(self.form["judge"], "enabled")
-            limits_card(self, self.form)
+            with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-2 gap-3"):
+                with ui.column().classes("w-full min-w-0 gap-3"):
+                    JudgePanel(self, self.form["judge"], self.debater_models).build()
+                    self.family_box = ui.column().classes("w-full").bind_visibility_from(self.form["judge"],
+                                                                                         "enabled")
+                limits_card(self, self.form)
+            self._tags_field()  # optional: below the essentials
         self._family_signature = None  # the new box shows nothing yet
         self.models_changed()
         self._show_banner()
         self.save()
+        self.update_estimate()
 
     def _topic_card(self) -> None:
-        with ui.card().classes("w-full"):
-            ui.label("Topic").classes("text-lg font-medium")
+        with ui.card().classes("w-full lg:col-span-3 gap-1 p-3"):
+            heading("Topic", 2)
             topic = ui.textarea(
                 label="What should they debate? *", placeholder=TOPIC_PLACEHOLDER,
                 validation={f"The topic is too long (at most {TOPIC_MAX_CHARS} characters)":
                             lambda v: len(v or "") <= TOPIC_MAX_CHARS},
-            ).props(f'outlined autogrow counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
+            ).props(f'outlined autogrow autofocus counter maxlength="{TOPIC_MAX_CHARS}"').classes("w-full")
             topic.bind_value(self.form, "topic")
             self.topic = self.field("topic", topic)
             self._show_sample_topic()
@@ -181,23 +227,42 @@ class DebateForm(FormFields):
 
     def _format_card(self) -> None:
         fmt = FORMATS.get(self.form["format"], FORMATS["classic"])
-        with ui.card().classes("w-full"):
-            ui.label("Format").classes("text-lg font-medium")
-            with ui.row().classes("w-full gap-4 items-start"):
+        with ui.card().classes("w-full gap-1 p-3"):
+            heading("Format", 2)
+            with ui.row().classes("w-full gap-2 items-start no-wrap"):
                 select = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format", value=fmt.id,
-                                   on_change=lambda e: self.change_format(e.value)).props("outlined") \
-                    .classes("min-w-[220px]")
+                                   on_change=lambda e: self.change_format(e.value)).props("outlined dense") \
+                    .classes("grow")
                 self.field("format", select)
                 if fmt.has_rounds:
                     term = fmt.termination
                     hint = (f"{term.min_rounds}–{term.max_rounds}; empty = "
                             + (f"{term.default_rounds}" if term.kind == "fixed" else f"up to {term.max_rounds}"))
-                    rounds = ui.number(label="Rounds", precision=0) \
-                        .props(f'outlined hint="{hint}"').classes("w-48")
+                    rounds = ui.number(label="Rounds", precision=0, placeholder=hint) \
+                        .props(f'outlined dense aria-description="{hint}"').classes("w-28")
                     rounds.bind_value(self.form, "rounds")
+                    rounds.tooltip(hint)
                     self.field("rounds", rounds)
-            self._format_description(fmt)
-            format_settings(self, self.form, fmt)
+            self._format_shape(fmt)
+            with self.section("Advanced: about this format", "tune", tuple(format_options(fmt)),
+                              "section-format"):
+                self._format_description(fmt)
+                format_settings(self, self.form, fmt)
+
+    @staticmethod
+    def _format_shape(fmt: Format) -> None:
+        """The phases in order, as pills: the shape of the debate at a glance."""
+        with ui.row().classes("gap-1 items-center").mark("format-shape"):
+            for step, phase in enumerate(fmt.phases, start=1):
+                tags = []
+                if phase.scope == "round":
+                    tags.append("each round")
+                if phase.parallel:
+                    tags.append("parallel")
+                if phase.private:
+                    tags.append("private")
+                text = f"{step}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
+                ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo text-xs")
 
     @staticmethod
     def _format_description(fmt: Format) -> None:
@@ -208,62 +273,59 @@ class DebateForm(FormFields):
                        "convergence": "it ends when the sides converge", "quality": "it ends when the "
                        "solution is good enough"}
             if fmt.has_rounds:
-                ui.label(f"Rounds: {endings[term.kind]} (at most {term.max_rounds}).").classes("text-sm text-grey-7")
-            with ui.row().classes("gap-2 items-center"):
-                for step, phase in enumerate(fmt.phases, start=1):
-                    tags = []
-                    if phase.scope == "round":
-                        tags.append("each round")
-                    if phase.parallel:
-                        tags.append("parallel")
-                    if phase.private:
-                        tags.append("private")
-                    text = f"{step}. {phase.title}" + (f" ({', '.join(tags)})" if tags else "")
-                    ui.label(text).classes("rostrum-phase-pill rostrum-phase-todo")
+                ui.label(f"Rounds: {endings[term.kind]} (at most {term.max_rounds}).").classes("text-sm text-grey-8")
             if fmt.clarification:
-                ui.label("Participants may first ask you clarifying questions.").classes("text-sm text-grey-7")
+                ui.label("Participants may first ask you clarifying questions.").classes("text-sm text-grey-8")
 
     def _participants_card(self) -> None:
         rows = self.form["participants"]
-        with ui.card().classes("w-full"):
+        with ui.card().classes("w-full gap-1 p-3"):
             with ui.row().classes("w-full items-center justify-between"):
-                ui.label(f"Participants ({len(rows)})").classes("text-lg font-medium")
+                heading(f"Participants ({len(rows)})", 2)
                 add = ui.button("Add participant", icon="person_add", on_click=self.add_participant) \
-                    .props("outline no-caps").mark("add-participant")
+                    .props("outline dense no-caps").mark("add-participant")
                 if len(rows) >= MAX_PARTICIPANTS:
                     add.disable()
             self.group_error("participants")
             for index, row in enumerate(rows):
                 self._participant_row(index, row, len(rows))
+            advanced = tuple(f"participants[{i}].{leaf}" for i in range(len(rows)) for leaf in ADVANCED_PARTICIPANT)
+            with self.section("Advanced: persona, temperature, colour, tokens", "tune", advanced,
+                              "section-participants"):
+                for index, row in enumerate(rows):
+                    self._participant_advanced(index, row)
 
     def _participant_row(self, index: int, row: dict[str, Any], count: int) -> None:
+        """One compact row: name, provider and model, position, and moving or removing it."""
         prefix = f"participants[{index}]"
-        with ui.card().classes("w-full rostrum-turn").props("flat bordered") \
-                .style(f"--turn-color:{row.get('color') or '#94a3b8'}").mark(f"participant-{index}"):
+        with ui.element("div").classes("w-full rostrum-turn rostrum-form-row") \
+                .style(f"--turn-color:{safe_color(row.get('color'))}").mark(f"participant-{index}") as box:
+            self.row_boxes[index] = box
             with ui.row().classes("w-full items-center gap-2"):
-                ui.label(f"#{index + 1}").classes("text-grey-7 font-mono")
+                ui.label(f"#{index + 1}").classes("text-grey-8 font-mono")
                 name = ui.input("Name", placeholder="auto from position").props("outlined dense").classes("w-44")
                 self.field(f"{prefix}.name", name.bind_value(row, "name"))
+                self.provider_inputs(prefix, row)
                 position = ui.input("Position", autocomplete=POSITION_SUGGESTIONS) \
-                    .props('outlined dense hint="pro, con, moderator or any perspective"').classes("w-44")
+                    .props('outlined dense').classes("w-36")
+                position.tooltip("pro, con, moderator or any perspective")
                 self.field(f"{prefix}.position", position.bind_value(row, "position"))
                 position.on_value_change(lambda: self.models_changed())  # a moderator is not a debater
-                self.provider_inputs(prefix, row)
-                color = ui.color_input("Colour").props("outlined dense").classes("w-36")
-                self.field(f"{prefix}.color", color.bind_value(row, "color"))
                 self.library.row_actions(index, row)  # "Use profile…", "Save as profile"
                 ui.space()
                 name = row.get("name") or f"participant {index + 1}"
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
-                    .props(f'flat round dense aria-label="Move {name} up"').mark(f"move-up-{index}")
+                    .props("flat round dense").mark(f"move-up-{index}")
                 up.tooltip("Move up")
                 down = ui.button(icon="arrow_downward", on_click=lambda i=index: self.move(i, 1)) \
-                    .props(f'flat round dense aria-label="Move {name} down"').mark(f"move-down-{index}")
+                    .props("flat round dense").mark(f"move-down-{index}")
                 down.tooltip("Move down")
                 remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
-                    .props(f'flat round dense color=negative aria-label="Remove {name}"') \
-                    .mark(f"remove-participant-{index}")
+                    .props("flat round dense color=negative").mark(f"remove-participant-{index}")
                 remove.tooltip("Remove")
+                # Typed names: set as values, never parsed as part of a props string (a quote stays a quote).
+                for button, label in ((up, f"Move {name} up"), (down, f"Move {name} down"), (remove, f"Remove {name}")):
+                    button.props["aria-label"] = label
                 if index == 0:
                     up.disable()
                 if index == count - 1:
@@ -271,13 +333,21 @@ class DebateForm(FormFields):
                 if count <= 2:
                     remove.disable()
             self.provider_extras(prefix, row)
+
+    def _participant_advanced(self, index: int, row: dict[str, Any]) -> None:
+        """The settings of a participant that most debates leave as they are."""
+        prefix = f"participants[{index}]"
+        with ui.column().classes("w-full gap-1").mark(f"participant-advanced-{index}"):
+            heading(f"#{index + 1} {row.get('name') or 'participant ' + str(index + 1)}", 3)
             with ui.row().classes("w-full items-start gap-2"):
                 persona = ui.textarea("Persona / system prompt", placeholder="optional: voice, expertise, style") \
-                    .props("outlined dense autogrow").classes("grow")
+                    .props("outlined dense autogrow").classes("grow min-w-[16rem]")
                 self.field(f"{prefix}.persona", persona.bind_value(row, "persona"))
                 temperature = ui.number("Temperature", step=0.1, format="%.1f") \
                     .props('outlined dense hint="0–2; empty = model default"').classes("w-36")
                 self.field(f"{prefix}.temperature", temperature.bind_value(row, "temperature"))
+                colour = self.field(f"{prefix}.color", colour_select(row).bind_value(row, "color"))
+                colour.on_value_change(lambda e, i=index: self._recolour(i, e.value))
                 max_tokens = number("Max tokens", "16–64000", "w-32", precision=0)
                 self.field(f"{prefix}.max_tokens", max_tokens.bind_value(row, "max_tokens"))
                 budget = number("Context budget (tokens)", "empty = model's window; ≥ 500", "w-52",
@@ -287,6 +357,61 @@ class DebateForm(FormFields):
                 at_once = number("Calls at once", "its server; empty = 1 if local, else no limit", "w-52",
                                  precision=0)
                 self.field(f"{prefix}.concurrency", at_once.bind_value(row, "concurrency"))
+
+    def _recolour(self, index: int, color: Any) -> None:
+        """The row's stripe takes the colour just picked (a colour that is not one stays grey)."""
+        box = self.row_boxes.get(index)
+        if box is not None and not box.is_deleted:
+            box.style(f"--turn-color:{safe_color(color)}")
+
+    # --- the action bar: what the debate may cost, and starting it --------------------------------
+
+    def _action_bar(self) -> None:
+        """Sticky at the bottom of the window: the estimated cost of the whole debate and Start."""
+        with ui.row().classes("w-full items-center gap-2 no-wrap rostrum-action-bar") \
+                .props('role="region" aria-label="Cost and start"').mark("action-bar"):
+            with ui.column().classes("gap-0 min-w-0 shrink"):
+                self.estimate_label = ui.label("Estimated cost: …").classes("font-medium").mark("cost-estimate")
+                self.estimate_note = ui.label("").classes("text-xs text-grey-8 rostrum-collapse-sm") \
+                    .mark("cost-estimate-note")
+            ui.space()
+            self.kept_note = ui.row().classes("items-center rostrum-collapse-sm")
+            ui.button("Reset form", icon="restart_alt", on_click=self.reset) \
+                .props('flat dense no-caps no-wrap aria-label="Reset form"').classes("rostrum-icon-sm shrink-0") \
+                .mark("reset-form")
+            self.start_button = ui.button("Start debate", icon="play_arrow", on_click=self.submit) \
+                .props("unelevated no-caps no-wrap").classes("shrink-0").mark("start")
+        self._estimate_key = ""
+
+    def update_estimate(self) -> None:
+        """Re-estimate when what the cost depends on changed (participants, format, rounds, judge,
+        limits): not on every keystroke in the topic."""
+        label = getattr(self, "estimate_label", None)
+        if label is None or label.is_deleted:
+            return
+        data = form_to_config(self.form)
+        key = json.dumps({k: v for k, v in data.items() if k != "topic"}, sort_keys=True, default=str)
+        if key == self._estimate_key:
+            return
+        self._estimate_key = key
+        data["topic"] = data["topic"] or self.form.get("sample_topic") or TOPIC_PLACEHOLDER
+        try:
+            estimate = estimate_debate(DebateConfig.model_validate(data))
+        except (ValidationError, KeyError, ValueError):
+            label.text = "Estimated cost: shown once the form is valid"
+            self.estimate_note.text = ""
+            return
+        label.text = f"Estimated cost: {estimate.label}"
+        turns = (f"{estimate.turns_high}" if estimate.turns_low == estimate.turns_high
+                 else f"{estimate.turns_low}–{estimate.turns_high}")
+        calls = (f"{estimate.judge_calls_high}" if estimate.judge_calls_low == estimate.judge_calls_high
+                 else f"{estimate.judge_calls_low}–{estimate.judge_calls_high}")
+        basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; from short "
+                 f"answers ({LOW_TURN_TOKENS} tokens) to full ones (each turn's max tokens or word limit)")
+        if estimate.free:
+            basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; demo and "
+                     "local models cost nothing")
+        self.estimate_note.text = basis
 
     # --- self-preference: judges of a debater's family ----------------------------------------
 
@@ -425,6 +550,7 @@ class DebateForm(FormFields):
 
     def changed(self) -> None:
         self.save()
+        self.update_estimate()
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -463,6 +589,8 @@ class DebateForm(FormFields):
             self.form["rounds"] = None
         self.errors.pop("format", None)
         self.render()
+        # the select that had the focus is gone: its handler has no page to run in, the topic does
+        self.topic.client.run_javascript(REFOCUS_JS % self.fields["format"].html_id)
 
     def _new_position(self) -> str:
         """A position the format gives turns to: any ('free') where every position speaks, else the
@@ -479,7 +607,7 @@ class DebateForm(FormFields):
             return
         template = rows[-1]  # never empty: a debate has at least two participants
         used = {r.get("color") for r in rows}
-        color = next((c for c in PALETTE if c not in used), PALETTE[len(rows) % len(PALETTE)])
+        color = next((c for c in SWATCHES if c not in used), PALETTE[len(rows) % len(PALETTE)])
         new = participant_row(f"Participant {len(rows) + 1}", self._new_position(), len(rows),
                               template["provider"], template["model"])
         new.update(color=color, base_url=template.get("base_url", ""), preset=template.get("preset"))
