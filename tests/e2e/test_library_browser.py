@@ -17,6 +17,7 @@ PROFILES = re.compile(r"^Profiles for ")  # each participant row's profile menu
 def test_save_a_row_as_a_profile_and_use_it_on_another(server: str, browser: Browser) -> None:
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.goto(server + "/new")
+    page.get_by_text("Advanced: persona, temperature, colour, tokens").click()  # personas are one level down
     page.get_by_label(PERSONA).nth(1).fill("An economist who counts every cost.")
     page.get_by_role("button", name=PROFILES).nth(1).click()
     page.get_by_text("Save as profile", exact=True).click()
