@@ -8,9 +8,47 @@ that carries the markers of every marked part, so `user.should_see(marker=...)` 
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from html import escape
+from typing import Any, TypeVar
 
 from nicegui import ui
+
+T = TypeVar("T")
+
+
+class _Shared:
+    """The same value, once: many pages of one debate build identical card HTML and chart options at
+    the same moment (when it ends); each page keeps a reference to one shared object instead of its own
+    copy. Bounded (least recently used goes first); values are never changed in place."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self.values: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, key: str, value: T) -> T:
+        found = self.values.get(key)
+        if found is not None:
+            self.values.move_to_end(key)
+            return found  # type: ignore[no-any-return]
+        self.values[key] = value
+        if len(self.values) > self.size:
+            self.values.popitem(last=False)
+        return value
+
+
+_SHARED = _Shared()
+
+
+def shared_text(text: str) -> str:
+    """`text`, as the one string object every page with the same text holds."""
+    return _SHARED.get(text, text)
+
+
+def shared_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Chart options (plain JSON data), as one object shared by every page showing the same chart."""
+    return _SHARED.get("options:" + json.dumps(options, sort_keys=True, default=str), options)
 
 
 class HtmlParts:
@@ -36,7 +74,7 @@ class HtmlParts:
         """One `ui.html` with everything appended (nothing if nothing was)."""
         if not self.parts:
             return None
-        return ui.html("".join(self.parts), sanitize=False).classes(classes).mark(*marks, *self.marks)
+        return ui.html(shared_text("".join(self.parts)), sanitize=False).classes(classes).mark(*marks, *self.marks)
 
 
 def icon(name: str, classes: str = "") -> str:

@@ -14,7 +14,7 @@ from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
-from webapp.ui.components.html_parts import HtmlParts, dot, icon
+from webapp.ui.components.html_parts import HtmlParts, dot, icon, shared_options
 from webapp.ui.components.safe_markdown import SafeMarkdown
 
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
@@ -169,7 +169,7 @@ def render_verdict(state: DebateState) -> None:
         _bias_checks(top, state, verdict)
         top.render("w-full column gap-3")
         if verdict.scores:
-            options = score_chart_options(state, verdict)
+            options = shared_options(score_chart_options(state, verdict))
             after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
         if verdict.reasoning:
             SafeMarkdown(verdict.reasoning).classes("w-full").mark("reasoning")

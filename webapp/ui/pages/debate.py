@@ -39,6 +39,7 @@ from webapp.ui.components.banners import (
 )
 from webapp.ui.components.controls import Controls
 from webapp.ui.components.diagram import DiagramSection
+from webapp.ui.components.html_parts import shared_text
 from webapp.ui.components.outcome import outcome_signature, render_outcome
 from webapp.ui.components.participants import ParticipantsPanel
 from webapp.ui.components.series import RematchButton, SeriesCard
@@ -190,11 +191,11 @@ class DebateView:
             self.signatures["status"] = status
             note = state.ended_because if state.status in TERMINAL_STATES else None
             badge, marker = status_badge_html(view.status.value, view.interrupted, note)
-            self.status_view.mark("format", marker).set_content(
+            self.status_view.mark("format", marker).set_content(shared_text(
                 f'<span class="q-badge flex inline items-center bg-indigo-1 text-indigo-9 px-2 py-1">'
                 f'{escape(state.format.title)}</span><span class="row items-center gap-2">{badge}</span>'
                 f'<span class="text-xs text-grey-7">created {state.created_at.strftime("%Y-%m-%d %H:%M UTC")} · '
-                f'id {escape(state.id)}</span>')
+                f'id {escape(state.id)}</span>'))
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
@@ -214,7 +215,7 @@ class DebateView:
         activity = (len(state.actions), state.created_by)
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
-            self.sections["activity"].set_content(activity_html(state))
+            self.sections["activity"].set_content(shared_text(activity_html(state)))
         if self.rerun is not None:
             self.rerun.set_visibility(state.status in TERMINAL_STATES or state.status is State.ERROR)
         self.controls.update()
