@@ -70,11 +70,13 @@ class HtmlParts:
         data = f' data-mark="{mark}"' if mark else ""
         return self.add(f'<{tag} class="{classes}"{data}>{escape(text)}</{tag}>', mark)
 
-    def render(self, classes: str = "", *marks: str) -> ui.html | None:
-        """One `ui.html` with everything appended (nothing if nothing was)."""
+    def render(self, classes: str = "", *marks: str, sanitize: bool = False) -> ui.html | None:
+        """One `ui.html` with everything appended (nothing if nothing was); `sanitize` adds the browser's
+        DOMPurify pass, for parts rendered from untrusted Markdown."""
         if not self.parts:
             return None
-        return ui.html(shared_text("".join(self.parts)), sanitize=False).classes(classes).mark(*marks, *self.marks)
+        return ui.html(shared_text("".join(self.parts)), sanitize=sanitize).classes(classes) \
+            .mark(*marks, *self.marks)
 
 
 def icon(name: str, classes: str = "") -> str:

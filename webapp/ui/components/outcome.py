@@ -188,29 +188,35 @@ def render_outcome(state: DebateState) -> None:
         return
     colors = {p.id: safe_color(p.color) for p in state.config.participants}
     negative = outcome.kind in ("unavailable", "ended")
+    mark = dot(colors.get(outcome.winner, NEUTRAL), "w-4 h-4 shrink-0") if outcome.winner is not None else ""
+    tone = "text-negative" if negative else "text-primary"
+    head = HtmlParts().add('<div class="row w-full items-center gap-2 no-wrap" data-mark="outcome-headline">'
+                           + icon(ICONS.get(outcome.kind, "flag"), f"text-2xl shrink-0 {tone}") + mark
+                           + f'<div class="text-lg sm:text-xl font-bold min-w-0 rostrum-topic" role="status" '
+                           f'data-mark="headline">{escape(outcome.headline)}</div></div>', "outcome-headline")
+    rest = HtmlParts()
+    if outcome.scores:
+        scores = "".join(f'<span class="row items-center gap-1 no-wrap">{dot(color)}'
+                         f'<span class="font-medium tabular-nums">{escape(name)} {score:g}</span></span>'
+                         for name, color, score in outcome.scores)
+        rest.add(f'<div class="row items-center gap-x-3 gap-y-0 text-sm" data-mark="outcome-scores">'
+                 f'<span class="{MUTED}">{escape(outcome.scores_label)}:</span>{scores}</div>', "outcome-scores")
+    if outcome.note or outcome.verdict:
+        rest.add('<div class="row items-center gap-x-3 gap-y-0 text-sm">')
+        if outcome.note:
+            rest.text(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
+                      outcome.note[0].upper() + outcome.note[1:], MUTED, "outcome-note", "span")
+        if outcome.verdict:
+            rest.add('<a href="#verdict" class="nicegui-link font-medium" data-mark="outcome-verdict-link">'
+                     'Full verdict</a>', "outcome-verdict-link")
+        rest.add("</div>")
+    card = "q-card q-card--bordered q-card--flat no-shadow column w-full gap-1 q-px-md py-3"
+    if not outcome.synthesis:  # the whole card is one element
+        head.add("".join(rest.parts))
+        head.marks += rest.marks
+        head.render(card, "outcome")
+        return
     with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("outcome"):
-        mark = dot(colors.get(outcome.winner, NEUTRAL), "w-4 h-4 shrink-0") if outcome.winner is not None else ""
-        tone = "text-negative" if negative else "text-primary"
-        HtmlParts().add(icon(ICONS.get(outcome.kind, "flag"), f"text-2xl shrink-0 {tone}") + mark) \
-            .add(f'<div class="text-lg sm:text-xl font-bold min-w-0 rostrum-topic" role="status" '
-                 f'data-mark="headline">{escape(outcome.headline)}</div>') \
-            .render("row w-full items-center gap-2 no-wrap", "outcome-headline")
-        if outcome.synthesis:
-            SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
-        rest = HtmlParts()
-        if outcome.scores:
-            scores = "".join(f'<span class="row items-center gap-1 no-wrap">{dot(color)}'
-                             f'<span class="font-medium tabular-nums">{escape(name)} {score:g}</span></span>'
-                             for name, color, score in outcome.scores)
-            rest.add(f'<div class="row items-center gap-x-3 gap-y-0" data-mark="outcome-scores">'
-                     f'<span class="{MUTED}">{escape(outcome.scores_label)}:</span>{scores}</div>', "outcome-scores")
-        if outcome.note or outcome.verdict:
-            rest.add('<div class="row items-center gap-x-3 gap-y-0">')
-            if outcome.note:
-                rest.text(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
-                          outcome.note[0].upper() + outcome.note[1:], MUTED, "outcome-note", "span")
-            if outcome.verdict:
-                rest.add('<a href="#verdict" class="nicegui-link font-medium" data-mark="outcome-verdict-link">'
-                         'Full verdict</a>', "outcome-verdict-link")
-            rest.add("</div>")
-        rest.render("column w-full gap-1 text-sm")
+        head.render("w-full")
+        SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
+        rest.render("column w-full gap-1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -12,13 +13,22 @@ from nicegui import ui
 
 from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
+from webapp.settings import image_hosts
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.html_parts import HtmlParts, dot, icon, shared_options
 from webapp.ui.components.safe_markdown import SafeMarkdown
+from webapp.ui.components.safe_markdown import render as markdown_html
 
+MARKDOWN_EXTRAS = "fenced-code-blocks tables"  # as `ui.markdown`'s defaults
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
 _TOOLTIP = {"trigger": "axis", "renderMode": "richText"}
+
+
+@lru_cache(maxsize=64)
+def _reasoning_html(text: str, hosts: frozenset[str]) -> str:
+    """A judge's reasoning as sanitised HTML: once per verdict, however many pages show it."""
+    return markdown_html(text, MARKDOWN_EXTRAS, hosts)
 
 
 def _names(state: DebateState) -> dict[str, tuple[str, str]]:
@@ -167,12 +177,13 @@ def render_verdict(state: DebateState) -> None:
             f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
             for pid in _ordered(state, verdict.scores)) + "</div>")
         _bias_checks(top, state, verdict)
-        top.render("w-full column gap-3")
+        if verdict.reasoning:  # escaped Markdown, rendered once on the server (and DOMPurify in the browser)
+            top.add(f'<div class="nicegui-markdown w-full" data-mark="reasoning">'
+                    f'{_reasoning_html(verdict.reasoning, image_hosts())}</div>', "reasoning")
+        top.render("w-full column gap-3", sanitize=True)
         if verdict.scores:
             options = shared_options(score_chart_options(state, verdict))
             after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
-        if verdict.reasoning:
-            SafeMarkdown(verdict.reasoning).classes("w-full").mark("reasoning")
         _criteria_notes(state, verdict)
         _rulings(state, verdict)
         _synthesis(verdict)
