@@ -361,6 +361,8 @@ class _Transaction:
 class Store:
     """Access to the event log. Open with `await Store.open(path)`."""
 
+    dialect = "sqlite"  # which SQL the queries written per database use (`EventStore.dialect`)
+
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = path
@@ -781,11 +783,14 @@ class Store:
         only debates with that topic tag."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where, params = ["1=1"], []
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
         if query.strip():
-            where.append("topic_search LIKE ? ESCAPE '\\'")
+            # The topic, or one of the debate's tags (stored lower-case), contains the words.
+            where.append("(topic_search LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM json_each(debates.config, "
+                         "'$.tags') t WHERE lower(t.value) LIKE ? ESCAPE '\\'))")
             escaped = query.strip().lower().replace("%", "\\%").replace("_", "\\_")
-            params.append(f"%{escaped}%")
+            params.extend((f"%{escaped}%", f"%{escaped}%"))
         if statuses:
             where.append(f"status IN ({','.join('?' * len(statuses))})")
             params.extend(statuses)
