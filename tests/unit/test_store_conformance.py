@@ -383,3 +383,5 @@ async def test_the_topic_search_also_matches_tags(any_store: EventStore) -> None
     for query, expected in (("ethic", {"t1", "t3"}), ("DRINK", {"t2"}), ("cats", {"t1"}), ("50%", set())):
         rows, total = await any_store.list_debates(query=query)
         assert {r.id for r in rows} == expected and total == len(expected), query
+    rows, _ = await any_store.list_debates(order="oldest")
+    assert [(r.id, r.tags) for r in rows] == [("t1", ["pets", "ethics"]), ("t2", ["drinks"]), ("t3", []), ("t4", [])]

@@ -48,6 +48,7 @@ from webapp.store.repository import (
     DebateRow,
     StaleWrite,
     debate_row,
+    tagged_row,
 )
 from webapp.store.sql import numbered
 
@@ -327,10 +328,11 @@ class PostgresStore:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT}, (config::jsonb -> 'tags')::text FROM debates WHERE {clause} "
+            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [debate_row(r) for r in rows], int(total[0]) if total else 0
+        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model and topic tag of the stored debates (the dashboard's filters)."""

@@ -103,9 +103,10 @@ class DebateRow(BaseModel):
     created_by: str = ""
     created_at: datetime
     updated_at: datetime
+    tags: list[str] = []  # the config's topic tags: filled by `list_debates` (not a column of its own)
 
 
-ROW_COLUMNS = tuple(DebateRow.model_fields)
+ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name != "tags")
 ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
@@ -803,10 +804,11 @@ class Store:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT}, json_extract(config, '$.tags') FROM debates WHERE {clause} "
+            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [self._row(r) for r in rows], int(total[0]) if total else 0
+        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model ("provider:model") and every topic tag of the stored debates (the
@@ -874,6 +876,18 @@ def debate_row(r: tuple[Any, ...]) -> DebateRow:
     values = dict(zip(ROW_COLUMNS, r, strict=True))
     values["participants"] = json.loads(values["participants"])
     return DebateRow.model_validate(values)
+
+
+def tagged_row(r: tuple[Any, ...]) -> DebateRow:
+    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)."""
+    row = debate_row(r[:-1])
+    try:
+        tags = json.loads(r[-1]) if r[-1] else []
+    except ValueError:
+        tags = []
+    if isinstance(tags, list):
+        row.tags = [str(t) for t in tags if t is not None]
+    return row
 
 
 async def _retry_busy(attempt: Callable[[], Awaitable[T]], deadline: float,
