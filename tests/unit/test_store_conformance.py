@@ -24,11 +24,13 @@ from webapp.models import DebateConfig, EventKind, utcnow
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
 from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.results.records import load_results, rebuild_digests
+from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import Accounts, UnknownUser, UserExists
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
+from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore
 
 
@@ -385,3 +387,23 @@ async def test_the_topic_search_also_matches_tags(any_store: EventStore) -> None
         assert {r.id for r in rows} == expected and total == len(expected), query
     rows, _ = await any_store.list_debates(order="oldest")
     assert [(r.id, r.tags) for r in rows] == [("t1", ["pets", "ethics"]), ("t2", ["drinks"]), ("t3", []), ("t4", [])]
+
+
+async def test_a_tournament_plays_to_the_end_and_gets_its_leaderboard(any_store: EventStore) -> None:
+    """The runner on either store: every slot played once, the standings' debates rated on the board."""
+    engine = Engine(any_store, settings=Settings(_env_file=None, demo_speed=0), providers=OneProvider())
+    store = TournamentStore(any_store)
+    stored = await store.create(Tournament(models=[Contender.parse(m) for m in ("alpha", "beta")],
+                                           topics=["Tea beats coffee"], format="round-limited", rounds=1,
+                                           swap_sides=True))
+    try:
+        row = await TournamentRunner(engine, stored.id).run()
+    finally:
+        for running in list(engine.sessions.values()):
+            await running.shutdown()
+    assert (row.status, row.stop_reason) == ("completed", None)
+    played = await store.debates(stored.id)
+    assert sorted(played) == sorted(s.key for s in schedule(stored))
+    assert all(d.row.status == "completed" and d.has_verdict for d in played.values())
+    board = await leaderboard(any_store, LeaderboardFilters(debate_ids=frozenset(d.row.id for d in played.values())))
+    assert board.debates == 2 and {r.model for r in board.ratings} == {"demo:alpha", "demo:beta"}
