@@ -6,12 +6,12 @@ from datetime import datetime
 from typing import Any
 
 from webapp.models import EventKind, JudgeRuling, Verdict
-from webapp.store import Store
+from webapp.store.protocol import EventStore
 
 ALPHA, BETA, GAMMA = "demo:alpha", "demo:beta", "demo:gamma"
 
 
-async def store_result(store: Store, debate_id: str, a: str, b: str, winner: str | None, *,
+async def store_result(store: EventStore, debate_id: str, a: str, b: str, winner: str | None, *,
                        judges: tuple[str, ...] = ("demo:judge",), picks: tuple[str | None, ...] | None = None,
                        tags: tuple[str, ...] = (), series: str | None = None, fmt: str = "classic",
                        words: tuple[int, int] = (400, 400), cost: float = 0.02, created: str | None = None,
@@ -35,7 +35,7 @@ async def store_result(store: Store, debate_id: str, a: str, b: str, winner: str
                              (datetime.fromisoformat(created).isoformat(), debate_id))
 
 
-async def store_league(store: Store) -> None:
+async def store_league(store: EventStore) -> None:
     """Alpha beats beta twice and ties once; gamma beats beta; alpha and gamma meet once, split 2–1
     by a panel for alpha; one debate is still running (not rated)."""
     await store_result(store, "d1", ALPHA, BETA, "a", tags=("ethics",), created="2026-01-05T10:00:00+00:00")

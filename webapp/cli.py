@@ -481,7 +481,7 @@ async def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     units = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
     out.write(f"Leaderboard over {board.comparisons} {units} ({board.debates} debates), Bradley-Terry ratings "
-              "with 95% bootstrap intervals\n\n")
+              "with 95% bootstrap intervals; avg cost is the whole debate's (both sides and the judges)\n\n")
 
     def table(lines: Any) -> None:
         out.write(f"{'#':>3} {'model':<36} {'rating':>7} {'95% interval':>15} {'debates':>7}  {'W-L-T':<10} avg cost\n")

@@ -15,10 +15,13 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
+from webapp.results.records import load_results
 from webapp.store import Store
 from webapp.store.accounts import Accounts
 from webapp.store.postgres import PostgresStore
 from webapp.store.transfer import TransferError, TransferReport, debate_checksum, parse_target, verify
+from webapp.tournament.plan import Contender, Tournament
+from webapp.tournament.store import TournamentStore
 
 
 async def _source(path: Path) -> list[str]:
@@ -44,6 +47,8 @@ async def _source(path: Path) -> list[str]:
         await accounts.add_link(ids[0], "digest", "Admin", None)
         for n in range(3):
             await accounts.audit("Admin", "pause", ids[0], detail={"n": n})
+        await TournamentStore(engine.store).create(Tournament(
+            models=[Contender.parse("alpha"), Contender.parse("beta")], topics=["Tea?"], created_by="Admin"))
     finally:
         await engine.close()
     return ids
@@ -67,6 +72,9 @@ async def test_every_debate_and_account_is_copied_and_verified(tmp_path: Path, p
             assert after.summary() == before.summary() and after.turns == before.turns
         assert [r.id for r in (await copy.list_debates())[0]] == [r.id for r in (await source.list_debates())[0]]
         assert await copy.series_ids(ids[0]) == [ids[0], "paused1"]
+        # The leaderboard's digests are made on the way; the tournaments are copied.
+        assert await load_results(copy) == await load_results(source) and len(await load_results(copy)) == 2
+        assert await TournamentStore(copy).all() == await TournamentStore(source).all()
         accounts = Accounts(copy)
         admin = await accounts.user("admin")
         assert admin is not None and admin.password_hash == "argon2-hash"

@@ -56,3 +56,35 @@ async def test_the_dashboard_filters_by_model_and_by_tag(user: User) -> None:
         one(user, "model-filter").value = None
     await user.should_see(marker="debate-d1", retries=50)
     assert one(user, "debate-count").text == "2 debates"
+
+
+async def test_tags_show_on_the_dashboard_row_and_the_search_matches_them(user: User) -> None:
+    store = (await engine()).store
+    await store_result(store, "d1", ALPHA, BETA, "a", tags=("ethics", "ai-policy"), topic="Cats or dogs")
+    await store_result(store, "d2", BETA, GAMMA, "a", topic="Ethics of tea")
+    await store_result(store, "d3", GAMMA, ALPHA, "b", topic="Untagged")
+    await user.open("/")
+    await user.should_see(marker="debate-d3", retries=50)
+    assert one(user, "tags-d1").text == "#ethics #ai-policy"
+    await user.should_not_see(marker="tags-d3")  # no tags: no line for them
+    user.find(marker="search").type("policy")  # in a tag only
+    await user.should_not_see(marker="debate-d3", retries=50)
+    assert one(user, "debate-count").text == "1 debate"
+    await user.should_see(marker="debate-d1")
+    with user:
+        one(user, "search").value = "ethics"  # a tag of one, the topic of the other
+    await user.should_see(marker="debate-d2", retries=50)
+    assert one(user, "debate-count").text == "2 debates"
+
+
+async def test_the_debate_page_shows_its_tags_in_the_status_line(user: User) -> None:
+    store = (await engine()).store
+    await store_result(store, "d1", ALPHA, BETA, "a", tags=("ethics", "ai-policy"))
+    await store_result(store, "d2", ALPHA, BETA, "a")
+    await user.open("/debate/d1")
+    await user.should_see(marker="format", retries=50)
+    content = one(user, "format").content
+    assert "#ethics</span>" in content and "#ai-policy</span>" in content and 'aria-label="Topic tags"' in content
+    await user.open("/debate/d2")
+    await user.should_see(marker="format", retries=50)
+    assert "Topic tags" not in one(user, "format").content

@@ -1,5 +1,6 @@
 """Tournament pages with the `user` fixture: the form creates a tournament that plays in the app's
-background, and the tournament page shows its progress, cost, live debates and standings."""
+background, and the tournament page shows its progress, cost, live debates, standings and its own
+leaderboard."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
+from tests.leaderboard_corpus import store_result
 from tests.ui.helpers import engine, one
 from tests.ui.test_access import add_users, signed_in
+from tests.ui.test_leaderboard_page import table_rows
 from webapp.access.roles import LOCAL
+from webapp.models import EventKind, JudgeRuling, Verdict
 from webapp.settings import get_settings
 from webapp.store.migrations import migrate
-from webapp.tournament.plan import Contender, Tournament, schedule
+from webapp.store.protocol import EventStore
+from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
 from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import gate as auth_gate
@@ -153,3 +158,42 @@ async def test_a_tournament_that_was_playing_carries_on_when_the_app_starts(play
     assert await finished(playing_before_start) == "completed"
     debates = await TournamentStore((await engine()).store).debates(playing_before_start)
     assert list(debates) == ["t0-m0-m1"] and debates["t0-m0-m1"].row.status == "completed"
+
+
+async def _judged(store: EventStore, debate_id: str, tournament: Tournament, slot: Slot, winner_side: str | None,
+                  ) -> None:
+    """The slot's debate, completed with a verdict for its "pro" or "con" side (None: a tie)."""
+    config = slot_config(tournament, slot).model_dump(mode="json")
+    cast = config["participants"]
+    await store.create_debate(debate_id, config["topic"], config["format"], config,
+                              {"status": "running", "participants": cast})
+    winner = next((p["id"] for p in cast if p["position"] == winner_side), None)
+    verdict = Verdict(winner=winner, rulings=[JudgeRuling(judge="demo:judge", winner=winner, reasoning="r")],
+                      word_counts={p["id"]: 100 for p in cast}, reasoning="r")
+    await store.append(debate_id, EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json")},
+                       summary={"status": "completed", "cost_usd": 0.01})
+
+
+async def test_the_tournament_page_shows_its_own_leaderboard(user: User) -> None:
+    """Bradley-Terry ratings and the head-to-head over the tournament's judged debates only (a debate
+    outside it between the same models does not count), updated when a new verdict is stored."""
+    store = (await engine()).store
+    stored = await TournamentStore(store).create(Tournament(
+        models=[Contender.parse("alpha"), Contender.parse("beta")], topics=["Tea?", "Cats?"], format="round-limited",
+        rounds=1))
+    first, second = schedule(stored)
+    await _judged(store, "tour1", stored, first, "pro")  # alpha (the first model) wins
+    await store_result(store, "outside", "demo:alpha", "demo:beta", "b")  # not the tournament's
+
+    await user.open(f"/tournaments/{stored.id}")
+    await user.should_see(marker="ratings-table", retries=300)
+    assert one(user, "leaderboard-title").text == "Ratings over 1 debate"
+    rows = table_rows(user, "ratings-table")
+    assert [(r["model"], r["record"]) for r in rows] == [("demo:alpha", "1–0–0"), ("demo:beta", "0–1–0")]
+    assert one(user, "h2h-cell-0-1").text == "1–0–0"
+    await user.should_see(marker="standings-table")  # the plain standings stay
+
+    await _judged(store, "tour2", stored, second, None)  # a tie: the page's refresh redraws the board
+    await user.should_see("Ratings over 2 debates", retries=300)
+    rows = table_rows(user, "ratings-table")
+    assert [(r["model"], r["record"]) for r in rows] == [("demo:alpha", "1–0–1"), ("demo:beta", "0–1–1")]

@@ -115,3 +115,30 @@ async def test_a_migration_inserted_between_others_is_applied_alone(
     assert await conn.fetchval("SELECT to_regclass('inserted_later') IS NOT NULL")
     assert await applied_migrations(conn) == [*NAMES, "002b_inserted_later"]
     assert await migrate(conn) == []
+
+
+async def test_the_digest_migration_back_fills_each_debates_last_verdict(pg_dsn: str, conn: Any) -> None:
+    """A database from before 010: its stored verdicts are digested (the last of each debate; text that
+    is not JSON is skipped, not an error), and the trigger digests the verdicts stored afterwards."""
+    before = [n for n in NAMES if n != "010_verdict_digests"]
+    assert await migrate(conn, only=before) == before
+    await conn.execute(
+        "INSERT INTO debates (id, topic, format, config, status, created_at, updated_at, last_seq) VALUES"
+        " ('old', 't', 'classic', '{}', 'completed', '2026-01-01', '2026-01-01', 3),"
+        " ('bad', 't', 'classic', '{}', 'completed', '2026-01-01', '2026-01-01', 1)")
+    await conn.execute(
+        "INSERT INTO events (debate_id, seq, kind, at, data) VALUES"
+        " ('old', 1, 'verdict', '2026', $1), ('old', 2, 'verdict', '2026', $2), ('old', 3, 'note', '2026', $1),"
+        " ('bad', 1, 'verdict', '2026', 'not json')",
+        json.dumps({"verdict": {"winner": "a", "reasoning": "x" * 500}}),
+        json.dumps({"verdict": {"winner": "b", "reasoning": "x" * 500,
+                                "rulings": [{"judge": "demo:j", "winner": "b"}]}}),
+    )
+    assert await migrate(conn) == ["010_verdict_digests"]
+    [(debate_id, seq, digest)] = await conn.fetch("SELECT debate_id, seq, digest FROM verdict_digests")
+    assert (debate_id, seq) == ("old", 2) and "xxxx" not in digest
+    assert json.loads(digest)["rulings"] == [{"judge": "demo:j", "winner": "b", "error": False, "flipped": False}]
+    await conn.execute("INSERT INTO events (debate_id, seq, kind, at, data) VALUES ('old', 4, 'verdict', '2026', $1)",
+                       json.dumps({"verdict": {"winner": None}}))
+    latest = await conn.fetchval("SELECT digest FROM verdict_digests WHERE debate_id = 'old'")
+    assert json.loads(latest)["winner"] is None

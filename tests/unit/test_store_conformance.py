@@ -1,28 +1,37 @@
 """The store conformance suite: what every store (`webapp.store.protocol.EventStore`) must do, run
 against each of them (`any_store`: SQLite, PostgreSQL): append and fold, idempotency keys, the
 stale-write check across processes, listing, search and paging, series and spending queries, deletion,
-and the accounts, share links and audit rows kept beside the log. The tests of one store's own
-machinery (SQLite's file, pragmas and group commit) stay in test_store.py."""
+the accounts, share links and audit rows kept beside the log, and the queries written per database:
+the verdict digests, the leaderboard, the tournament store and the topic-and-tag search. The tests of
+one store's own machinery (SQLite's file, pragmas and group commit) stay in test_store.py."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.leaderboard_corpus import ALPHA, BETA, store_league
 from webapp.engine.engine import Engine
 from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind, utcnow
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
+from webapp.results.leaderboard import LeaderboardFilters, leaderboard
+from webapp.results.records import load_results, rebuild_digests
+from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import Accounts, UnknownUser, UserExists
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
+from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
+from webapp.tournament.runner import TournamentRunner
+from webapp.tournament.store import TournamentBusy, TournamentStore
 
 
 def target(store: EventStore) -> str | Path:
@@ -278,3 +287,123 @@ async def test_the_audit_trail_pages_newest_first(any_store: EventStore) -> None
     assert total == 5 and [r.debate_id for r in rows] == ["d3", "d2"]
     rows, total = await accounts.audit_page(actor="alice")
     assert total == 2 and [r.detail for r in rows] == ['{"n": 3}', '{"n": 1}']
+
+
+# --- leaderboard, tournaments and tag search (queries written per database) ------------------------
+
+
+async def test_the_verdict_digest_is_the_same_on_either_store(any_store: EventStore) -> None:
+    """The trigger digests each debate's LAST verdict: the same JSON values on SQLite and PostgreSQL,
+    for a panel with a failed and a flipped judge, an unavailable verdict and a synthesis."""
+    await _debate(any_store, "d1")
+    await any_store.append("d1", EventKind.VERDICT, {"verdict": {"winner": "b"}})
+    await any_store.append("d1", EventKind.VERDICT, {"verdict": {
+        "winner": "a", "word_counts": {"a": 12, "b": 30}, "undecided_judges": ["demo:j3"],
+        "rulings": [{"judge": "demo:j1", "winner": "a", "reasoning": "long"},
+                    {"judge": "demo:j2", "winner": "b", "error": "timed out"},
+                    {"judge": "demo:j3", "winner": None, "flipped": True}]}})
+    await _debate(any_store, "d2")
+    await any_store.append("d2", EventKind.VERDICT, {"verdict": {"available": False, "winner": None,
+                                                                 "word_counts": None, "rulings": []}})
+    await _debate(any_store, "d3")
+    await any_store.append("d3", EventKind.VERDICT, {"verdict": {"synthesis": "common ground", "winner": None}})
+    await any_store.append("d3", EventKind.NOTE, {"verdict": {"winner": "a"}})  # not a verdict: not digested
+    expected = {
+        "d1": {"available": True, "winner": "a", "word_counts": {"a": 12, "b": 30}, "undecided_judges": ["demo:j3"],
+               "synthesis": False, "rulings": [
+                   {"judge": "demo:j1", "winner": "a", "error": False, "flipped": False},
+                   {"judge": "demo:j2", "winner": "b", "error": True, "flipped": False},
+                   {"judge": "demo:j3", "winner": None, "error": False, "flipped": True}]},
+        "d2": {"available": False, "winner": None, "word_counts": {}, "undecided_judges": [], "synthesis": False,
+               "rulings": []},
+        "d3": {"available": True, "winner": None, "word_counts": {}, "undecided_judges": [], "synthesis": True,
+               "rulings": []},
+    }
+
+    async def digests() -> dict[str, Any]:
+        rows = await any_store.fetchall("SELECT debate_id, seq, digest FROM verdict_digests ORDER BY debate_id")
+        return {r[0]: (int(r[1]), json.loads(r[2])) for r in rows}
+
+    kept = await digests()
+    assert {k: v[1] for k, v in kept.items()} == expected
+    assert kept["d1"][0] == 3  # the second verdict replaced the first
+    assert await rebuild_digests(any_store) == 3  # the back-fill makes the same digests from the log
+    assert await digests() == kept
+
+
+async def test_the_leaderboard_is_computed_from_either_store(any_store: EventStore) -> None:
+    await store_league(any_store)
+    results = await load_results(any_store)
+    assert [r.debate_id for r in results] == ["d1", "d2", "d3", "d4", "d5"]  # d6 is still being judged
+    assert results[1].tags == ("ethics", "ai") and results[4].split and results[4].score == 1.0
+    board = await leaderboard(any_store, LeaderboardFilters(debate_ids=frozenset({"d1", "d2", "d3"})))
+    assert [(r.model, r.wins, r.losses, r.ties) for r in board.ratings] == [(ALPHA, 2, 0, 1), (BETA, 0, 2, 1)]
+    everything = await leaderboard(any_store)
+    assert everything.debates == 5 and everything.ratings[0].model == ALPHA
+    tagged = await leaderboard(any_store, LeaderboardFilters(tag="ethics"))
+    assert tagged.debates == 2
+
+
+async def test_tournament_queries_run_on_either_store(any_store: EventStore) -> None:
+    store = TournamentStore(any_store)
+    first = await store.create(Tournament(models=[Contender.parse(m) for m in ("alpha", "beta", "gamma")],
+                                          topics=["Tea beats coffee"], format="round-limited", rounds=1))
+    second = await store.create(Tournament(models=[Contender.parse(m) for m in ("alpha", "beta")],
+                                           topics=["Cats"], format="round-limited", rounds=1))
+    assert [row.id for row in await store.all()] == [second.id, first.id]  # newest first
+    slots = schedule(first)
+    for n, slot in enumerate(slots):
+        config = slot_config(first, slot, cost_limit=1.0).model_dump(mode="json")
+        await any_store.create_debate(f"g{n}", config["topic"], config["format"], config, {"status": "running"})
+    await any_store.append("g0", EventKind.VERDICT, {"verdict": {"winner": "con"}},
+                           summary={"status": "completed", "cost_usd": 0.25})
+    await any_store.append("g1", EventKind.VERDICT, {"verdict": {"winner": None, "available": False}},
+                           summary={"status": "completed", "cost_usd": 0.5})
+    played = await store.debates(first.id)
+    assert sorted(played) == sorted(s.key for s in slots) and await store.debates(second.id) == {}
+    assert (played[slots[0].key].winner, played[slots[0].key].has_verdict) == ("con", True)
+    assert (played[slots[1].key].winner, played[slots[1].key].has_verdict) == (None, False)
+    assert not played[slots[2].key].has_verdict
+    # Ended debates count what they spent; the running one its own limit.
+    assert await store.committed(first.id, ["completed", "stopped"]) == pytest.approx(0.25 + 0.5 + 1.0)
+    await store.set_status(first.id, "running")
+    assert await store.with_status("running") == [first.id]
+    await store.claim(first.id, "here:1:a")
+    with pytest.raises(TournamentBusy):
+        await store.claim(first.id, "elsewhere:2:b")
+    await store.release(first.id, "here:1:a")
+    await store.claim(first.id, "elsewhere:2:b")
+    row = await store.get(first.id)
+    assert row is not None and row.owner == "elsewhere:2:b" and row.status == "running"
+
+
+async def test_the_topic_search_also_matches_tags(any_store: EventStore) -> None:
+    await any_store.create_debate("t1", "Cats or dogs", "classic", {"tags": ["pets", "ethics"]}, {})
+    await any_store.create_debate("t2", "Tea beats coffee", "classic", {"tags": ["drinks"]}, {})
+    await any_store.create_debate("t3", "Ethics of AI", "classic", {}, {})
+    await any_store.create_debate("t4", "No tags at all", "classic", {"tags": None}, {})
+    for query, expected in (("ethic", {"t1", "t3"}), ("DRINK", {"t2"}), ("cats", {"t1"}), ("50%", set())):
+        rows, total = await any_store.list_debates(query=query)
+        assert {r.id for r in rows} == expected and total == len(expected), query
+    rows, _ = await any_store.list_debates(order="oldest")
+    assert [(r.id, r.tags) for r in rows] == [("t1", ["pets", "ethics"]), ("t2", ["drinks"]), ("t3", []), ("t4", [])]
+
+
+async def test_a_tournament_plays_to_the_end_and_gets_its_leaderboard(any_store: EventStore) -> None:
+    """The runner on either store: every slot played once, the standings' debates rated on the board."""
+    engine = Engine(any_store, settings=Settings(_env_file=None, demo_speed=0), providers=OneProvider())
+    store = TournamentStore(any_store)
+    stored = await store.create(Tournament(models=[Contender.parse(m) for m in ("alpha", "beta")],
+                                           topics=["Tea beats coffee"], format="round-limited", rounds=1,
+                                           swap_sides=True))
+    try:
+        row = await TournamentRunner(engine, stored.id).run()
+    finally:
+        for running in list(engine.sessions.values()):
+            await running.shutdown()
+    assert (row.status, row.stop_reason) == ("completed", None)
+    played = await store.debates(stored.id)
+    assert sorted(played) == sorted(s.key for s in schedule(stored))
+    assert all(d.row.status == "completed" and d.has_verdict for d in played.values())
+    board = await leaderboard(any_store, LeaderboardFilters(debate_ids=frozenset(d.row.id for d in played.values())))
+    assert board.debates == 2 and {r.model for r in board.ratings} == {"demo:alpha", "demo:beta"}

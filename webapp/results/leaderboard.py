@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from webapp.results.head_to_head import PairRecord, head_to_head
 from webapp.results.records import DebateResult, load_results
-from webapp.store import Store
+from webapp.store.protocol import EventStore
 
 if TYPE_CHECKING:
     from webapp.results.ratings import Cells
@@ -266,10 +266,10 @@ class _Cache:
     lock: asyncio.Lock | None = None
 
 
-_caches: weakref.WeakKeyDictionary[Store, _Cache] = weakref.WeakKeyDictionary()
+_caches: weakref.WeakKeyDictionary[EventStore, _Cache] = weakref.WeakKeyDictionary()
 
 
-async def rated_debates(store: Store) -> list[DebateResult]:
+async def rated_debates(store: EventStore) -> list[DebateResult]:
     """The store's rated debates, re-read only when the store changed since the last call."""
     cache = _caches.setdefault(store, _Cache())
     marker = await store.last_change()
@@ -282,7 +282,7 @@ async def rated_debates(store: Store) -> list[DebateResult]:
     return cache.results
 
 
-async def leaderboard(store: Store, filters: LeaderboardFilters | None = None) -> Leaderboard:
+async def leaderboard(store: EventStore, filters: LeaderboardFilters | None = None) -> Leaderboard:
     """The board for `filters` (default: every rated debate), from the cache when nothing it depends
     on changed. The fit runs in a worker thread: the event loop keeps serving meanwhile."""
     filters = filters or LeaderboardFilters()
@@ -302,7 +302,7 @@ async def leaderboard(store: Store, filters: LeaderboardFilters | None = None) -
         return board
 
 
-async def choices(store: Store) -> dict[str, list[str]]:
+async def choices(store: EventStore) -> dict[str, list[str]]:
     """What the filters can be set to: the formats, tags, judges and models of the rated debates."""
     results = await rated_debates(store)
     return {

@@ -2,9 +2,10 @@
 
 Reading 10,000 debates' logs to find their verdicts would take seconds, and even parsing 10,000 verdict
 events (reasoning and all) most of one: a trigger keeps a digest of each debate's last verdict in
-`verdict_digests` (migration 010_verdict_digests: the parts a result needs, i.e. availability, winner, word counts and
-each ruling's judge, winner, whether it failed and whether it flipped), and one query joins them to the
-listing rows. The digest is derived from the log; `rebuild_digests` makes it again from the events.
+`verdict_digests` (migration 010_verdict_digests, on either store: the parts a result needs, i.e.
+availability, winner, word counts and each ruling's judge, winner, whether it failed and whether it
+flipped), and one query joins them to the listing rows, in the store's own SQL (`RESULTS_SQL`).
+The digest is derived from the log; `rebuild_digests` makes it again from the events.
 
 Who won follows the outcome card (`webapp.ui.components.outcome`): a panel whose judges disagree
 gives the majority's pick, and no majority is a split, rated as a tie; otherwise the verdict's winner
@@ -24,19 +25,26 @@ from typing import Any
 
 from webapp.engine.formats import FORMATS
 from webapp.engine.machine import State
-from webapp.store import Store
 from webapp.store.migrations import DIGEST_BACKFILL
+from webapp.store.pg_migrations import DIGEST_BACKFILL as PG_DIGEST_BACKFILL
+from webapp.store.protocol import EventStore
 
 MODERATOR = "moderator"
 
-# Each completed debate with its last verdict's digest (`verdict_digests`, kept by a trigger).
-RESULTS_SQL = f"""
-SELECT d.id, d.topic, d.created_at, d.format, d.participants, d.cost_usd,
-       json_extract(d.config, '$.tags'), json_extract(d.config, '$.series'), json_extract(d.config, '$.evaluation'),
-       v.digest
+# Each completed debate with its last verdict's digest (`verdict_digests`, kept by a trigger), in each
+# store's SQL: the config's tags (JSON text of a list), series and evaluation read from its JSON text.
+_RESULTS = """
+SELECT d.id, d.topic, d.created_at, d.format, d.participants, d.cost_usd, {tags}, {series}, {evaluation}, v.digest
 FROM verdict_digests v JOIN debates d ON d.id = v.debate_id
-WHERE d.status = '{State.COMPLETED.value}'
+WHERE d.status = '{completed}'
 """
+RESULTS_SQL: dict[str, str] = {
+    "sqlite": _RESULTS.format(tags="json_extract(d.config, '$.tags')", series="json_extract(d.config, '$.series')",
+                              evaluation="json_extract(d.config, '$.evaluation')", completed=State.COMPLETED.value),
+    "postgresql": _RESULTS.format(tags="(d.config::jsonb -> 'tags')::text", series="d.config::jsonb ->> 'series'",
+                                  evaluation="d.config::jsonb ->> 'evaluation'", completed=State.COMPLETED.value),
+}
+BACKFILL_SQL: dict[str, str] = {"sqlite": DIGEST_BACKFILL, "postgresql": PG_DIGEST_BACKFILL}
 
 
 @dataclass(frozen=True)
@@ -126,11 +134,11 @@ def _result(row: tuple[Any, ...]) -> DebateResult | None:
     )
 
 
-async def load_results(store: Store,
+async def load_results(store: EventStore,
                        memo: dict[tuple[Any, ...], DebateResult | None] | None = None) -> list[DebateResult]:
     """Every rated debate, oldest first (the last verdict of each). `memo` (kept by the caller between
     loads) maps rows read before to their result: after a new verdict only the changed rows are parsed."""
-    rows = await store.fetchall(RESULTS_SQL)
+    rows = await store.fetchall(RESULTS_SQL[store.dialect])
     if memo is None:
         results = [r for r in map(_result, rows) if r is not None]
     else:
@@ -143,10 +151,10 @@ async def load_results(store: Store,
     return results
 
 
-async def rebuild_digests(store: Store) -> int:
+async def rebuild_digests(store: EventStore) -> int:
     """Make `verdict_digests` again from the stored verdict events; returns how many debates it holds."""
     async with store.transaction() as tx:
         await tx.execute("DELETE FROM verdict_digests")
-        await tx.execute(DIGEST_BACKFILL)
+        await tx.execute(BACKFILL_SQL[store.dialect])
     row = await store.fetchone("SELECT count(*) FROM verdict_digests")
     return int(row[0]) if row else 0

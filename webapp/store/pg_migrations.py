@@ -25,6 +25,55 @@ from webapp.store.migrations import Migration
 # Any fixed number: the advisory lock the migrating process holds ("rostrum" in ASCII, as a bigint).
 MIGRATION_LOCK = 0x726F737472756D
 
+# The digest of a verdict event's data, as SQLite's `VERDICT_DIGEST` makes it: the same keys and values
+# (JSON text; key order and spacing may differ, readers parse it). Text that is not JSON has no digest
+# (SQLite: `json_valid`), so `rostrum_jsonb` reads it as NULL instead of failing the insert.
+DIGEST_FUNCTIONS = """
+CREATE FUNCTION rostrum_jsonb(doc TEXT) RETURNS JSONB LANGUAGE plpgsql IMMUTABLE AS $fn$
+BEGIN
+    RETURN doc::jsonb;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END
+$fn$;
+CREATE FUNCTION rostrum_verdict_digest(data JSONB) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $fn$
+    SELECT jsonb_build_object(
+        'available', coalesce(v -> 'available' NOT IN ('false'::jsonb, '0'::jsonb), true),
+        'winner', coalesce(v -> 'winner', 'null'::jsonb),
+        'word_counts', coalesce(nullif(v -> 'word_counts', 'null'::jsonb), '{}'::jsonb),
+        'undecided_judges', coalesce(nullif(v -> 'undecided_judges', 'null'::jsonb), '[]'::jsonb),
+        'synthesis', coalesce(v -> 'synthesis', 'null'::jsonb) <> 'null'::jsonb,
+        'rulings', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'judge', coalesce(r -> 'judge', 'null'::jsonb), 'winner', coalesce(r -> 'winner', 'null'::jsonb),
+                'error', coalesce(r -> 'error', 'null'::jsonb) <> 'null'::jsonb,
+                'flipped', coalesce(r -> 'flipped' IN ('true'::jsonb, '1'::jsonb), false)) ORDER BY n)
+            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(v -> 'rulings') = 'array' THEN v -> 'rulings'
+                                      ELSE '[]'::jsonb END) WITH ORDINALITY AS x(r, n)), '[]'::jsonb)
+    )::text
+    FROM (SELECT CASE WHEN jsonb_typeof(data -> 'verdict') = 'object' THEN data -> 'verdict'
+                 ELSE '{}'::jsonb END AS v) AS verdict
+$fn$;
+CREATE FUNCTION rostrum_keep_verdict_digest() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    parsed JSONB := rostrum_jsonb(NEW.data);
+BEGIN
+    IF parsed IS NOT NULL THEN
+        INSERT INTO verdict_digests (debate_id, seq, digest)
+        VALUES (NEW.debate_id, NEW.seq, rostrum_verdict_digest(parsed))
+        ON CONFLICT (debate_id) DO UPDATE SET seq = excluded.seq, digest = excluded.digest
+        WHERE excluded.seq > verdict_digests.seq;
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+"""
+# Every debate's last verdict, digested (the back-fill, and a rebuild after the table was emptied).
+DIGEST_BACKFILL = """INSERT INTO verdict_digests (debate_id, seq, digest)
+    SELECT e.debate_id, e.seq, rostrum_verdict_digest(rostrum_jsonb(e.data)) FROM events e
+    WHERE e.kind = 'verdict' AND rostrum_jsonb(e.data) IS NOT NULL
+    AND e.seq = (SELECT max(seq) FROM events WHERE debate_id = e.debate_id AND kind = 'verdict');"""
+
 MIGRATIONS: list[Migration] = [
     Migration("001_debates_and_events", """
     CREATE TABLE debates (
@@ -142,13 +191,18 @@ MIGRATIONS: list[Migration] = [
         (config::jsonb ->> 'tournament'), (config::jsonb ->> 'tournament_slot'))
         WHERE (config::jsonb ->> 'tournament') IS NOT NULL;
     """),
-    # The table only: the digest trigger and the leaderboard's queries are SQLite's so far (issue 14).
-    Migration("010_verdict_digests", """
+    # The digest of each debate's last verdict, kept by a trigger as SQLite's is (same JSON; see
+    # `webapp.store.migrations.VERDICT_DIGEST`), and back-filled from the stored verdicts.
+    Migration("010_verdict_digests", f"""
     CREATE TABLE verdict_digests (
         debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
         seq BIGINT NOT NULL,
         digest TEXT NOT NULL
     );
+    {DIGEST_FUNCTIONS}
+    CREATE TRIGGER verdict_digest AFTER INSERT ON events FOR EACH ROW WHEN (NEW.kind = 'verdict')
+        EXECUTE FUNCTION rostrum_keep_verdict_digest();
+    {DIGEST_BACKFILL}
     """),
 ]
 

@@ -48,6 +48,7 @@ from webapp.store.repository import (
     DebateRow,
     StaleWrite,
     debate_row,
+    tagged_row,
 )
 from webapp.store.sql import numbered
 
@@ -88,6 +89,8 @@ class _Executed:
     rows: list[tuple[Any, ...]]
 
 
+# A debate's tags as a JSON array (an empty one when the config has none, or not a list).
+_TAGS = "CASE WHEN jsonb_typeof(config::jsonb -> 'tags') = 'array' THEN config::jsonb -> 'tags' ELSE '[]'::jsonb END"
 _MODEL_LABEL = "(p.value ->> 'provider') || ':' || (p.value ->> 'model')"
 
 
@@ -118,6 +121,8 @@ class _PgTransaction:
 
 class PostgresStore:
     """Access to the event log in PostgreSQL. Open with `await PostgresStore.open(dsn)`."""
+
+    dialect = "postgresql"  # which SQL the queries written per database use (`EventStore.dialect`)
 
     def __init__(self, dsn: str, pool: Any) -> None:
         self.dsn = dsn
@@ -302,11 +307,14 @@ class PostgresStore:
         ("provider:model") and `tag` narrow it as on SQLite."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where, params = ["1=1"], []
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
         if query.strip():
-            where.append("topic_search LIKE ? ESCAPE '\\'")
+            # The topic, or one of the debate's tags (stored lower-case), contains the words.
+            where.append(f"(topic_search LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM jsonb_array_elements_text("
+                         f"{_TAGS}) t WHERE lower(t) LIKE ? ESCAPE '\\'))")
             escaped = query.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            params.append(f"%{escaped}%")
+            params.extend((f"%{escaped}%", f"%{escaped}%"))
         if statuses:
             where.append(f"status IN ({','.join('?' * len(statuses))})")
             params.extend(statuses)
@@ -320,10 +328,11 @@ class PostgresStore:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT}, (config::jsonb -> 'tags')::text FROM debates WHERE {clause} "
+            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [debate_row(r) for r in rows], int(total[0]) if total else 0
+        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model and topic tag of the stored debates (the dashboard's filters)."""
@@ -331,7 +340,7 @@ class PostgresStore:
             f"SELECT DISTINCT {_MODEL_LABEL} FROM debates, jsonb_array_elements(participants::jsonb) p ORDER BY 1")
         tags = await self.fetchall(
             "SELECT DISTINCT t FROM debates, "
-            "jsonb_array_elements_text(coalesce(config::jsonb -> 'tags', '[]'::jsonb)) t ORDER BY 1")
+            f"jsonb_array_elements_text({_TAGS}) t ORDER BY 1")
         return [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
 
     async def series_ids(self, series: str) -> list[str]:

@@ -38,6 +38,11 @@ class WriteTransaction(Protocol):
 class EventStore(Protocol):
     """A debate store: the event log, its listing projection and generic access to the other tables."""
 
+    @property
+    def dialect(self) -> str:
+        """"sqlite" or "postgresql": picks the query text where the two databases' SQL differs (JSON)."""
+        ...
+
     async def close(self) -> None: ...
 
     def transaction(self) -> AbstractAsyncContextManager[WriteTransaction]: ...

@@ -103,9 +103,10 @@ class DebateRow(BaseModel):
     created_by: str = ""
     created_at: datetime
     updated_at: datetime
+    tags: list[str] = []  # the config's topic tags: filled by `list_debates` (not a column of its own)
 
 
-ROW_COLUMNS = tuple(DebateRow.model_fields)
+ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name != "tags")
 ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
@@ -360,6 +361,8 @@ class _Transaction:
 
 class Store:
     """Access to the event log. Open with `await Store.open(path)`."""
+
+    dialect = "sqlite"  # which SQL the queries written per database use (`EventStore.dialect`)
 
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -781,11 +784,14 @@ class Store:
         only debates with that topic tag."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where, params = ["1=1"], []
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
         if query.strip():
-            where.append("topic_search LIKE ? ESCAPE '\\'")
+            # The topic, or one of the debate's tags (stored lower-case), contains the words.
+            where.append("(topic_search LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM json_each(debates.config, "
+                         "'$.tags') t WHERE lower(t.value) LIKE ? ESCAPE '\\'))")
             escaped = query.strip().lower().replace("%", "\\%").replace("_", "\\_")
-            params.append(f"%{escaped}%")
+            params.extend((f"%{escaped}%", f"%{escaped}%"))
         if statuses:
             where.append(f"status IN ({','.join('?' * len(statuses))})")
             params.extend(statuses)
@@ -798,10 +804,11 @@ class Store:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT} FROM debates WHERE {clause} ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
+            f"SELECT {ROW_SELECT}, json_extract(config, '$.tags') FROM debates WHERE {clause} "
+            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [self._row(r) for r in rows], int(total[0]) if total else 0
+        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model ("provider:model") and every topic tag of the stored debates (the
@@ -869,6 +876,18 @@ def debate_row(r: tuple[Any, ...]) -> DebateRow:
     values = dict(zip(ROW_COLUMNS, r, strict=True))
     values["participants"] = json.loads(values["participants"])
     return DebateRow.model_validate(values)
+
+
+def tagged_row(r: tuple[Any, ...]) -> DebateRow:
+    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)."""
+    row = debate_row(r[:-1])
+    try:
+        tags = json.loads(r[-1]) if r[-1] else []
+    except ValueError:
+        tags = []
+    if isinstance(tags, list):
+        row.tags = [str(t) for t in tags if t is not None]
+    return row
 
 
 async def _retry_busy(attempt: Callable[[], Awaitable[T]], deadline: float,

@@ -1,9 +1,10 @@
 """Copying a whole database from one store to another (`python -m webapp migrate-store --from sqlite:PATH
---to postgresql://…`): every debate with its complete log, the accounts, share links and audit trail,
-then a check that nothing was lost or changed on the way.
+--to postgresql://…`): every debate with its complete log, the accounts, share links, audit trail and
+tournaments, then a check that nothing was lost or changed on the way.
 
 Rows are copied as they are stored, not replayed through `append`: sequence numbers, idempotency keys,
-timestamps and the JSON text of each event arrive byte for byte, so the copy folds to the same debates.
+timestamps and the JSON text of each event arrive byte for byte, so the copy folds to the same debates
+(and the target's trigger digests the verdicts for the leaderboard as they arrive).
 Each debate (its listing row and its events) is copied in one transaction of the target. Afterwards the
 row count of every table is compared, and each debate's checksum (SHA-256 over its listing row and its
 events, in order) is computed on both sides and compared.
@@ -34,8 +35,11 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     "share_links": ("id", "debate_id", "token_hash", "created_by", "created_at", "expires_at", "revoked_at",
                     "revoked_by"),
     "audit": ("id", "at", "actor", "action", "debate_id", "outcome", "detail"),
+    # (a tournament's debates name it in their config; its claim is copied as it was and lapses)
+    "tournaments": ("id", "name", "spec", "status", "stop_reason", "created_by", "created_at", "updated_at",
+                    "owner", "lease_until"),
 }
-ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id"}
+ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "tournaments": "created_at, id"}
 
 
 class TransferError(RuntimeError):

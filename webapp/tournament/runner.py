@@ -19,6 +19,7 @@ from typing import Any
 from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
+from webapp.store.errors import DuplicateKey
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.store import (
     LEASE_S,
@@ -240,7 +241,7 @@ class TournamentRunner:
             config = slot_config(tournament, slot, cost_limit)
             try:
                 debate_id = await self.engine.create(config, actor=tournament.created_by or actor)
-            except sqlite3.IntegrityError:  # another process created it a moment ago: continue that one
+            except (sqlite3.IntegrityError, DuplicateKey):  # another process created it a moment ago: continue it
                 found = (await self.store.debates(tournament.id)).get(slot.key)
                 if found is None:
                     raise

@@ -51,6 +51,41 @@ class SlotDebate(BaseModel):
 
 
 SELECT = "spec, status, stop_reason, updated_at, owner, lease_until"
+
+
+class _Sql:
+    """The queries whose text differs between the stores (reading the config and verdict JSON)."""
+
+    def __init__(self, text: Any, number: Any, boolean: Any, greatest: str, newest: str) -> None:
+        slot, tournament = text("config", "tournament_slot"), text("config", "tournament")
+        self.debates = f"SELECT {slot}, {ROW_SELECT} FROM debates WHERE {tournament} = ?"
+        # The last verdict of each debate (a debate has at most one final verdict event).
+        self.verdicts = (f"SELECT debate_id, {text('data', 'verdict', 'winner')}, "
+                         f"{boolean(('data', 'verdict', 'available'))} FROM events "
+                         "WHERE kind = 'verdict' AND debate_id IN ({marks}) ORDER BY seq")
+        limit = number("config", "budget", "cost_limit")
+        self.committed = (f"SELECT coalesce(sum(CASE WHEN status IN ({{marks}}) THEN cost_usd "
+                          f"ELSE {greatest}(cost_usd, coalesce({limit}, cost_usd)) END), 0) "
+                          f"FROM debates WHERE {tournament} = ?")
+        self.newest = newest
+
+
+_SQL = {
+    "sqlite": _Sql(
+        text=lambda column, *path: f"json_extract({column}, '$.{'.'.join(path)}')",
+        number=lambda column, *path: f"json_extract({column}, '$.{'.'.join(path)}')",
+        boolean=lambda p: f"coalesce(json_extract({p[0]}, '$.{'.'.join(p[1:])}'), 1)",
+        greatest="max", newest="created_at DESC, rowid DESC"),
+    # `->>` on the config matches the `debates_tournament_slot` expression index; PostgreSQL's tournaments
+    # table has no insertion number, so ties of the creation time (to the microsecond) go by id.
+    "postgresql": _Sql(
+        text=lambda column, *path: (f"({column}::jsonb ->> '{path[0]}')" if len(path) == 1
+                                    else f"({column}::jsonb #>> '{{{','.join(path)}}}')"),
+        number=lambda column, *path: f"({column}::jsonb #>> '{{{','.join(path)}}}')::double precision",
+        boolean=lambda p: (f"coalesce(({p[0]}::jsonb #> '{{{','.join(p[1:])}}}') NOT IN "
+                           "('false'::jsonb, '0'::jsonb), true)"),
+        greatest="greatest", newest="created_at DESC, id DESC"),
+}
 LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
 
 
@@ -90,6 +125,7 @@ class TournamentStore:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self.sql = _SQL[store.dialect]
 
     async def create(self, tournament: Tournament) -> Tournament:
         """Store a new tournament (given a fresh id); returns it as stored."""
@@ -111,8 +147,7 @@ class TournamentStore:
 
     async def all(self, limit: int = 100) -> list[TournamentRow]:
         rows = await self.store.fetchall(
-            f"SELECT {SELECT} FROM tournaments ORDER BY created_at DESC, rowid DESC "
-            "LIMIT ?", (limit,))
+            f"SELECT {SELECT} FROM tournaments ORDER BY {self.sql.newest} LIMIT ?", (limit,))
         return [self._row(r) for r in rows]
 
     async def with_status(self, status: TournamentStatus) -> list[str]:
@@ -138,9 +173,7 @@ class TournamentStore:
 
     async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
         """Slot key → the debate played for it (uses the unique slot index)."""
-        rows = await self.store.fetchall(
-            f"SELECT json_extract(config, '$.tournament_slot'), {ROW_SELECT} FROM debates "
-            "WHERE json_extract(config, '$.tournament') = ?", (tournament_id,))
+        rows = await self.store.fetchall(self.sql.debates, (tournament_id,))
         out: dict[str, SlotDebate] = {}
         ids: list[str] = []
         for r in rows:
@@ -148,11 +181,7 @@ class TournamentStore:
             out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row)
             ids.append(row.id)
         if ids:
-            # The last verdict of each debate (a debate has at most one final verdict event).
-            verdicts = await self.store.fetchall(
-                "SELECT debate_id, json_extract(data, '$.verdict.winner'), "
-                "coalesce(json_extract(data, '$.verdict.available'), 1) FROM events "
-                f"WHERE kind = 'verdict' AND debate_id IN ({','.join('?' * len(ids))}) ORDER BY seq", ids)
+            verdicts = await self.store.fetchall(self.sql.verdicts.replace("{marks}", ",".join("?" * len(ids))), ids)
             by_id = {debate.row.id: debate for debate in out.values()}
             for debate_id, winner, available in verdicts:
                 debate = by_id[debate_id]
@@ -165,10 +194,8 @@ class TournamentStore:
         spent; one still going, its own hard limit (its share of the budget), or its spend if higher."""
         statuses = list(terminal)
         marks = ",".join("?" * len(statuses))
-        row = await self.store.fetchone(
-            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
-            "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
-            "WHERE json_extract(config, '$.tournament') = ?", (*statuses, tournament_id))
+        row = await self.store.fetchone(self.sql.committed.replace("{marks}", marks or "NULL"),
+                                        (*statuses, tournament_id))
         return float(row[0]) if row else 0.0
 
     async def claim(self, tournament_id: str, owner: str) -> None:

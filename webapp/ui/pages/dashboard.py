@@ -1,5 +1,5 @@
-"""Dashboard `/`: every debate as one compact row — status, topic, models, outcome, cost, when — with
-search, status filter, sort, pagination, live updates and per-row Clone, Re-run and Delete.
+"""Dashboard `/`: every debate as one compact row — status, topic, models, tags, outcome, cost, when — with
+search (topic or tag), status filter, sort, pagination, live updates and per-row Clone, Re-run and Delete.
 
 Paging and sorting happen in SQL (`engine.list_debates`), so a thousand stored debates cost one small
 query. The outcome of an ended (or failed) debate is not in the listing row: it is folded from the
@@ -108,6 +108,11 @@ def models_line(row: DebateRow) -> str:
     """Who debates with which model: 'Ada (openai:gpt-4o) vs Bo (demo:demo)'."""
     return " vs ".join(f"{p.get('name') or p.get('id') or '?'} ({p.get('provider') or '?'}:{p.get('model') or '?'})"
                        for p in row.participants)
+
+
+def tags_line(row: DebateRow) -> str:
+    """The debate's topic tags as the row shows them: '#ethics #ai-policy' (the search matches them too)."""
+    return " ".join(f"#{tag}" for tag in row.tags)
 
 
 def _progress(row: DebateRow) -> str:
@@ -321,6 +326,9 @@ class Dashboard:
                 _titled(topic, row.topic).mark(f"topic-{row.id}")
                 models = models_line(row)
                 _titled(ui.label(models).classes(f"w-full text-xs truncate {MUTED}"), models).mark(f"models-{row.id}")
+                if row.tags:
+                    tags = tags_line(row)
+                    _titled(ui.label(tags).classes(f"w-full text-xs truncate {MUTED}"), tags).mark(f"tags-{row.id}")
             with ui.row().classes("items-center gap-1 no-wrap min-w-0"):
                 negative = outcome.kind in NEGATIVE
                 ui.icon(OUTCOME_ICONS.get(outcome.kind, "flag")).classes(

@@ -191,9 +191,15 @@ class DebateView:
             self.signatures["status"] = status
             note = state.ended_because if state.status in TERMINAL_STATES else None
             badge, marker = status_badge_html(view.status.value, view.interrupted, note)
+            # The topic tags go into this one element's HTML (escaped): no element of their own, since
+            # every element costs each spectator's memory.
+            tags = "".join(f'<span class="q-badge flex inline items-center bg-grey-3 text-grey-9 px-2 py-1 '
+                           f'rostrum-tag">#{escape(tag)}</span>' for tag in state.config.tags)
             self.status_view.mark("format", marker).set_content(shared_text(
                 f'<span class="q-badge flex inline items-center bg-indigo-1 text-indigo-9 px-2 py-1">'
-                f'{escape(state.format.title)}</span><span class="row items-center gap-2">{badge}</span>'
+                f'{escape(state.format.title)}</span>'
+                + (f'<span class="row items-center gap-1" aria-label="Topic tags">{tags}</span>' if tags else "")
+                + f'<span class="row items-center gap-2">{badge}</span>'
                 f'<span class="text-xs text-grey-7">created {state.created_at.strftime("%Y-%m-%d %H:%M UTC")} · '
                 f'id {escape(state.id)}</span>'))
         self._section("outcome", outcome_signature(state), lambda: render_outcome(state))

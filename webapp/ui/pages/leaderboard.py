@@ -104,7 +104,8 @@ def _table(lines: list[ModelRating], marker: str) -> None:
         {"name": "interval", "label": "95% interval", "field": "interval"},
         {"name": "debates", "label": "Debates", "field": "debates"},
         {"name": "record", "label": "W–L–T", "field": "record"},
-        {"name": "cost", "label": "Avg cost / debate", "field": "cost"},
+        # The whole debate's cost (both sides and the judges): the store keeps no per-side cost.
+        {"name": "cost", "label": "Avg cost / debate (whole debate)", "field": "cost"},
     ]
     ui.table(columns=columns, rows=rating_rows(lines), row_key="model").props("flat dense") \
         .classes("w-full").mark(marker)

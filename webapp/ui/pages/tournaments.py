@@ -1,6 +1,7 @@
 """Tournaments: the list `/tournaments`, the form `/tournaments/new` and one tournament's page
-`/tournaments/{id}` (progress, cost against budget, an ETA, the live debates, every debate and the
-standings: wins, losses and ties per model).
+`/tournaments/{id}` (progress, cost against budget, an ETA, the live debates, every debate, the
+standings: wins, losses and ties per model, and the tournament's own leaderboard: Bradley-Terry
+ratings with intervals and the head-to-head over its judged debates, as `/leaderboard` draws them).
 
 The page reads everything from the store (`webapp.tournament.runner.progress`) and reads it again
 every `REFRESH_S` seconds while open: a tournament's state is its debates' rows, which other
@@ -21,6 +22,7 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.schedule import ConfigError
+from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, leaderboard
 from webapp.store import StoreError
 from webapp.tournament.plan import Contender, Tournament
 from webapp.tournament.runner import Progress, progress, standings
@@ -31,6 +33,7 @@ from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import money, status_badge
 from webapp.ui.components.form_errors import reword
 from webapp.ui.layout import frame, heading
+from webapp.ui.pages.leaderboard import render_leaderboard
 
 REFRESH_S = 1.0
 STATUS_TEXT = {"planned": "Planned", "running": "Playing", "stopped": "Stopped", "completed": "Completed"}
@@ -210,6 +213,7 @@ class TournamentView:
         self.playing = False
         self.elsewhere = False  # another process (the CLI, another server) plays it
         self.new_budget: ui.number | None = None
+        self.judged: frozenset[str] | None = None  # the debates the shown board was computed over
 
     async def load(self) -> Progress | None:
         engine = await runtime.current().engine()
@@ -233,6 +237,25 @@ class TournamentView:
         if marker != self.last:  # an open page must not redraw every second for nothing
             self.last = marker
             self.body.refresh(state)
+        judged = self.judged_ids(state)
+        if judged != self.judged:  # the board changes with a new verdict only, not with every turn
+            self.ratings.refresh(await self.board(judged))
+
+    @staticmethod
+    def judged_ids(state: Progress) -> frozenset[str]:
+        return frozenset(d.row.id for d in state.debates.values() if d.has_verdict)
+
+    async def board(self, judged: frozenset[str]) -> Leaderboard:
+        """The tournament's own leaderboard: the one fit `/leaderboard` makes, over its judged debates only
+        (cached per set of debates: every open page of the tournament shares it)."""
+        self.judged = judged
+        engine = await runtime.current().engine()
+        return await leaderboard(engine.store, LeaderboardFilters(debate_ids=judged))
+
+    @ui.refreshable_method
+    def ratings(self, board: Leaderboard) -> None:
+        with ui.column().classes("w-full gap-3").mark("tournament-leaderboard"):
+            render_leaderboard(board)
 
     @ui.refreshable_method
     def body(self, state: Progress) -> None:
@@ -361,5 +384,6 @@ async def page(request: Request, tournament_id: str) -> Response | None:
             return None
         view.last = await view.marker(state)
         view.body(state)
+        view.ratings(await view.board(view.judged_ids(state)))
         ui.timer(REFRESH_S, view.refresh)
     return None
