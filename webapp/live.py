@@ -144,7 +144,9 @@ class DebateChannel:
         self._closed = False
         self.flushes = 0
         self._unsubscribe = session.subscribe(self._on_message)
-        self._unwatch_bus = hub.bus.watch(session.id, self._on_remote)  # one bus subscription per debate
+        # A hub without a bus (some tests build channels on a stand-in) hears only this process.
+        self.bus: LiveBus = getattr(hub, "bus", None) or InProcessBus()
+        self._unwatch_bus = self.bus.watch(session.id, self._on_remote)  # the hub's one subscription per debate
         self._reading: asyncio.Task[None] | None = None
         self._read_again = False
         self.task = background_tasks.create(self._run(), name=f"live-flush-{session.id}")
@@ -234,7 +236,7 @@ class DebateChannel:
         """The turns in flight: ours if this process runs the debate, else what the bus has seen."""
         if self.session.running or self.session.live_turns:
             return self.session.live_turns
-        return self.hub.bus.live_turns(self.session.id)
+        return self.bus.live_turns(self.session.id)
 
     # --- the flush loop -------------------------------------------------------------------------
 
