@@ -35,7 +35,7 @@ from webapp.engine.engine import Engine
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
 
 async def main(db, url):
-    engine = await Engine.open(db, providers=OneProvider(RecordingDemoProvider("demo", speed=300, failures={})))
+    engine = await Engine.open(db, providers=OneProvider(RecordingDemoProvider("demo", speed=800, failures={})))
     bus = RedisBus(url)
     await bus.start()
     publisher = BusPublisher(engine, bus)

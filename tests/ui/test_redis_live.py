@@ -1,6 +1,7 @@
 """With `ROSTRUM_REDIS_URL`, the web app hears debates run by other processes through Redis: a page that
 opens mid-turn gets the turn so far from the debate's stream, its one subscription is shared by every
-watcher of this instance, and change signals (not the slow look at the log) bring the finished turns."""
+watcher of this instance, and change signals (not the slow look at the log) bring the finished turns and
+refresh an open dashboard."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ async def test_a_page_streams_a_debate_run_by_another_process_through_redis(
     try:
         session = await other.start(DebateConfig(topic="Should exams be open-book?", format="oxford", rounds=1))
         await held.reached.wait()  # three words into the second turn, streamed to Redis
+        await user.should_see("Should exams be open-book?", retries=40)  # the open dashboard was signalled
         (key, turn), = session.live_turns.items()
         subscribed = asyncio.Event()
 
