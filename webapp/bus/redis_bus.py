@@ -159,6 +159,8 @@ class RedisBus:
             return {"t": "c", "k": message.key, "sp": message.speaker, "x": message.text, "o": offset}
         if isinstance(message, LiveTurnAborted):
             turns.pop(message.key, None)
+            if not turns:
+                self._outgoing.pop(message.debate_id, None)
             return {"t": "a", "k": message.key, "why": message.reason}
         if isinstance(message, LiveEvent):
             payload = message.event.payload
