@@ -102,77 +102,104 @@ async def _watch(hub: live.LiveHub, engine: Engine, debate_id: str,
     return channel, capture
 
 
-async def test_a_debate_run_by_another_process_is_watched_live_and_survives_losing_redis(
-    tmp_path: Path, own_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+class Pair:
+    """Process A (a child running debates when told, publishing to the bus) and process B (this test:
+    an engine that never runs them, a bus, and a live hub whose channels feed no browser)."""
+
+    def __init__(self, db: str, url: str) -> None:
+        self.db, self.url = db, url
+        self.loop = asyncio.get_running_loop()
+
+    async def __aenter__(self) -> Pair:
+        self.engine = await Engine.open(self.db, providers=OneProvider())  # B opens (migrates) first
+        self.runner = subprocess.Popen([sys.executable, "-c", RUNNER, self.db, self.url], cwd=ROOT,
+                                       env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.bus = RedisBus(self.url)
+        await self.bus.start()
+        self.hub = live.LiveHub(self.engine, self.bus)
+        assert await self.line() == "ready"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.tell("")
+        try:
+            self.runner.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.runner.kill()
+        self.hub.close()
+        await self.bus.close()
+        await self.engine.close()
+
+    async def line(self) -> str:
+        assert self.runner.stdout is not None
+        async with asyncio.timeout(WAIT):
+            return (await self.loop.run_in_executor(None, self.runner.stdout.readline)).strip()
+
+    def tell(self, text: str) -> None:
+        assert self.runner.stdin is not None
+        self.runner.stdin.write(text + "\n")
+        self.runner.stdin.flush()
+
+    async def watch_a_debate(self, topic: str) -> tuple[live.DebateChannel, Capture]:
+        """Create a debate, watch it in B, have A run it to the end; B's channel and what it sent."""
+        debate_id = await self.engine.create(DebateConfig(topic=topic, format="oxford", rounds=1))
+        channel, capture = await _watch(self.hub, self.engine, debate_id, self.bus)
+        self.tell(debate_id)
+        return channel, capture
+
+    async def finished(self, channel: live.DebateChannel, capture: Capture) -> None:
+        assert await self.line() == f"done {channel.session.id} completed"
+        await capture.until(lambda: channel.session.status is State.COMPLETED)
+
+
+def assert_streamed_as_stored(channel: live.DebateChannel, capture: Capture) -> None:
+    stored = {channel.kid(t.key): t.text for t in channel.session.state.turns if t.visible}
+    assert len(stored) == 4
+    assert len(capture.of(live_wire.TEXT)) > len(stored), "the text arrived in many deltas"
+    streamed = capture.streamed()
+    assert {kid: streamed.get(kid) for kid in stored} == stored
+    for committed in capture.of(live_wire.COMMITTED):
+        assert "text" not in committed[2], "a streamed turn's text is not sent again"
+
+
+@pytest.fixture
+async def outside_app(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "FOLLOW_INTERVAL", 0.1)  # the fallback: B reads the log this often
     monkeypatch.setattr(core, "loop", asyncio.get_running_loop())  # the channel's tasks, outside an app
-    db = tmp_path / "shared.sqlite3"
-    engine = await Engine.open(db, providers=OneProvider())  # B: never runs these debates itself
-    runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(db), own_redis.url], cwd=ROOT, env=child_env(),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    bus = RedisBus(own_redis.url)
-    await bus.start()
-    hub = live.LiveHub(engine, bus)
-    loop = asyncio.get_running_loop()
 
-    async def line() -> str:
-        assert runner.stdout is not None
-        async with asyncio.timeout(WAIT):
-            return (await loop.run_in_executor(None, runner.stdout.readline)).strip()
 
-    def tell(text: str) -> None:
-        assert runner.stdin is not None
-        runner.stdin.write(text + "\n")
-        runner.stdin.flush()
-
-    try:
-        assert await line() == "ready"
+async def test_a_debate_run_by_another_process_is_watched_live_and_survives_losing_redis(
+    tmp_path: Path, own_redis: RedisServer, outside_app: None
+) -> None:
+    async with Pair(str(tmp_path / "shared.sqlite3"), own_redis.url) as pair:
         # 1. Watched token by token: B's channel streams A's text, which equals the stored turns.
-        first = await engine.create(DebateConfig(topic="Should exams be open-book?", format="oxford", rounds=1))
-        channel, capture = await _watch(hub, engine, first, bus)
-        tell(first)
-        assert await line() == f"done {first} completed"
-        await capture.until(lambda: channel.session.status is State.COMPLETED)
-        stored = {channel.kid(t.key): t.text for t in channel.session.state.turns if t.visible}
-        streamed = capture.streamed()
-        assert len(capture.of(live_wire.TEXT)) > len(stored), "the text arrived in many deltas"
-        assert {kid: streamed.get(kid) for kid in stored} == stored
-        for committed in capture.of(live_wire.COMMITTED):
-            assert "text" not in committed[2], "a streamed turn's text is not sent again"
+        channel, capture = await pair.watch_a_debate("Should exams be open-book?")
+        await pair.finished(channel, capture)
+        assert_streamed_as_stored(channel, capture)
 
         # 2. Redis killed mid-debate: B falls back to finished turns; A finishes the debate.
-        second = await engine.create(DebateConfig(topic="Is remote work here to stay?", format="oxford", rounds=1))
-        channel, capture = await _watch(hub, engine, second, bus)
-        tell(second)
+        channel, capture = await pair.watch_a_debate("Is remote work here to stay?")
         await capture.until(lambda: len(capture.of(live_wire.TEXT)) >= 3)
         own_redis.kill()
-        assert await line() == f"done {second} completed"
-        await capture.until(lambda: channel.session.status is State.COMPLETED)
-        assert not bus.connected
+        await pair.finished(channel, capture)
+        assert not pair.bus.connected
         turns = [t for t in channel.session.state.turns if t.visible]
         assert len(turns) == 4 and all(t.text for t in turns)
         unstreamed = [c for c in capture.of(live_wire.COMMITTED) if "text" in c[2]]
         assert unstreamed, "turns taken while Redis was down arrived whole, from the store"
-        assert (await engine.events(second))[-1].seq == channel.session.state.last_seq
+        assert (await pair.engine.events(channel.session.id))[-1].seq == channel.session.state.last_seq
 
-        # 3. Redis is back: live tokens again, in both directions of the outage.
+        # 3. Redis is back: live tokens again (A's publisher and B's subscriber both reconnected).
         own_redis.start()
-        third = await engine.create(DebateConfig(topic="Should cities ban cars?", format="oxford", rounds=1))
-        channel, capture = await _watch(hub, engine, third, bus)
-        tell(third)
-        assert await line() == f"done {third} completed"
-        await capture.until(lambda: channel.session.status is State.COMPLETED)
-        stored = {channel.kid(t.key): t.text for t in channel.session.state.turns if t.visible}
-        assert capture.of(live_wire.TEXT)
-        streamed = capture.streamed()
-        assert {kid: streamed.get(kid) for kid in stored} == stored
-    finally:
-        tell("")
-        try:
-            runner.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            runner.kill()
-        hub.close()
-        await bus.close()
-        await engine.close()
+        channel, capture = await pair.watch_a_debate("Should cities ban cars?")
+        await pair.finished(channel, capture)
+        assert_streamed_as_stored(channel, capture)
+
+
+async def test_watched_live_across_processes_on_postgresql(
+    pg_dsn: str, redis_url: str, outside_app: None
+) -> None:
+    async with Pair(pg_dsn, redis_url) as pair:
+        channel, capture = await pair.watch_a_debate("Should exams be open-book?")
+        await pair.finished(channel, capture)
+        assert_streamed_as_stored(channel, capture)
