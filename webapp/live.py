@@ -133,7 +133,11 @@ class DebateChannel:
         self._kids: dict[str, int] = {}
         self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
         self._last_status: dict[str, Any] | None = None
-        for key, live in session.live_turns.items():  # joining mid-turn: offsets continue from what exists
+        # A hub without a bus (some tests build channels on a stand-in) hears only this process.
+        self.bus: LiveBus = getattr(hub, "bus", None) or InProcessBus()
+        # Joining mid-turn (streamed here, or elsewhere as far as the bus has seen): offsets continue
+        # from what exists.
+        for key, live in self.live_turns.items():
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
             self._streamed[key] = [live.text]
@@ -144,8 +148,6 @@ class DebateChannel:
         self._closed = False
         self.flushes = 0
         self._unsubscribe = session.subscribe(self._on_message)
-        # A hub without a bus (some tests build channels on a stand-in) hears only this process.
-        self.bus: LiveBus = getattr(hub, "bus", None) or InProcessBus()
         self._unwatch_bus = self.bus.watch(session.id, self._on_remote)  # the hub's one subscription per debate
         self._reading: asyncio.Task[None] | None = None
         self._read_again = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nicegui.testing import User
@@ -50,6 +51,7 @@ async def test_a_page_streams_a_debate_run_by_another_process_through_redis(
         await held.reached.wait()  # three words into the second turn, streamed to Redis
         await user.should_see("Should exams be open-book?", retries=40)  # the open dashboard was signalled
         (key, turn), = session.live_turns.items()
+        so_far = turn.text  # (the object grows with the turn)
         subscribed = asyncio.Event()
 
         def heard(item: RemoteItem) -> None:
@@ -64,15 +66,26 @@ async def test_a_page_streams_a_debate_run_by_another_process_through_redis(
         hub = await app.hub()
         channel = hub.channels[session.id]
         assert bus.subscribes == {session.id: 1}, "the page shares the instance's one subscription"
-        assert channel.live_turns[key].text == turn.text != ""
-        assert [live_wire.TEXT, channel.kid(key), 0, turn.text] in channel.resync_items(0)
+        assert channel.live_turns[key].text == so_far != ""
+        assert [live_wire.TEXT, channel.kid(key), 0, so_far] in channel.resync_items(0)
         stop()
+        sent: list[list[Any]] = []
+
+        async def send(wire: list[list[Any]], room: str) -> None:
+            sent.extend(wire)
+
+        channel._send = send  # type: ignore[method-assign]  # what the debate's room is sent, from now on
 
         held.gate.set()
         assert await session.join() is State.COMPLETED
         await user.should_see(marker="status-completed", retries=60)  # signalled through Redis
         await user.should_see("Winner:", retries=20)
         assert channel.session.state.last_seq == session.state.last_seq
+        # The rest of the turn continued where the page's resync left it: no gap, nothing twice.
+        rest = [item for item in sent if item[0] == live_wire.TEXT and item[1] == channel.kid(key)]
+        assert rest and rest[0][2] == len(so_far)
+        final = next(t for t in channel.session.state.turns if t.key == key)
+        assert so_far + "".join(item[3] for item in rest) == final.text
     finally:
         publisher.close()
         await other_bus.close()
