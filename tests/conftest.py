@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.fakellm_fixtures", "tests.pg_fixtures"]
+pytest_plugins = ["tests.fakellm_fixtures", "tests.pg_fixtures", "tests.redis_fixtures"]
 
 LOCAL_HOSTS = ("127.0.0.1", "::1", "localhost")
 

@@ -50,6 +50,7 @@ from webapp import export
 from webapp.access.gate import Gate, check_username
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
+from webapp.bus import BusPublisher, open_bus
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
@@ -182,9 +183,15 @@ def build_config(args: argparse.Namespace, settings: Settings | None = None) -> 
 async def opened(db: str, settings: Settings | None = None) -> AsyncIterator[Engine]:
     """The engine on `db` for one command, closed however the command ends."""
     engine = await Engine.open(db, settings=settings)
+    # A debate this command runs streams to web processes on the live bus (when Redis is configured).
+    bus = open_bus((settings or get_settings()).redis_url)
+    await bus.start()
+    publisher = BusPublisher(engine, bus)
     try:
         yield engine
     finally:
+        publisher.close()
+        await bus.close()
         await engine.close()
 
 

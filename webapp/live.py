@@ -19,6 +19,11 @@ A channel exists only while some page watches its debate: when the last watching
 deleted, the channel unsubscribes from the engine and its flush task ends. Debates keep running
 without any channel — the engine does not know or care who watches.
 
+Debates run by another process reach a channel through the live bus (`webapp/bus`): the bus hands
+the channel that process's streamed text as if this process's engine had said it, and change signals
+that make the session read the log (`catch_up`). Without a bus (or while it is down) the channel still
+looks at the log every `FOLLOW_INTERVAL`, so finished turns always arrive.
+
 `LiveHub` also throttles the engine's all-debates stream into a `dashboard` event, so dashboards
 refresh at most a few times a second however busy the debates are.
 """
@@ -28,17 +33,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nicegui import Client, Event, background_tasks, context, core
 
+from webapp.bus import Changed, InProcessBus, LiveBus, RemoteItem
 from webapp.engine.engine import Engine
 from webapp.engine.events import RetryNote, TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
-from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveStatus, LiveTurnAborted, LiveTurnStarted
+from webapp.engine.stream import (
+    LiveChunk,
+    LiveEvent,
+    LiveMessage,
+    LiveStatus,
+    LiveTurn,
+    LiveTurnAborted,
+    LiveTurnStarted,
+)
 from webapp.models import Turn
 from webapp.ui import live_wire
 
@@ -119,7 +133,11 @@ class DebateChannel:
         self._kids: dict[str, int] = {}
         self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
         self._last_status: dict[str, Any] | None = None
-        for key, live in session.live_turns.items():  # joining mid-turn: offsets continue from what exists
+        # A hub without a bus (some tests build channels on a stand-in) hears only this process.
+        self.bus: LiveBus = getattr(hub, "bus", None) or InProcessBus()
+        # Joining mid-turn (streamed here, or elsewhere as far as the bus has seen): offsets continue
+        # from what exists.
+        for key, live in self.live_turns.items():
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
             self._streamed[key] = [live.text]
@@ -130,6 +148,9 @@ class DebateChannel:
         self._closed = False
         self.flushes = 0
         self._unsubscribe = session.subscribe(self._on_message)
+        self._unwatch_bus = self.bus.watch(session.id, self._on_remote)  # the hub's one subscription per debate
+        self._reading: asyncio.Task[None] | None = None
+        self._read_again = False
         self.task = background_tasks.create(self._run(), name=f"live-flush-{session.id}")
         self.follow_task = background_tasks.create(self._follow(), name=f"live-follow-{session.id}")
 
@@ -183,6 +204,41 @@ class DebateChannel:
         elif isinstance(message, LiveStatus):
             self._buffer.append(message)
         self._wake.set()
+
+    # --- from another process, through the bus --------------------------------------------------
+
+    def _on_remote(self, item: RemoteItem) -> None:
+        if isinstance(item, Changed):
+            self._read_log()
+        elif not self.session.running:  # streamed by the process that runs it: as if our engine said it
+            self._on_message(item)
+
+    def _read_log(self) -> None:
+        """Fold in what another process wrote (one read at a time; a signal meanwhile asks for another)."""
+        if self._reading is not None and not self._reading.done():
+            self._read_again = True
+            return
+        self._reading = background_tasks.create(self._read(), name=f"live-read-{self.session.id}")
+
+    async def _read(self) -> None:
+        while True:
+            self._read_again = False
+            try:
+                if self.session.running:
+                    await self.session.notice_takeover()
+                elif self.session.status not in TERMINAL_STATES:
+                    await self.session.catch_up()
+            except Exception:  # the periodic look at the log will try again
+                log.exception("reading debate %s after a bus signal failed", self.session.id)
+            if not self._read_again or self._closed:
+                return
+
+    @property
+    def live_turns(self) -> Mapping[str, LiveTurn]:
+        """The turns in flight: ours if this process runs the debate, else what the bus has seen."""
+        if self.session.running or self.session.live_turns:
+            return self.session.live_turns
+        return self.bus.live_turns(self.session.id)
 
     # --- the flush loop -------------------------------------------------------------------------
 
@@ -301,7 +357,7 @@ class DebateChannel:
         for turn in state.turns[since_turns:]:
             if turn.visible:
                 wire.append([live_wire.COMMITTED, self.kid(turn.key), live_wire.committed_info(state, turn, None)])
-        for key, live in self.session.live_turns.items():
+        for key, live in self.live_turns.items():
             info = live_wire.started_info(state, live)
             if info is None or key in state.turn_keys:
                 continue
@@ -350,6 +406,7 @@ class DebateChannel:
             return
         self._closed = True
         self._unsubscribe()
+        self._unwatch_bus()
         self.task.cancel()
         self.follow_task.cancel()
         self.hub.channels.pop(self.session.id, None)
@@ -358,8 +415,9 @@ class DebateChannel:
 class LiveHub:
     """Every live channel of this process, and the throttled dashboard signal."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, bus: LiveBus | None = None) -> None:
         self.engine = engine
+        self.bus: LiveBus = bus if bus is not None else InProcessBus()
         self.channels: dict[str, DebateChannel] = {}
         self.dashboard: Event[set[str]] = Event()
         self._changed: set[str] = set()
@@ -367,6 +425,7 @@ class LiveHub:
         self._unsubscribe_all = engine.subscribe_all(self._on_any_event)
         self._marker: tuple[int, str] | None = None
         self._follow_task = background_tasks.create(self._follow_dashboards(), name="live-follow-dashboards")
+        self._unwatch_dashboard = self.bus.watch_dashboard(self.debates_changed)  # changes made elsewhere
 
     async def _follow_dashboards(self) -> None:
         """Notice debates other processes create or change, and tell open dashboards. The marker is
@@ -413,6 +472,7 @@ class LiveHub:
 
     def close(self) -> None:
         self._unsubscribe_all()
+        self._unwatch_dashboard()
         self._follow_task.cancel()
         for channel in list(self.channels.values()):
             channel.close()

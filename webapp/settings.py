@@ -47,6 +47,11 @@ class Settings(BaseSettings):
         default=Path("data/rostrum.sqlite3"),
         description="SQLite database file, or a postgresql://… URL for the PostgreSQL store",
     )
+    redis_url: str | None = Field(
+        default=None,
+        description="redis://… URL of the live bus between processes (unset: live traffic stays in-process)",
+        repr=False,  # it may hold a password
+    )
     host: str = Field(default="127.0.0.1", description="address the web app listens on")
     port: int = Field(default=8080, ge=1, le=65535, description="port the web app listens on")
     demo_speed: float | None = Field(

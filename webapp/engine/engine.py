@@ -72,6 +72,9 @@ class Engine:
         self.sessions: dict[str, DebateSession] = {}  # loaded and not evicted
         self._evicted: weakref.WeakValueDictionary[str, DebateSession] = weakref.WeakValueDictionary()
         self.all_events = Broadcaster()  # every debate's committed events (for dashboards)
+        # Every message of every debate of this process, streamed text included, for whoever relays
+        # them to other processes (the live bus); listening here does not count as watching a debate.
+        self.all_live = Broadcaster()
         self._load_lock = asyncio.Lock()
 
     @classmethod
@@ -143,7 +146,7 @@ class Engine:
                                         task_factory=self.task_factory, backoff_base=self.backoff_base,
                                         on_event=self._relay, on_release=self._maybe_evict,
                                         storage_retry_base=self.storage_retry_base,
-                                        limiter=self.limiter, rng=self.rng)
+                                        limiter=self.limiter, rng=self.rng, tap=self.all_live.emit)
             self.sessions[full_id] = session
             return session
 

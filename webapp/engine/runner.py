@@ -148,6 +148,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         storage_retry_base: float = 0.5,
         limiter: EndpointLimiter | None = None,
         rng: random.Random | None = None,
+        tap: Listener | None = None,
     ) -> None:
         self.state = state
         self.store = store
@@ -160,7 +161,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         self._task_factory = task_factory or asyncio.create_task
         self._on_event = on_event
         self._on_release = on_release
-        self.broadcaster = Broadcaster(on_empty=self._released)
+        self.broadcaster = Broadcaster(on_empty=self._released, tap=tap)
         self.live: dict[str, LiveTurn] = {}
         self.deleted = False  # set when an admin deleted the debate: pages watching it say so
         self._task: asyncio.Task[None] | None = None
@@ -450,7 +451,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             else:
                 self.state.adopt(state)
         for event in newer:
-            self._publish(event)
+            self._publish(event, replayed=True)
         return len(newer)
 
     async def shutdown(self) -> None:
@@ -527,9 +528,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
         self._publish(record)
         return record
 
-    def _publish(self, event: DebateEvent) -> None:
+    def _publish(self, event: DebateEvent, replayed: bool = False) -> None:
         """Tell subscribers about an event that is already in the log."""
-        self.broadcaster.emit(LiveEvent(self.id, event))
+        self.broadcaster.emit(LiveEvent(self.id, event, replayed))
         if self._on_event is not None:
             self._on_event(self, event)
 

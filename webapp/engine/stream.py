@@ -19,10 +19,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LiveEvent:
-    """A committed event (already on disk)."""
+    """A committed event (already on disk). `replayed`: another process wrote it and this one read it
+    from the log (relays to other processes skip it: they read the log themselves)."""
 
     debate_id: str
     event: DebateEvent
+    replayed: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,9 +99,12 @@ class LiveTurn:
 class Broadcaster:
     """Fan-out to listeners; a failing listener is logged and never breaks the engine."""
 
-    def __init__(self, on_empty: Callable[[], None] | None = None) -> None:
+    def __init__(self, on_empty: Callable[[], None] | None = None, tap: Listener | None = None) -> None:
         self._listeners: list[Listener] = []
         self.on_empty = on_empty  # called when the last listener leaves
+        # Sees every message but is no subscriber: relaying a process's streams elsewhere (the live bus)
+        # must not keep finished debates loaded as if someone watched them.
+        self.tap = tap
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -117,6 +122,11 @@ class Broadcaster:
         return len(self._listeners)
 
     def emit(self, message: LiveMessage) -> None:
+        if self.tap is not None:
+            try:
+                self.tap(message)
+            except Exception:  # relaying must not stop a debate either
+                log.exception("live tap failed")
         for listener in list(self._listeners):
             try:
                 listener(message)

@@ -13,6 +13,7 @@ import logging
 from nicegui import app, background_tasks
 
 from webapp.access.throttle import LoginThrottle
+from webapp.bus import BusPublisher, LiveBus, open_bus
 from webapp.engine.engine import Engine
 from webapp.live import LiveHub
 from webapp.settings import get_settings
@@ -28,6 +29,8 @@ class Runtime:
     def __init__(self) -> None:
         self.engine_: Engine | None = None
         self.hub_: LiveHub | None = None
+        self.bus_: LiveBus | None = None  # Redis with ROSTRUM_REDIS_URL, else in-process
+        self.publisher_: BusPublisher | None = None
         self.tournaments_: TournamentManager | None = None
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
@@ -41,7 +44,10 @@ class Runtime:
                 # Debate tasks belong to the app, not to the tab that started them.
                 task_factory=lambda coro: background_tasks.create(coro, name="debate"),
             )
-            self.hub_ = LiveHub(self.engine_)
+            self.bus_ = open_bus(settings.redis_url)
+            await self.bus_.start()  # connects in the background: a missing Redis only costs the live view
+            self.publisher_ = BusPublisher(self.engine_, self.bus_)
+            self.hub_ = LiveHub(self.engine_, self.bus_)
             recovered = await self.engine_.recover_interrupted()
             if recovered:
                 log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
@@ -68,11 +74,16 @@ class Runtime:
     async def stop(self) -> None:
         if self.tournaments_ is not None:
             await self.tournaments_.close()
+        if self.publisher_ is not None:
+            self.publisher_.close()
         if self.hub_ is not None:
             self.hub_.close()
+        if self.bus_ is not None:
+            await self.bus_.close()
         if self.engine_ is not None:
             await self.engine_.close()
         self.engine_ = self.hub_ = None
+        self.bus_ = self.publisher_ = None
         self.tournaments_ = None
 
     async def engine(self) -> Engine:

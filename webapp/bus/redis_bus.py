@@ -1,0 +1,385 @@
+"""The live bus on Redis: a capped stream per debate for late joiners, pub/sub for what is live.
+
+Publishing: every message of a debate this process runs is queued (the engine's listeners are
+synchronous) and a single sender task writes whatever has queued up in one pipeline: `XADD … MAXLEN ~`
+to the debate's stream (which also expires an hour after its last write), `PUBLISH` to the debate's
+channel, and for committed events a `PUBLISH` of the debate's id to the dashboard channel. Each message
+carries this bus's instance id and a counter, so a subscriber can tell what it has already applied.
+
+Subscribing: one pub/sub connection per process, subscribed to the dashboard channel and to one channel
+per debate that has watchers here, whatever their number. When a debate's channel is (re)subscribed, its
+stream is read from the start to rebuild the turns in flight (a late joiner sees the current turn), and
+the watchers are handed each such turn afresh (started, then its text so far) plus a `Changed` signal.
+
+When Redis goes away, publishing drops what it cannot send (finished turns are in the store) and the
+subscriber retries with backoff; pages keep following the store meanwhile. When it is back, the
+publisher first re-announces the turns it is streaming (their text so far), so live tokens resume in the
+middle of a turn, and subscribers read the streams again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from webapp.bus.protocol import BusHandler, Changed, DashboardHandler, RemoteItem
+from webapp.engine.events import TurnPayload
+from webapp.engine.stream import (
+    LiveChunk,
+    LiveEvent,
+    LiveMessage,
+    LiveStatus,
+    LiveTurn,
+    LiveTurnAborted,
+    LiveTurnStarted,
+)
+
+log = logging.getLogger(__name__)
+
+PREFIX = "rostrum:"
+DASHBOARD_CHANNEL = f"{PREFIX}dashboard"
+STREAM_MAXLEN = 2000  # entries (about one per streamed chunk) kept per debate: the current turn and then some
+STREAM_TTL = 3600  # seconds a debate's stream outlives its last write
+IDLE_POLL = 0.1  # seconds the subscriber waits for a message before looking at what to (un)subscribe
+RECONNECT_MIN, RECONNECT_MAX = 0.2, 2.0  # seconds between attempts to reach Redis again
+CLOSE_DRAIN_STEPS = 50  # of 10 ms: how long closing waits for queued messages to be sent
+SEND_RETRY = 0.5  # seconds the sender waits after a failed write
+# What losing Redis looks like from the client (a refused connection is an OSError in places).
+REDIS_ERRORS = (RedisError, OSError, asyncio.TimeoutError)
+
+
+def stream_key(debate_id: str) -> str:
+    return f"{PREFIX}live:{debate_id}"
+
+
+def channel_name(debate_id: str) -> str:
+    return f"{PREFIX}debate:{debate_id}"
+
+
+@dataclass
+class _Watch:
+    """One debate's subscription in this process: its handlers and what its stream says is in flight."""
+
+    handlers: list[BusHandler] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)  # publisher instance -> last counter applied
+    live: dict[str, LiveTurn] = field(default_factory=dict)
+
+
+class RedisBus:
+    """A `LiveBus` on one Redis server (`redis://…` URL; never logged, it may hold a password)."""
+
+    def __init__(self, url: str, *, maxlen: int = STREAM_MAXLEN) -> None:
+        self._url = url
+        self.maxlen = maxlen
+        self.instance = uuid.uuid4().hex[:12]
+        self._client: aioredis.Redis | None = None
+        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self._counter = 0
+        self._outgoing: dict[str, dict[str, LiveTurn]] = {}  # debate -> key -> the turn we are streaming
+        self._sending = False  # a pipeline is being written
+        self._resend = False  # a write failed: re-announce our turns in flight once Redis takes writes again
+        self._watches: dict[str, _Watch] = {}
+        self._dashboard: list[DashboardHandler] = []
+        self._connected = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+        self.subscribes: dict[str, int] = {}  # debate -> SUBSCRIBE commands sent (one per connection)
+
+    # --- life cycle ------------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    async def start(self) -> None:
+        self._client = aioredis.from_url(
+            self._url, decode_responses=True, socket_connect_timeout=1.0, socket_timeout=5.0,
+            # Fail fast and let the loops here decide when to try again: a dead Redis must not hold
+            # up a sender or a subscriber in the client's own retries.
+            retry=Retry(NoBackoff(), 0), health_check_interval=10,
+        )
+        self._tasks = [asyncio.create_task(self._send_loop(), name="bus-send"),
+                       asyncio.create_task(self._receive_loop(), name="bus-receive")]
+
+    async def close(self) -> None:
+        self._closed = True
+        # What is queued (the last commit's signal, say) goes out if Redis takes it promptly.
+        for _ in range(CLOSE_DRAIN_STEPS):
+            if (self._queue.empty() and not self._sending) or self._resend or not self._tasks:
+                break
+            await asyncio.sleep(0.01)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+
+    # --- publishing ------------------------------------------------------------------------------
+
+    def _entry(self, debate_id: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self._counter += 1
+        body["i"], body["n"] = self.instance, self._counter
+        return debate_id, body
+
+    def publish(self, message: LiveMessage) -> None:
+        if self._closed or self._client is None:
+            return
+        body = self._encode(message)
+        if body is not None:
+            self._queue.put_nowait(self._entry(message.debate_id, body))
+
+    def _encode(self, message: LiveMessage) -> dict[str, Any] | None:
+        """The wire form of `message`; also keeps track of the turns this process is streaming."""
+        turns = self._outgoing.setdefault(message.debate_id, {})
+        if isinstance(message, LiveTurnStarted):
+            turns[message.key] = LiveTurn(message.key, message.speaker, message.phase, message.round,
+                                          message.act, message.attempt, queued=message.queued)
+            return _started(turns[message.key])
+        if isinstance(message, LiveChunk):
+            turn = turns.get(message.key)
+            if turn is None:  # began before this bus existed: nobody could make sense of it
+                return None
+            offset = len(turn.text)
+            turn.parts.append(message.text)
+            return {"t": "c", "k": message.key, "sp": message.speaker, "x": message.text, "o": offset}
+        if isinstance(message, LiveTurnAborted):
+            turns.pop(message.key, None)
+            if not turns:
+                self._outgoing.pop(message.debate_id, None)
+            return {"t": "a", "k": message.key, "why": message.reason}
+        if isinstance(message, LiveEvent):
+            payload = message.event.payload
+            key = payload.turn.key if isinstance(payload, TurnPayload) else None
+            if key is not None:
+                turns.pop(key, None)
+            if not turns:
+                self._outgoing.pop(message.debate_id, None)
+            return {"t": "e", "s": message.event.seq, "k": key}
+        if isinstance(message, LiveStatus):
+            return {"t": "x", "ch": message.change}
+        return None
+
+    def _snapshot(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each turn this process streams, announced afresh with its text so far."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for debate_id, turns in self._outgoing.items():
+            for turn in turns.values():
+                out.append(self._entry(debate_id, _started(turn)))
+                if turn.text:
+                    out.append(self._entry(debate_id, {"t": "c", "k": turn.key, "sp": turn.speaker,
+                                                       "x": turn.text, "o": 0}))
+        return out
+
+    async def _send_loop(self) -> None:
+        assert self._client is not None
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            if self._resend:
+                # What streamed meanwhile is in the snapshot's text: send the changes, then the snapshot
+                # (its counters are higher, so subscribers apply it after them).
+                batch = [entry for entry in batch if entry[1]["t"] in ("e", "x")] + self._snapshot()
+            try:
+                pipe = self._client.pipeline(transaction=False)
+                for debate_id, body in batch:
+                    data = json.dumps(body, separators=(",", ":"))
+                    pipe.xadd(stream_key(debate_id), {"m": data}, maxlen=self.maxlen, approximate=True)
+                    pipe.publish(channel_name(debate_id), data)
+                    if body["t"] in ("e", "x"):
+                        pipe.publish(DASHBOARD_CHANNEL, json.dumps({"d": debate_id, "i": self.instance}))
+                for debate_id in {debate_id for debate_id, _ in batch}:
+                    pipe.expire(stream_key(debate_id), STREAM_TTL)
+                self._sending = True
+                await pipe.execute()
+            except REDIS_ERRORS as exc:
+                if not self._resend:
+                    log.warning("live bus: Redis is unavailable (%s); streamed text is not shared until it is "
+                                "back (finished turns are in the store)", type(exc).__name__)
+                self._resend = True
+                await asyncio.sleep(SEND_RETRY)
+            else:
+                if self._resend:
+                    log.warning("live bus: Redis is back; streaming again")
+                self._resend = False
+            finally:
+                self._sending = False
+
+    # --- subscribing -----------------------------------------------------------------------------
+
+    def watch(self, debate_id: str, handler: BusHandler) -> Callable[[], None]:
+        watch = self._watches.get(debate_id)
+        if watch is None:
+            watch = self._watches[debate_id] = _Watch()
+        watch.handlers.append(handler)
+
+        def stop() -> None:
+            if handler in watch.handlers:
+                watch.handlers.remove(handler)
+            if not watch.handlers and self._watches.get(debate_id) is watch:
+                del self._watches[debate_id]  # the receive loop unsubscribes
+
+        return stop
+
+    def watch_dashboard(self, handler: DashboardHandler) -> Callable[[], None]:
+        self._dashboard.append(handler)
+
+        def stop() -> None:
+            if handler in self._dashboard:
+                self._dashboard.remove(handler)
+
+        return stop
+
+    def live_turns(self, debate_id: str) -> Mapping[str, LiveTurn]:
+        watch = self._watches.get(debate_id)
+        return MappingProxyType(watch.live) if watch is not None else MappingProxyType({})
+
+    async def _receive_loop(self) -> None:
+        assert self._client is not None
+        delay = RECONNECT_MIN
+        while True:
+            pubsub = self._client.pubsub()
+            try:
+                await pubsub.subscribe(DASHBOARD_CHANNEL)
+                current: dict[str, _Watch] = {}  # debate -> the watch its subscription was made for
+                while True:
+                    for debate_id, watch in list(self._watches.items()):
+                        if debate_id not in current:
+                            await pubsub.subscribe(channel_name(debate_id))
+                            self.subscribes[debate_id] = self.subscribes.get(debate_id, 0) + 1
+                        elif current[debate_id] is watch:
+                            continue
+                        # new, or dropped and watched again meanwhile: its watchers need what is in flight
+                        current[debate_id] = watch
+                        await self._replay(debate_id)
+                    gone = [debate_id for debate_id in current if debate_id not in self._watches]
+                    if gone:
+                        await pubsub.unsubscribe(*(channel_name(d) for d in gone))
+                        for debate_id in gone:
+                            del current[debate_id]
+                    if not self._connected:
+                        self._connected = True
+                        delay = RECONNECT_MIN
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=IDLE_POLL)
+                    if message is not None and message.get("type") == "message":
+                        self._dispatch(str(message["channel"]), str(message["data"]))
+            except REDIS_ERRORS as exc:
+                if self._connected:
+                    log.warning("live bus: lost Redis (%s); pages follow finished turns until it is back",
+                                type(exc).__name__)
+                self._connected = False
+                for watch in self._watches.values():
+                    watch.live.clear()  # whatever streams meanwhile is unknown: the replay rebuilds it
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_MAX)
+
+    async def _replay(self, debate_id: str) -> None:
+        """Rebuild what is in flight from the debate's stream and hand it to the watchers afresh."""
+        assert self._client is not None
+        entries = await self._client.xrange(stream_key(debate_id))
+        watch = self._watches.get(debate_id)
+        if watch is None:
+            return
+        watch.live.clear()
+        for _, fields in entries:
+            self._apply(debate_id, watch, fields.get("m", "{}"), replaying=True)
+        items: list[RemoteItem] = []
+        for turn in watch.live.values():
+            items.append(LiveTurnStarted(debate_id, turn.key, turn.speaker, turn.phase, turn.round, turn.act,
+                                         turn.attempt, turn.queued))
+            if turn.text:
+                items.append(LiveChunk(debate_id, turn.key, turn.speaker, turn.text))
+        items.append(Changed(debate_id))
+        for item in items:
+            self._hand(watch, item)
+
+    def _dispatch(self, channel: str, data: str) -> None:
+        if channel == DASHBOARD_CHANNEL:
+            try:
+                note = json.loads(data)
+            except ValueError:
+                return
+            if note.get("i") != self.instance:
+                for handler in list(self._dashboard):
+                    try:
+                        handler(str(note.get("d")))
+                    except Exception:
+                        log.exception("dashboard handler failed")
+            return
+        debate_id = channel.removeprefix(f"{PREFIX}debate:")
+        watch = self._watches.get(debate_id)
+        if watch is not None:
+            item = self._apply(debate_id, watch, data, replaying=False)
+            if item is not None:
+                self._hand(watch, item)
+
+    @staticmethod
+    def _hand(watch: _Watch, item: RemoteItem) -> None:
+        for handler in list(watch.handlers):
+            try:
+                handler(item)
+            except Exception:  # one broken watcher must not starve the others
+                log.exception("live bus handler failed")
+
+    def _apply(self, debate_id: str, watch: _Watch, data: str, *, replaying: bool) -> RemoteItem | None:
+        """Fold one message into `watch`; returns what to hand the watchers (None: nothing new)."""
+        try:
+            body = json.loads(data)
+            instance, counter, kind = str(body["i"]), int(body["n"]), body["t"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("live bus: ignoring a malformed message on debate %s", debate_id)
+            return None
+        if instance == self.instance:  # our own runner: local watchers heard it from the session
+            return None
+        if replaying:
+            watch.seen[instance] = max(counter, watch.seen.get(instance, 0))
+        elif counter <= watch.seen.get(instance, 0):
+            return None  # already applied (read from the stream when subscribing)
+        else:
+            watch.seen[instance] = counter
+        key = str(body.get("k") or "")
+        if kind == "s":
+            turn = LiveTurn(key, str(body["sp"]), str(body["ph"]), int(body["r"]), str(body["a"]),
+                            int(body["at"]), queued=bool(body.get("q")))
+            watch.live[key] = turn
+            return LiveTurnStarted(debate_id, key, turn.speaker, turn.phase, turn.round, turn.act, turn.attempt,
+                                   turn.queued)
+        if kind == "c":
+            live = watch.live.get(key)
+            if live is None or int(body["o"]) != len(live.text):  # a gap: wait for the next announcement
+                return None
+            live.parts.append(str(body["x"]))
+            return LiveChunk(debate_id, key, str(body["sp"]), str(body["x"]))
+        if kind == "a":
+            watch.live.pop(key, None)
+            return LiveTurnAborted(debate_id, key, str(body.get("why") or ""))
+        if kind == "e":
+            if key:
+                watch.live.pop(key, None)
+            return Changed(debate_id, seq=int(body["s"]), turn=key or None)
+        if kind == "x":
+            return Changed(debate_id, change=str(body.get("ch") or ""))
+        return None
+
+
+def _started(turn: LiveTurn) -> dict[str, Any]:
+    return {"t": "s", "k": turn.key, "sp": turn.speaker, "ph": turn.phase, "r": turn.round, "a": turn.act,
+            "at": turn.attempt, "q": turn.queued}
