@@ -192,7 +192,7 @@ asyncio.run(main())
 
 def test_the_dashboard_shows_at_least_twelve_rows_on_a_1440_by_900_screen(site: Site, browser: Browser) -> None:
     """With the filters (search, status, sort, model, tag) above the list, twelve rows still fit the
-    first screen, whole."""
+    first screen, whole; the page's buttons show a focus ring when reached by keyboard."""
     subprocess.run([sys.executable, "-c", SEED, str(site.db), "14"], cwd=site.workdir, env=site.env("0"),
                    check=True, capture_output=True, timeout=120)
     context = browser.new_context(viewport={"width": 1440, "height": 900})
@@ -206,6 +206,16 @@ def test_the_dashboard_shows_at_least_twelve_rows_on_a_1440_by_900_screen(site: 
         whole = [b for b in boxes if b is not None and b["y"] >= 0 and b["y"] + b["height"] <= 900]
         assert len(whole) >= 12, boxes[:14]
         assert page.evaluate("window.scrollY") == 0
+        # a focus ring on the page's buttons too, not only on the navigation's links
+        button = page.get_by_role("button", name="New debate")
+        for _ in range(15):
+            page.keyboard.press("Tab")
+            if button.evaluate("e => e === document.activeElement"):
+                break
+        ring = button.evaluate("e => [getComputedStyle(e).outlineStyle, parseFloat(getComputedStyle(e).outlineWidth)]")
+        assert ring[0] == "solid" and ring[1] >= 2, ring
+        page.keyboard.press("Tab")  # the search field: Quasar marks the whole field focused (its border)
+        expect(page.locator(".q-field--focused")).to_have_count(1)
     finally:
         context.close()
 
