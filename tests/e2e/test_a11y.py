@@ -165,6 +165,14 @@ def test_debate_pages_and_a_full_dashboard_pass_axe(site: Site, contexts: dict[s
         finally:
             page.close()
         live = site.find(topic)
+        page = context.new_page()
+        try:  # the live region says who speaks where (a hidden line: for screen readers)
+            page.goto(f"{site.base}/debate/{live}")
+            region = page.locator("[aria-live=polite]")
+            expect(region).to_have_count(1)
+            expect(region).to_have_text(re.compile(r"^(.+: )?\S.* (speaking|preparing)$|^The judge"), timeout=30_000)
+        finally:
+            page.close()
         found = {
             "/": audit(context, site.base + "/", ".q-header", PENDING["dashboard"]),
             "completed": audit(context, f"{site.base}/debate/{done}", "h1",
