@@ -151,3 +151,16 @@ async def test_a_judge_row_uses_and_saves_profiles_too(user: User) -> None:
     saved = {item.name: item for item in await (await library()).items("profile")}
     assert saved["The judge's model"].data["model"] == "demo-instant"
     assert saved["The judge's model"].data["persona"] == ""
+
+    # the fallback judge has the menu too (both profiles now name demo-instant)
+    with user:
+        one(user, "field-judge.use_fallback").value = True
+    await user.should_see(marker="fallback-use-profile-0")
+    with user:
+        one(user, "field-judge.fallback.model").value = "demo"
+    user.find(marker="fallback-use-profile-0").click()
+    await user.should_see("Use a profile for the fallback judge")
+    assert len(user.find(marker="profile-item").elements) == 2
+    user.find(marker="use-profile").click()
+    await user.should_see("Profile applied: ")
+    assert one(user, "field-judge.fallback.model").value == "demo-instant"

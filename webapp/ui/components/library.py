@@ -167,21 +167,26 @@ class LibraryTools:
     # --- a participant row ----------------------------------------------------------------------
 
     def _rows(self, group: str) -> list[dict[str, Any]]:
-        """The form's rows of `group`: "participants", or "judges" (the judge panel's judges)."""
+        """The form's rows of `group`: "participants", "judges" (the judge panel's judges) or
+        "fallback" (the fallback judge alone)."""
         form = self.view.form
+        if group == "fallback":
+            return [form["judge"]["fallback"]]
         return form["judge"]["judges"] if group == "judges" else form["participants"]
 
     @staticmethod
     def _who(group: str, index: int, row: dict[str, Any]) -> str:
+        if group == "fallback":
+            return "the fallback judge"
         if group == "judges":
             return f"judge {index + 1}"
         return row.get("name") or f"participant {index + 1}"
 
     def row_actions(self, index: int, row: dict[str, Any], group: str = "participants") -> None:
-        """The profile menu of one participant row, or (`group` "judges") of one judge row: a judge
-        takes a profile's provider and model (it has no persona or temperature of its own)."""
+        """The profile menu of one participant row, or (`group` "judges", "fallback") of a judge's: a
+        judge takes a profile's provider and model (it has no persona or temperature of its own)."""
         label = self._who(group, index, row)
-        mark = "" if group == "participants" else "judge-"
+        mark = {"participants": "", "judges": "judge-", "fallback": "fallback-"}[group]
         with ui.button(icon="badge").props("flat round dense").mark(f"{mark}profile-menu-{index}") as button, \
                 ui.menu():
             button.props["aria-label"] = f"Profiles for {label}"  # a value: a quote in a name stays a quote
@@ -189,7 +194,7 @@ class LibraryTools:
                 .mark(f"{mark}use-profile-{index}")
             ui.menu_item("Save as profile", on_click=lambda: self.open_profiles(index, use=False, group=group)) \
                 .mark(f"{mark}save-profile-{index}")
-        what = "this judge's model" if group == "judges" else "this participant's settings"
+        what = "this participant's settings" if group == "participants" else "this judge's model"
         button.props["title"] = f"Profiles: use a saved one, or save {what}"
 
     async def open_profiles(self, index: int, use: bool, group: str = "participants") -> None:
@@ -210,7 +215,7 @@ class LibraryTools:
         profiles = await self.library.items("profile")
         dialog, body = self._dialog(f"Use a profile for {who}", "profiles-dialog")
         with body:
-            if group == "judges":
+            if group != "participants":
                 ui.label("A judge takes the profile's provider and model.").classes("text-sm text-grey-7")
             if not profiles:
                 ui.label("No profile saved yet: use “Save as profile” on a participant.").classes("text-sm") \
@@ -224,9 +229,9 @@ class LibraryTools:
     def use_profile(self, index: int, item: LibraryItem, dialog: ui.dialog, group: str = "participants") -> None:
         rows = self._rows(group)
         if index < len(rows):
-            if group == "judges":
+            if group != "participants":
                 apply_profile_to_judge(rows[index], item)
-                prefix = f"judge.judges[{index}]"
+                prefix = "judge.fallback" if group == "fallback" else f"judge.judges[{index}]"
             else:
                 apply_profile(rows[index], item)
                 prefix = f"participants[{index}]"
