@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.e2e.conftest import DEBATE_URL
+from tests.e2e.conftest import DEBATE_URL, start_from_form
 
 pytestmark = pytest.mark.e2e
 
@@ -131,3 +131,18 @@ def test_the_essentials_fit_one_screen_and_the_action_bar_stays_in_view_on_a_pho
     bar = phone.get_by_role("region", name="Cost and start").bounding_box()
     assert bar is not None and bar["y"] + bar["height"] <= 844
     phone.close()
+
+
+def test_clone_on_the_dashboard_opens_the_form_filled_in(server: str, browser: Browser) -> None:
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    topic = "Should clones keep their settings?"
+    start_from_form(page, server, topic)
+    page.goto(server + "/")
+    clone = page.get_by_label(f"Clone: {topic}")
+    expect(clone).to_have_attribute("href", re.compile(r"^/new\?from=[0-9a-f]+$"))  # a real link
+    clone.click()
+    page.wait_for_url(re.compile(r".*/new\?from=[0-9a-f]+$"))
+    expect(page.get_by_label(TOPIC)).to_have_value(topic)
+    expect(page.get_by_label("Rounds")).to_have_value("1")  # the Quick demo's one round, not the form's default
+    expect(page.get_by_text("Participants (2)")).to_be_visible()
+    page.close()

@@ -14,6 +14,7 @@ from tests.ui.test_access import add_users, audit_rows, browser, signed_in
 from webapp.engine.machine import State
 from webapp.models import utcnow
 from webapp.settings import get_settings
+from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import outcome_of
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.pages.dashboard import exact_time, relative_time
@@ -85,14 +86,20 @@ async def test_an_errored_debate_says_why_and_a_stopped_one_its_reason(user: Use
     assert await session.join() is State.ERROR
     await user.open("/")
     speaker = session.state.config.participant(session.state.position.speaker or "")
-    await user.should_see(f"Error from {speaker.name} (demo:{speaker.model})")
-    error = text(user, f"outcome-{session.id}")
-    assert error.startswith(f"Error from {speaker.name} (demo:{speaker.model}): ")  # who failed, and on what
-    assert "simulated invalid API key" in error
-    await session.stop(verdict=False)
+    # the words of the debate page's error panel: whose key, on which provider and model
+    failure = explain_error(session.state, session.state.error, 0)
+    assert f"refused the request for {speaker.name} (demo:{speaker.model}) (HTTP 401)" in failure.headline
+    await user.should_see(f"Error: {failure.headline.rstrip('.')}")
+    assert text(user, f"outcome-{session.id}") == f"Error: {failure.headline.rstrip('.')}"
+    await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
-    await user.should_see("Stopped without a verdict: stopped by user", retries=30)  # live, no reload
-    assert text(user, f"outcome-{session.id}").startswith("Stopped without a verdict: stopped by user")
+    # who stopped it, where, and the error it had stopped on
+    await user.should_see("no verdict · after the error: ", retries=30)  # live, no reload
+    shown = text(user, f"outcome-{session.id}")
+    stop = explain_stop(session.state)
+    assert stop is not None and stop.startswith("Stopped by ada at Rebuttal")
+    assert shown.startswith(stop.rstrip(".") + " · no verdict · after the error: The Demo (offline) server refused "
+                            f"the request for {speaker.name}"), shown
 
 
 # --- sorting -------------------------------------------------------------------------------------
@@ -193,12 +200,18 @@ async def test_a_debate_stopped_mid_way_says_it_was_stopped_and_why(user: User,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     await demo_speed(monkeypatch, 50)  # a turn takes far longer than the test: the stop comes mid-debate
     session = await start_demo("Stop it half way")
-    await session.stop(verdict=True, reason="enough said")
+    await session.stop(verdict=True, reason="enough said", actor="ada")
     assert await session.join() is State.STOPPED
     outcome = outcome_of(session.state)
     assert outcome is not None
     await user.open("/")
     await user.should_see("enough said")
     shown = text(user, f"outcome-{session.id}")
-    assert shown.startswith(outcome.headline) and shown.startswith("Stopped")
-    assert "enough said" in shown  # the reason given with the stop
+    stop = explain_stop(session.state)
+    assert stop is not None and "(enough said)" in stop  # the reason given with the stop
+    # the result, then who stopped it where (the stopped note of the debate page)
+    if outcome.kind == "ended":
+        assert shown == stop.rstrip(".") + " · no verdict", shown
+    else:
+        assert shown == f"{outcome.headline} · {stop.rstrip('.')}", shown
+    assert shown.count("Stopped by ada") == 1

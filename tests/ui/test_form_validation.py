@@ -176,3 +176,23 @@ async def test_clone_of_an_unknown_debate_says_so_and_starts_empty(user: User) -
     await _open(user, "/new?from=nosuchdebate")
     await user.should_see("No debate with id 'nosuchdebate' to copy")
     assert one(user, "field-topic").value == ""
+
+
+async def test_a_repeated_judge_and_no_criteria_are_refused_in_plain_words(user: User) -> None:
+    await _open(user)
+    _set(user, "field-topic", "Should exams be open-book?")
+    user.find(marker="add-judge").click()
+    await user.should_see(marker="field-judge.judges[1].model")
+    _set(user, "field-judge.judges[1].provider", one(user, "field-judge.judges[0].provider").value)
+    _set(user, "field-judge.judges[1].model", one(user, "field-judge.judges[0].model").value)
+    repeated = f"Judge 2 repeats {one(user, 'field-judge.judges[0].provider').value}:" \
+               f"{one(user, 'field-judge.judges[0].model').value}: a panel needs different models"
+    _set(user, "field-judge.criteria", [])
+    await _refused(user)
+    await user.should_see(repeated)
+    await user.should_see("Give at least one judging criterion")
+    assert one(user, "field-judge.criteria").error == "Give at least one judging criterion"
+    labels = [e.props["label"] for e in one(user, "form-errors").descendants() if "label" in e.props]
+    assert repeated in labels and "Give at least one judging criterion" in labels
+    for label in labels:  # no internal path in any message
+        assert not re.search(r"\w+\.\w+|\[\d+\]", label), label

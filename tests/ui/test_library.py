@@ -127,3 +127,40 @@ async def test_teammates_see_them_and_only_the_author_or_an_admin_deletes(user: 
     root.find(marker="library-delete-confirm").click()
     await root.should_see(marker="library-empty")
     assert await (await library()).items() == []
+
+
+async def test_a_judge_row_uses_and_saves_profiles_too(user: User) -> None:
+    # a profile a teammate saved from a participant: a judge takes its provider and model
+    await (await library()).save("profile", "Instant demo", participant_row("A", "pro", 0, model="demo-instant"),
+                                 "someone")
+    await user.open("/new")
+    assert one(user, "field-judge.judges[0].model").value != "demo-instant"
+    user.find(marker="judge-use-profile-0").click()
+    await user.should_see("A judge takes the profile's provider and model.")
+    assert [e.text for e in user.find(marker="profile-name").elements] == ["Instant demo"]
+    user.find(marker="use-profile").click()
+    await user.should_see("Profile applied: Instant demo")
+    assert one(user, "field-judge.judges[0].provider").value == "demo"
+    assert one(user, "field-judge.judges[0].model").value == "demo-instant"
+    assert one(user, "field-participants[0].model").value != "demo-instant"  # only the judge changed
+
+    # and a judge's model saved as a profile is offered to the participants
+    user.find(marker="judge-save-profile-0").click()
+    await save_from_dialog(user, "profile", "The judge's model")
+    await user.should_see("Saved as profile: The judge's model")
+    saved = {item.name: item for item in await (await library()).items("profile")}
+    assert saved["The judge's model"].data["model"] == "demo-instant"
+    assert saved["The judge's model"].data["persona"] == ""
+
+    # the fallback judge has the menu too (both profiles now name demo-instant)
+    with user:
+        one(user, "field-judge.use_fallback").value = True
+    await user.should_see(marker="fallback-use-profile-0")
+    with user:
+        one(user, "field-judge.fallback.model").value = "demo"
+    user.find(marker="fallback-use-profile-0").click()
+    await user.should_see("Use a profile for the fallback judge")
+    assert len(user.find(marker="profile-item").elements) == 2
+    user.find(marker="use-profile").click()
+    await user.should_see("Profile applied: ")
+    assert one(user, "field-judge.fallback.model").value == "demo-instant"

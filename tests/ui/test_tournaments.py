@@ -16,6 +16,7 @@ from tests.leaderboard_corpus import store_result
 from tests.ui.helpers import engine, one
 from tests.ui.test_access import add_users, signed_in
 from tests.ui.test_leaderboard_page import table_rows
+from tests.ui.test_not_found import page_elements
 from webapp.access.roles import LOCAL
 from webapp.models import EventKind, JudgeRuling, Verdict
 from webapp.settings import get_settings
@@ -110,9 +111,11 @@ async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User)
     assert row is not None and row.tournament.budget_usd == 5.0 and row.stop_reason is None
 
 
-async def test_an_unknown_tournament_says_so(user: User) -> None:
-    await user.open("/tournaments/000000000000")
-    await user.should_see(marker="tournament-missing")
+async def test_an_unknown_tournament_says_so_with_http_404(user: User) -> None:
+    response = await user.http_client.get("/tournaments/000000000000")
+    assert response.status_code == 404
+    texts = {e.get("text") for e in page_elements(response.text)}
+    assert {"Tournament not found", "There is no tournament with id 000000000000."} <= texts
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ def test_each_path_has_a_name_in_words(path: str, expected: str) -> None:
     ({"participants": [{"provider": "compatible", "base_url": "localhost"}]}, "participants[0].base_url",
      "The base URL must start with http:// or https://"),
     ({"judge": {"judges": [{"model": ""}]}}, "judge.judges[0].model", "The model of judge 1 is required"),
+    ({"judge": {"criteria": []}}, "judge.criteria", "Give at least one judging criterion"),
 ])
 def test_model_errors_read_as_plain_words(data: dict[str, Any], path: str, expected: str) -> None:
     (error,) = _errors(data)

@@ -114,6 +114,32 @@ def speaking(session: DebateSession) -> list[list[str]]:
     return out
 
 
+def announcement(session: DebateSession) -> str:
+    """What a screen reader hears when the debate moves on: where it is and who speaks ("Rebuttal ·
+    Round 2: Opposition speaking"), or its state ("paused", "completed"). It changes when a turn starts
+    or ends, or the phase or state changes, never with the streamed text (the status bar's live region
+    carries only this; the cost beside it changes with every token)."""
+    state = session.state
+    if state.status in TERMINAL_STATES or state.status not in (State.DEBATING, State.PREPARATION, State.JUDGING,
+                                                               State.CLARIFYING):
+        return f"Debate {STATUS_STYLE[ui_status(state.status.value, session.view().interrupted)][0]}"
+    if state.status is State.JUDGING:
+        return "The judge is deciding"
+    if state.status is State.CLARIFYING:
+        return "The judge is collecting questions"
+    position = state.position
+    where = group_title(state, position.phase, position.round) if position.phase else ""
+    cast = people(state)
+    names = [cast.get(t.speaker, {"name": t.speaker})["name"] for t in session.live_turns.values() if not t.queued]
+    if not names and position.speaker in cast:  # between two turns: the next speaker (no extra announcement)
+        names = [cast[position.speaker]["name"]]
+    if not names:
+        return where or "Debate running"
+    doing = "preparing" if state.status is State.PREPARATION else "speaking"
+    who = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+    return f"{where}: {who} {doing}" if where else f"{who} {doing}"
+
+
 def status(session: DebateSession) -> dict[str, Any]:
     """The live summary shown in the sticky bar and the cost card."""
     state = session.state
@@ -146,6 +172,7 @@ def status(session: DebateSession) -> dict[str, Any]:
         "steps_round": steps_round,
         "state": STATUS_STYLE[shown][0],
         "speaking": speaking(session),
+        "announce": announcement(session),
         "cost": money(total),
         "limit": limit,
         "ratio": min(1.0, total / budget.cost_limit) if budget.cost_limit else None,

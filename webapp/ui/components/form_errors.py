@@ -26,6 +26,10 @@ LEAVES = {
     "clarification_iterations": "the question rounds", "criteria": "the judging criteria",
     "frequency": "how often scores are given", "judges": "the judge panel", "participants": "the participants",
 }
+# Lists whose length is checked, said as a count ("Give at least one judging criterion", not "The
+# judging criteria is required"): the verb, one item, several.
+_COUNTED = {"criteria": ("Give", "judging criterion", "judging criteria"), "judges": ("Add", "judge", "judges"),
+            "participants": ("Add", "participant", "participants")}
 _ROW = re.compile(r"^(participants|judge\.judges)\[(\d+)\]\.(\w+)$")
 
 
@@ -84,6 +88,13 @@ def plain(path: str, error: dict[str, Any], names: dict[int, str] | None = None)
     """One pydantic error (an item of `ValidationError.errors()`) at `path`, in plain words."""
     kind, ctx = error.get("type", ""), error.get("ctx") or {}
     what = subject(path, names)
+    counted = _COUNTED.get(path.rsplit(".", 1)[-1]) if not _ROW.match(path) else None
+    if counted is not None and kind in ("too_short", "too_long"):
+        verb, one, many = counted
+        if kind == "too_long":
+            return f"At most {ctx.get('max_length')} {many} are allowed"
+        least = ctx.get("min_length") or 1
+        return f"{verb} at least {'one ' + one if least == 1 else f'{least} {many}'}"
     if kind == "greater_than_equal":
         return _sentence(f"{what} must be at least {_number(ctx['ge'])}")
     if kind == "greater_than":

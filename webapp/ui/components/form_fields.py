@@ -98,6 +98,10 @@ class FormFields:
     def models_changed(self) -> None:
         """Called when a model name is edited (a form may re-check what depends on the models)."""
 
+    def judge_row_actions(self, index: int | None, row: dict[str, Any]) -> None:
+        """Extra buttons on judge row `index` (None: the fallback judge); the new-debate form adds its
+        profile menu."""
+
     def field(self, path: str, element: Any) -> Any:
         """Register `element` as the input for the config path `path`: it shows (and clears) its error."""
         self.fields[path] = element

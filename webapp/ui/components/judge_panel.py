@@ -80,6 +80,7 @@ class JudgePanel:
             with ui.row().classes("w-full items-center gap-2"):
                 ui.label("Fallback" if index is None else f"#{index + 1}").classes("text-grey-8 font-mono")
                 self.form.provider_inputs(prefix, row)
+                self.form.judge_row_actions(index, row)  # "Use profile…", "Save as profile"
                 if index is not None:
                     ui.space()
                     remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \

@@ -1,5 +1,5 @@
 """Saved profiles and templates on the pages: the new-debate form's "Templates" button (use one, save
-the form as one), each participant row's profile menu ("Use profile…", "Save as profile"), and the
+the form as one), each participant and judge row's profile menu ("Use profile…", "Save as profile"), and the
 Settings section where they are listed, renamed and deleted.
 
 The form is a plain dictionary (`components.presets`): applying a profile updates one row of it,
@@ -53,6 +53,12 @@ def is_admin(gate: Gate) -> bool:
 def apply_profile(row: dict[str, Any], item: LibraryItem) -> None:
     """Fill a participant row from a profile; its seat (name, position, colour) stays."""
     row.update({name: item.data.get(name) for name in PROFILE_FIELDS})
+    row["base_url"] = row.get("base_url") or ""
+
+
+def apply_profile_to_judge(row: dict[str, Any], item: LibraryItem) -> None:
+    """Fill a judge row from a profile: the fields a judge has (provider, model, its server)."""
+    row.update({name: item.data.get(name) for name in PROFILE_FIELDS if name in row})
     row["base_url"] = row.get("base_url") or ""
 
 
@@ -160,53 +166,82 @@ class LibraryTools:
 
     # --- a participant row ----------------------------------------------------------------------
 
-    def row_actions(self, index: int, row: dict[str, Any]) -> None:
-        """The profile menu of one participant row."""
-        label = row.get("name") or f"participant {index + 1}"
-        with ui.button(icon="badge").props("flat round dense").mark(f"profile-menu-{index}") as button, ui.menu():
-            button.props["aria-label"] = f"Profiles for {label}"  # a value: a quote in a name stays a quote
-            ui.menu_item("Use profile…", on_click=lambda: self.open_profiles(index, use=True)) \
-                .mark(f"use-profile-{index}")
-            ui.menu_item("Save as profile", on_click=lambda: self.open_profiles(index, use=False)) \
-                .mark(f"save-profile-{index}")
-        button.props["title"] = "Profiles: use a saved one, or save this participant's settings"
+    def _rows(self, group: str) -> list[dict[str, Any]]:
+        """The form's rows of `group`: "participants", "judges" (the judge panel's judges) or
+        "fallback" (the fallback judge alone)."""
+        form = self.view.form
+        if group == "fallback":
+            return [form["judge"]["fallback"]]
+        return form["judge"]["judges"] if group == "judges" else form["participants"]
 
-    async def open_profiles(self, index: int, use: bool) -> None:
-        rows = self.view.form["participants"]
+    @staticmethod
+    def _who(group: str, index: int, row: dict[str, Any]) -> str:
+        if group == "fallback":
+            return "the fallback judge"
+        if group == "judges":
+            return f"judge {index + 1}"
+        return row.get("name") or f"participant {index + 1}"
+
+    def row_actions(self, index: int, row: dict[str, Any], group: str = "participants") -> None:
+        """The profile menu of one participant row, or (`group` "judges", "fallback") of a judge's: a
+        judge takes a profile's provider and model (it has no persona or temperature of its own)."""
+        label = self._who(group, index, row)
+        mark = {"participants": "", "judges": "judge-", "fallback": "fallback-"}[group]
+        with ui.button(icon="badge").props("flat round dense").mark(f"{mark}profile-menu-{index}") as button, \
+                ui.menu():
+            button.props["aria-label"] = f"Profiles for {label}"  # a value: a quote in a name stays a quote
+            ui.menu_item("Use profile…", on_click=lambda: self.open_profiles(index, use=True, group=group)) \
+                .mark(f"{mark}use-profile-{index}")
+            ui.menu_item("Save as profile", on_click=lambda: self.open_profiles(index, use=False, group=group)) \
+                .mark(f"{mark}save-profile-{index}")
+        what = "this participant's settings" if group == "participants" else "this judge's model"
+        button.props["title"] = f"Profiles: use a saved one, or save {what}"
+
+    async def open_profiles(self, index: int, use: bool, group: str = "participants") -> None:
+        rows = self._rows(group)
         if index >= len(rows):
             return
         row = rows[index]
-        who = row.get("name") or f"participant {index + 1}"
+        who = self._who(group, index, row)
         if not use:
             dialog, body = self._dialog(f"Save {who}'s settings as a profile", "profiles-dialog")
             with body:
-                ui.label(f"Saves {row.get('provider')}:{row.get('model')}, the persona, temperature and limits "
-                         "(not the name, side or colour), for everyone on this server.").classes("text-sm text-grey-7")
-                self._save_box("profile", lambda name: self.save_profile(index, name, dialog))
+                kept = ("the persona, temperature and limits (not the name, side or colour)" if group == "participants"
+                        else "(a participant using it gets the default persona and temperature)")
+                ui.label(f"Saves {row.get('provider')}:{row.get('model')}, {kept}, for everyone on this server.") \
+                    .classes("text-sm text-grey-7")
+                self._save_box("profile", lambda name: self.save_profile(index, name, dialog, group))
             return
         profiles = await self.library.items("profile")
         dialog, body = self._dialog(f"Use a profile for {who}", "profiles-dialog")
         with body:
+            if group != "participants":
+                ui.label("A judge takes the profile's provider and model.").classes("text-sm text-grey-7")
             if not profiles:
                 ui.label("No profile saved yet: use “Save as profile” on a participant.").classes("text-sm") \
                     .mark("no-profiles")
             for item in profiles:
                 with ui.row().classes("w-full items-center gap-2 no-wrap").mark("profile-item"):
                     _item_line(item)
-                    ui.button("Use", icon="input", on_click=lambda i=item: self.use_profile(index, i, dialog)) \
+                    ui.button("Use", icon="input", on_click=lambda i=item: self.use_profile(index, i, dialog, group)) \
                         .props("flat dense no-caps").mark("use-profile")
 
-    def use_profile(self, index: int, item: LibraryItem, dialog: ui.dialog) -> None:
-        rows = self.view.form["participants"]
+    def use_profile(self, index: int, item: LibraryItem, dialog: ui.dialog, group: str = "participants") -> None:
+        rows = self._rows(group)
         if index < len(rows):
-            apply_profile(rows[index], item)
-            self.view.errors = {k: v for k, v in self.view.errors.items() if not k.startswith(f"participants[{index}]")}
+            if group != "participants":
+                apply_profile_to_judge(rows[index], item)
+                prefix = "judge.fallback" if group == "fallback" else f"judge.judges[{index}]"
+            else:
+                apply_profile(rows[index], item)
+                prefix = f"participants[{index}]"
+            self.view.errors = {k: v for k, v in self.view.errors.items() if not k.startswith(prefix)}
             self.view.render()
             ui.notify(f"Profile applied: {item.name}")
         dialog.close()
 
-    async def save_profile(self, index: int, name: ui.input, dialog: ui.dialog) -> None:
-        rows = self.view.form["participants"]
+    async def save_profile(self, index: int, name: ui.input, dialog: ui.dialog, group: str = "participants") -> None:
+        rows = self._rows(group)
         if index < len(rows) and await self._save("profile", name, rows[index]):
             dialog.close()
 

@@ -1,11 +1,13 @@
 // The live summary of a debate, from the server's snapshot (`status` prop) and then the live stream's
 // status items: mode "bar" is the compact sticky line under the stepper (who is speaking, cost), mode
-// "cost" the cost card (total, limit, per model).
+// "cost" the cost card (total, limit, per model). Only the bar's hidden `announce` line is a live region:
+// screen readers hear each turn and phase change, not the cost that moves with every token.
 import { subscribe } from "rostrum-live";
 
 export default {
   template: `
-    <div v-if="mode === 'bar'" class="rostrum-livebar" role="status" aria-live="polite">
+    <div v-if="mode === 'bar'" class="rostrum-livebar">
+      <span class="rostrum-sr-only" role="status" aria-live="polite" aria-atomic="true" data-testid="announce">{{ s.announce }}</span>
       <span v-for="(p, i) in s.speaking" :key="i" class="rostrum-livebar-speaker">
         <span v-if="p[1]" class="rostrum-dot" :style="{background: p[1]}"></span>{{ p[0] }} <em>{{ p[2] }}</em>
       </span>

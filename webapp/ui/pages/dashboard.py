@@ -37,6 +37,7 @@ from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, safe_color, status_badge
 from webapp.ui.components.deferred import after_connect
+from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.layout import frame, heading
@@ -50,6 +51,9 @@ GRID = ("grid grid-cols-1 md:grid-cols-[8.5rem_minmax(0,5fr)_minmax(0,4fr)_5.5re
         "items-center gap-x-3 gap-y-1")
 MUTED = "text-slate-600 dark:text-slate-400"
 ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
+# The outcome column is one truncated line (the whole text is its title, on hover): room for a winner
+# and who stopped the debate where, or for an error's whole explanation.
+ROW_CHARS = 220
 BUTTON = "flat dense no-caps no-wrap padding='4px 8px'"
 
 
@@ -144,23 +148,34 @@ def _needs_log(row: DebateRow) -> bool:
 
 def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
     """The outcome column: the result of an ended debate (`outcome_of`, as the debate page's card says
-    it), why a failed or interrupted one is stuck, else where a running one is."""
+    it), why a failed, stopped or interrupted one is where it is (in the words of the debate page's
+    error panel and stopped note, `failure`), else where a running one is."""
     status = row.status
     if state is not None and status in {s.value for s in TERMINAL_STATES}:
         outcome = outcome_of(state)
         if outcome is not None:
             text = outcome.headline
-            if outcome.note and outcome.note.startswith("stopped"):
+            stopped = explain_stop(state) if state.status is State.STOPPED else None
+            if stopped is not None:
+                stopped = stopped.rstrip(".")
+                if outcome.kind == "ended":  # no verdict: who stopped it, where, and after which error
+                    text = stopped + " · no verdict"
+                    if any(t.get("event") == "STOP" and t.get("from") == State.ERROR.value
+                           for t in state.transitions):
+                        text += f" · after the error: {explain_error(state, None, 0).headline.rstrip('.')}"
+                else:
+                    text += f" · {stopped}"
+            elif outcome.note and outcome.note.startswith("stopped"):
                 text += f" · {outcome.note[0].upper()}{outcome.note[1:]}"
             color = None
             if outcome.winner is not None:
                 color = next((safe_color(p.color) for p in state.config.participants if p.id == outcome.winner), None)
-            return RowOutcome(outcome.kind, text, color)
+            return RowOutcome(outcome.kind, _clip(text, ROW_CHARS), color)
     if status == State.ERROR.value:
-        error = (state.error if state is not None else None) or {}
-        who = _failed(state, str(error.get("provider") or ""))
-        message = str(error.get("message") or "").strip()
-        return RowOutcome("error", _clip(f"Error from {who}" + (f": {message}" if message else ""), HEADLINE_CHARS))
+        if state is not None:
+            failure = explain_error(state, state.error, 0)
+            return RowOutcome("error", _clip(f"Error: {failure.headline.rstrip('.')}", ROW_CHARS))
+        return RowOutcome("error", "Error")
     if status == State.PAUSED.value and row.interrupted:
         why = state.interruption if state is not None else None
         return RowOutcome("interrupted", _clip(f"Interrupted: {why}" if why else "Interrupted", HEADLINE_CHARS))
@@ -176,19 +191,6 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
         return RowOutcome("waiting", "Waiting for answers to the clarification questions")
     prefix = "Paused · " if status == State.PAUSED.value else ""
     return RowOutcome("progress", prefix + _progress(row))
-
-
-def _failed(state: DebateState | None, provider: str) -> str:
-    """Who a failed call was for: 'Ada (openai:gpt-4o)' when the turn's speaker uses that provider,
-    else the provider."""
-    if state is not None and provider:
-        speaker = state.position.speaker
-        errors = [t for t in state.transitions if t.get("event") == "ERROR"]
-        judging = bool(errors) and errors[-1].get("from") == State.JUDGING.value
-        for p in state.config.participants:
-            if not judging and p.id == speaker and p.provider == provider:
-                return f"{p.name} ({p.provider}:{p.model})"
-    return provider or "a provider"
 
 
 OUTCOME_ICONS = {**ICONS, "error": "error", "interrupted": "restart_alt", "progress": "play_circle",

@@ -432,6 +432,12 @@ class DebateForm(FormFields):
                            str(fallback.get("model") or "")))
         return find_shared(debaters, judges)
 
+    def judge_row_actions(self, index: int | None, row: dict[str, Any]) -> None:
+        if index is None:
+            self.library.row_actions(0, row, group="fallback")
+        else:
+            self.library.row_actions(index, row, group="judges")
+
     def models_changed(self) -> None:
         """Re-check the judges against the debaters' families (a warning: it never blocks a start)."""
         box = getattr(self, "family_box", None)

@@ -378,6 +378,7 @@ async def page(request: Request, tournament_id: str) -> Response | None:
     state = await view.load()
     with frame("/tournaments", admitted):
         if state is None:
+            ui.context.client.status_code = 404  # an unknown id is not a page: HTTP says so too
             heading("Tournament not found")
             ui.label(f"There is no tournament with id {tournament_id}.").mark("tournament-missing")
             ui.link("All tournaments", "/tournaments")
