@@ -46,7 +46,10 @@ def test_a_debate_starts_by_keyboard_alone_in_at_most_twelve_key_presses(server:
             presses += 1
 
     press("Tab", "ArrowDown", "ArrowDown", "ArrowDown", "Enter")  # Format: open, down twice to Oxford, pick
-    expect(page.locator(".q-field--focused")).to_contain_text("Oxford")  # re-rendered, the cursor stays
+    # The form is re-rendered for Oxford (the classic shape's cross-examination goes), then the cursor
+    # is put back on the new format field: wait for both before typing on.
+    expect(page.get_by_text("Cross-examination: affirmative asks")).to_have_count(0)
+    expect(page.locator(".q-field--focused")).to_contain_text("Oxford")
     press("Tab", "2")  # Rounds
     expect(page.get_by_label("Rounds")).to_have_value("2")
     press("Control+Enter")
