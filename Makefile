@@ -12,11 +12,13 @@ AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 install: $(STAMP)
 
 # Every install gets exactly the versions in uv.lock (uv itself comes from PyPI, pinned). --inexact
-# keeps pip and uv, which the lock does not list for the environment itself.
+# keeps pip and uv, which the lock does not list for the environment itself. --compile-bytecode writes
+# the .pyc files at install: start-up does not depend on PYTHONDONTWRITEBYTECODE or a first run.
 $(STAMP): pyproject.toml uv.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet "uv==$(UV_VERSION)"
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(VENV)/bin/uv sync --frozen --extra dev --inexact --quiet
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(VENV)/bin/uv sync --frozen --extra dev --inexact --quiet --compile-bytecode
+	$(PY) -m compileall -q webapp main.py
 	touch $(STAMP)
 
 lock: install
