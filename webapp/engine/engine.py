@@ -150,6 +150,15 @@ class Engine:
             self.sessions[full_id] = session
             return session
 
+    async def forget(self, debate_id: str) -> None:
+        """Stop a debate's runner here (recording nothing, like a crash) and drop its session, so the next
+        `session` reads its log again: a debate worker does this when it gives a debate up, or finds that
+        another process now owns it."""
+        session = self.sessions.pop(debate_id, None) or self._evicted.pop(debate_id, None)
+        self._evicted.pop(debate_id, None)
+        if session is not None:
+            await session.shutdown()
+
     def _relay(self, session: DebateSession, event: DebateEvent) -> None:
         self.all_events.emit(LiveEvent(session.id, event))
 
