@@ -132,7 +132,7 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX share_links_debate ON share_links (debate_id, created_at);
     CREATE TABLE audit (
-        id TEXT PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
         at TEXT NOT NULL,
         actor TEXT NOT NULL,
         action TEXT NOT NULL,
