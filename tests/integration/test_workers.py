@@ -1,6 +1,7 @@
-"""Debate workers on real PostgreSQL and Redis: a debate a web-side engine created is run by a worker
-process (`python -m webapp worker`); a pause sent from the web side reaches it at once and a second
-pause is refused by the state machine as in one process; when the owning worker is killed (SIGKILL)
+"""Debate workers on real PostgreSQL and Redis: a debate started through the web side's command gate
+(its engine set up as with `ROSTRUM_WORKERS=external`) is run by a worker process (`python -m webapp
+worker`); a pause sent through the gate reaches it at once and a second pause is refused by the state
+machine as in one process; when the owning worker is killed (SIGKILL)
 mid-turn, the other worker takes the debate over from its log once the lease expires, and no finished
 turn is lost or doubled."""
 
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from tests.child_env import child_env
+from webapp.access.gate import Gate
+from webapp.access.roles import CLI
 from webapp.bus.redis_bus import RedisBus
 from webapp.engine.api import Command
 from webapp.engine.engine import Engine
@@ -83,6 +86,7 @@ async def web(pg_dsn: str, redis_url: str) -> AsyncIterator[tuple[Engine, Worker
     """The web side: an engine that only creates and reads debates, a worker client and a bus watcher."""
     engine = await Engine.open(settings=Settings(db=pg_dsn))
     client = WorkerClient(engine.store, redis_url)
+    engine.workers = client  # what the web app does with ROSTRUM_WORKERS=external
     bus = RedisBus(redis_url)
     await bus.start()
     yield engine, client, bus
@@ -97,13 +101,14 @@ async def turn_keys(engine: Engine, debate_id: str) -> list[str]:
 
 async def test_workers_run_pause_and_take_over_a_debate(web: Any, pg_dsn: str, redis_url: str) -> None:
     engine, client, bus = web
-    debate_id = await engine.create(DebateConfig(topic="Cities should ban private cars", format="classic"))
-    signals = Signals()
-    bus.watch(debate_id, signals)
+    gate = Gate(engine, CLI)  # a principal whose role is not looked up in the accounts table
     workers = [await Worker.start(pg_dsn, redis_url)]
     try:
-        started = await client.run(debate_id, actor="ada")
-        assert started.command is Command.RESUME  # a created debate is started by the worker
+        session = await gate.start(DebateConfig(topic="Cities should ban private cars", format="classic"))
+        debate_id = session.id
+        assert not session.running  # the worker runs it, not this process
+        signals = Signals()
+        bus.watch(debate_id, signals)
 
         async def turns(at_least: int) -> list[str] | None:
             keys = await turn_keys(engine, debate_id)
@@ -111,18 +116,18 @@ async def test_workers_run_pause_and_take_over_a_debate(web: Any, pg_dsn: str, r
 
         await signals.until(lambda: turns(1))
         t0 = time.monotonic()
-        paused = await client.send(debate_id, Command.PAUSE, actor="ada")
+        await gate.command(session, Command.PAUSE)
         latency = time.monotonic() - t0
-        assert paused.command is Command.PAUSE
         assert latency < 1.0, f"pause took {latency:.3f} s to reach the worker and be answered"
+        assert session.status is State.PAUSED  # the page's session already shows it
         row = await engine.store.get_row(debate_id)
         assert row is not None and row.status == State.PAUSED.value
         with pytest.raises(TransitionNotAllowed) as refused:  # refused by the worker's state machine
-            await client.send(debate_id, Command.PAUSE, actor="ada")
+            await gate.command(session, Command.PAUSE)
         assert refused.value.state is State.PAUSED and "not allowed while the debate is paused" in str(refused.value)
 
         workers.append(await Worker.start(pg_dsn, redis_url))
-        resumed = await client.send(debate_id, Command.RESUME, actor="ada")
+        resumed = await client.send(debate_id, Command.RESUME, actor="ada")  # the client by itself
         assert resumed.command is Command.RESUME
         before = len(await turn_keys(engine, debate_id))
         await signals.until(lambda: turns(before + 1))
