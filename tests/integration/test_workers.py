@@ -161,6 +161,9 @@ async def test_workers_run_pause_and_take_over_a_debate(web: Any, pg_dsn: str, r
         assert new_holder is not None and f":{survivor.process.pid}:" in new_holder[0]
         stopped = await client.send(debate_id, Command.STOP, actor="ada", verdict=False)
         assert stopped.command is Command.STOP
+        survivor.process.terminate()  # SIGTERM: a clean stop
+        async with asyncio.timeout(WAIT):
+            assert await survivor.process.wait() == 0
         print(f"pause answered in {latency * 1000:.0f} ms; taken over {takeover:.1f} s after the kill")
     finally:
         for worker in workers:
