@@ -102,3 +102,18 @@ async def test_a_worker_without_redis_runs_debates_and_refuses_as_the_engine_doe
         await client.close()
         await web.close()
         await runner.close()
+
+
+async def test_only_running_debates_whose_lease_expired_are_orphans(any_store: EventStore) -> None:
+    ids = [await _debate(any_store) for _ in range(3)]
+    async with any_store.transaction() as tx:
+        await tx.execute("UPDATE debates SET status = 'debating'")
+    leaseless, held, stopped = ids
+    a, b = Leases(any_store, "a", 10.0), Leases(any_store, "b", 10.0)
+    assert await a.acquire(held)
+    assert await a.acquire(stopped)
+    assert await b.orphans(["debating"]) == []  # a lease-less runner (the CLI, say) keeps its debate
+    await a.expire(stopped)  # a worker stopping while it runs: the next one takes over at once
+    assert await b.orphans(["debating"]) == [stopped]
+    assert await b.orphans(["paused"]) == []
+    assert leaseless not in await b.orphans(["debating"])

@@ -55,6 +55,23 @@ class Leases:
         async with self.store.transaction() as tx:
             await tx.execute("DELETE FROM debate_leases WHERE debate_id = ? AND owner = ?", (debate_id, self.owner))
 
+    async def expire(self, debate_id: str) -> None:
+        """Give our lease up while the debate still runs (this worker stops): the row stays, expired, so
+        the next worker to look takes the debate over at once instead of after the lease's time."""
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE debate_leases SET expires_at = 0 WHERE debate_id = ? AND owner = ?",
+                             (debate_id, self.owner))
+
+    async def orphans(self, statuses: list[str]) -> list[str]:
+        """Debates in one of `statuses` whose lease has expired: a worker ran them and stopped renewing.
+        A debate that never had a lease is not among them: a process that runs debates without leases
+        (the CLI, a web instance in the default mode, a tournament) owns it, and no worker takes it."""
+        marks = ", ".join("?" * len(statuses))
+        rows = await self.store.fetchall(
+            "SELECT l.debate_id FROM debate_leases l JOIN debates d ON d.id = l.debate_id"
+            f" WHERE l.expires_at < ? AND d.status IN ({marks}) ORDER BY l.expires_at", (now(), *statuses))
+        return [str(r[0]) for r in rows]
+
     async def held_elsewhere(self) -> set[str]:
         """Debates whose lease another worker holds and has renewed in time."""
         rows = await self.store.fetchall("SELECT debate_id FROM debate_leases WHERE owner <> ? AND expires_at >= ?",

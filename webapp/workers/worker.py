@@ -9,7 +9,9 @@ Three loops share the worker's set of owned debates (one lock orders their steps
   finished, waiting for a person) so any worker may take them next, and those whose lease it lost;
 - takeover: a debate the log shows as running whose lease nobody renewed in time lost its worker
   (killed, say): its lease is taken and it continues from its log, which redoes the turn that was cut
-  off and never a finished one (turns are committed with idempotency keys).
+  off and never a finished one (turns are committed with idempotency keys). A running debate without
+  any lease is left alone: a process that runs debates without leases (the CLI, a web instance in the
+  default mode, a tournament) has it.
 """
 
 from __future__ import annotations
@@ -82,7 +84,14 @@ class Worker:
         self._tasks = []
         async with self._lock:
             for debate_id in list(self.owned):
-                await self._give_up(debate_id)
+                self.owned.discard(debate_id)
+                session = self.engine.sessions.get(debate_id)
+                running = session is not None and session.running
+                await self.engine.forget(debate_id)
+                if running:
+                    await self.leases.expire(debate_id)  # another worker continues it now
+                else:
+                    await self.leases.release(debate_id)
         if self._redis is not None:
             await self._redis.aclose()
 
@@ -188,14 +197,10 @@ class Worker:
         await self._take_over()
 
     async def _take_over(self) -> None:
-        """Continue the running debates whose worker stopped renewing their lease (or never had one)."""
-        running = await self.engine.store.ids_with_status([s.value for s in ACTIVE_STATES])
-        candidates = [d for d in running if d not in self.owned]
-        if not candidates:
-            return
-        elsewhere = await self.leases.held_elsewhere()
-        for debate_id in candidates:
-            if debate_id in elsewhere or not await self._take(debate_id):
+        """Continue the running debates whose worker stopped renewing their lease."""
+        orphans = await self.leases.orphans([s.value for s in ACTIVE_STATES])
+        for debate_id in orphans:
+            if debate_id in self.owned or not await self._take(debate_id):
                 continue
             log.info("worker %s: taking over debate %s from its log", self.name, debate_id)
             session = await self.engine.session(debate_id)
