@@ -22,6 +22,8 @@
                              verifying counts and each debate's checksum
     tournament --models A,B,C --topics FILE [--format F] [--swap-sides] [--budget USD] [--concurrency N]
     tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
+    worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
+                             SIGTERM or Ctrl-C
 
 Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
 twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
@@ -789,6 +791,11 @@ def build_parser() -> argparse.ArgumentParser:
                        ("passwd", "set a new password (from stdin or a prompt)")):
         users_sub.add_parser(name, parents=[common], help=text).add_argument("name")
     tournament_commands.add_parser(sub, common)
+    worker = sub.add_parser("worker", parents=[common], help="run debates for web processes (leases, jobs)")
+    worker.add_argument("--lease", type=float, default=15.0,
+                        help="seconds a debate stays this worker's without renewal (default 15)")
+    worker.add_argument("--poll", type=float, default=1.0,
+                        help="seconds between reads of the jobs table when no ring comes (default 1)")
     return parser
 
 
@@ -801,10 +808,31 @@ async def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if row.status == "completed" else EXIT_STOPPED
 
 
+async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    """Run debates for web processes: take debates by lease, answer their jobs, until SIGTERM/SIGINT."""
+    from webapp.workers import Worker
+
+    settings = _settings(args) or get_settings()
+    async with opened(args.db, settings) as engine:
+        worker = Worker(engine, redis_url=settings.redis_url, lease=args.lease, poll=args.poll)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await worker.start()
+        out.write(f"worker {worker.name} ready (lease {args.lease:g} s)\n")
+        out.flush()
+        try:
+            await stop.wait()
+        finally:
+            await worker.close()
+    return EXIT_OK
+
+
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
             "judges": cmd_judges, "leaderboard": cmd_leaderboard, "delete": cmd_delete, "users": cmd_users,
-            "tournament": cmd_tournament}
+            "tournament": cmd_tournament, "worker": cmd_worker}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 AuthMode = Literal["auto", "on", "off"]
+WorkersMode = Literal["local", "external"]
 HeaderRole = Literal["admin", "operator", "viewer"]
 SECRET_FILE_NAME = ".rostrum-storage-secret"
 # A host name for ROSTRUM_IMAGE_HOSTS: no scheme, path, port or wildcard (matched exactly, here and in
@@ -51,6 +52,11 @@ class Settings(BaseSettings):
         default=None,
         description="redis://… URL of the live bus between processes (unset: live traffic stays in-process)",
         repr=False,  # it may hold a password
+    )
+    workers: WorkersMode = Field(
+        default="local",
+        description="where the web app's debates run: local (in the web process) or external (on "
+                    "`python -m webapp worker` processes sharing the database)",
     )
     host: str = Field(default="127.0.0.1", description="address the web app listens on")
     port: int = Field(default=8080, ge=1, le=65535, description="port the web app listens on")

@@ -123,7 +123,7 @@ class Gate:
         principal = await self.authorize(action, session.id)
         detail = {k: v for k, v in kwargs.items() if k != "answers"}
         try:
-            await session.send(name, actor=principal.actor, **kwargs)
+            await self.engine.command(session, name, actor=principal.actor, **kwargs)
         except Exception as exc:
             await self.accounts.audit(principal.actor, action.value, session.id, outcome="failed",
                                       detail=str(exc)[:500])

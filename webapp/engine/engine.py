@@ -14,7 +14,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from webapp.engine.api import Command, CommandResult
 from webapp.engine.calls import ProviderSource, TaskFactory
@@ -33,6 +33,15 @@ __all__ = ["Command", "CommandResult", "ConfigError", "DebateNotFound", "Engine"
 
 RESTART_REASON = "the process running it stopped (a restart or a crash)"
 NEVER_STARTED_REASON = "it was created but the process stopped before it started"
+
+
+class RemoteRunner(Protocol):
+    """Debate workers in other processes (`webapp.workers.WorkerClient`): with one set as
+    `Engine.workers`, this engine runs nothing itself; it starts debates and carries commands out there."""
+
+    async def run(self, debate_id: str, actor: str) -> CommandResult: ...
+
+    async def send(self, debate_id: str, command: Command | str, *, actor: str, **args: Any) -> CommandResult: ...
 
 
 class DebateNotFound(KeyError):
@@ -76,6 +85,8 @@ class Engine:
         # them to other processes (the live bus); listening here does not count as watching a debate.
         self.all_live = Broadcaster()
         self._load_lock = asyncio.Lock()
+        # Set by a web process with ROSTRUM_WORKERS=external: debates run on workers, not here.
+        self.workers: RemoteRunner | None = None
 
     @classmethod
     async def open(cls, db: str | Path | None = None, **kwargs: Any) -> Engine:
@@ -123,9 +134,24 @@ class Engine:
     async def start(self, config: DebateConfig, actor: str | None = None) -> DebateSession:
         """Create a debate and start running it."""
         debate_id = await self.create(config, actor=actor)
+        if self.workers is not None:
+            await self.workers.run(debate_id, actor=actor or "system")
+            session = await self.session(debate_id)
+            await session.catch_up()
+            return session
         session = await self.session(debate_id)
         session.ensure_running()
         return session
+
+    async def command(self, session: DebateSession, command: Command | str, *, actor: str,
+                      **args: Any) -> CommandResult:
+        """Carry out a person's command (`DebateSession.send`): here, or on the debate's worker when
+        debates run on workers; refused (`TransitionNotAllowed`) the same way in both cases."""
+        if self.workers is None:
+            return await session.send(command, actor=actor, **args)
+        result = await self.workers.send(session.id, command, actor=actor, **args)
+        await session.catch_up()  # the page shows the outcome at once, without waiting for the next signal
+        return result
 
     async def session(self, debate_id: str) -> DebateSession:
         """The live session of a debate, loading it from the log if needed."""
@@ -149,6 +175,15 @@ class Engine:
                                         limiter=self.limiter, rng=self.rng, tap=self.all_live.emit)
             self.sessions[full_id] = session
             return session
+
+    async def forget(self, debate_id: str) -> None:
+        """Stop a debate's runner here (recording nothing, like a crash) and drop its session, so the next
+        `session` reads its log again: a debate worker does this when it gives a debate up, or finds that
+        another process now owns it."""
+        session = self.sessions.pop(debate_id, None) or self._evicted.pop(debate_id, None)
+        self._evicted.pop(debate_id, None)
+        if session is not None:
+            await session.shutdown()
 
     def _relay(self, session: DebateSession, event: DebateEvent) -> None:
         self.all_events.emit(LiveEvent(session.id, event))

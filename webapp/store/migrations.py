@@ -209,6 +209,28 @@ MIGRATIONS: list[Migration] = [
     END;
     {DIGEST_BACKFILL}
     """),
+    # Debate workers (`python -m webapp worker`): who runs each debate, until when (a lease its worker
+    # renews), and the jobs web processes leave for workers ("run debate X", a person's command) with
+    # their outcome. Times are seconds since the epoch, as each worker's clock reads them.
+    Migration("011_worker_leases", """
+    CREATE TABLE debate_leases (
+        debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE TABLE worker_jobs (
+        id TEXT PRIMARY KEY,
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        args TEXT NOT NULL DEFAULT '{}',
+        actor TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        done_at REAL,
+        ok INTEGER,
+        message TEXT
+    );
+    CREATE INDEX worker_jobs_pending ON worker_jobs(created_at) WHERE done_at IS NULL;
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

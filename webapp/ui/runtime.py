@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from typing import TYPE_CHECKING
 
 from nicegui import app, background_tasks
 
@@ -19,6 +20,9 @@ from webapp.live import LiveHub
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
+
+if TYPE_CHECKING:
+    from webapp.workers import WorkerClient
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +36,7 @@ class Runtime:
         self.bus_: LiveBus | None = None  # Redis with ROSTRUM_REDIS_URL, else in-process
         self.publisher_: BusPublisher | None = None
         self.tournaments_: TournamentManager | None = None
+        self.workers_: WorkerClient | None = None  # with ROSTRUM_WORKERS=external
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
         self.login_throttle = LoginThrottle()
@@ -48,18 +53,25 @@ class Runtime:
             await self.bus_.start()  # connects in the background: a missing Redis only costs the live view
             self.publisher_ = BusPublisher(self.engine_, self.bus_)
             self.hub_ = LiveHub(self.engine_, self.bus_)
-            recovered = await self.engine_.recover_interrupted()
-            if recovered:
-                log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
-                            len(recovered), ", ".join(recovered))
-            # Tournaments belong to the app like debates; those that were playing carry on (their
-            # interrupted debates are resumed by them, the missing ones created).
             self.tournaments_ = TournamentManager(
                 self.engine_, task_factory=lambda coro: background_tasks.create(coro, name="tournament"))
-            resumed = await self.tournaments_.resume_unfinished()
-            if resumed:
-                log.warning("%d tournament(s) were playing before the restart and continue: %s",
-                            len(resumed), ", ".join(resumed))
+            if settings.workers == "external":
+                # Debates run on workers: they hold the leases and take over a dead worker's debates;
+                # a web process pausing "interrupted" debates at start-up would fight them.
+                from webapp.workers import WorkerClient
+
+                self.workers_ = self.engine_.workers = WorkerClient(self.engine_.store, settings.redis_url)
+            else:
+                recovered = await self.engine_.recover_interrupted()
+                if recovered:
+                    log.warning("%d debate(s) were interrupted by a restart and are paused: %s",
+                                len(recovered), ", ".join(recovered))
+                # Tournaments belong to the app like debates; those that were playing carry on (their
+                # interrupted debates are resumed by them, the missing ones created).
+                resumed = await self.tournaments_.resume_unfinished()
+                if resumed:
+                    log.warning("%d tournament(s) were playing before the restart and continue: %s",
+                                len(resumed), ", ".join(resumed))
             # After the first requests (a full collection takes a noticeable moment at start-up).
             asyncio.get_running_loop().call_later(2.0, tune_garbage_collection)
         except BaseException as exc:
@@ -80,6 +92,9 @@ class Runtime:
             self.hub_.close()
         if self.bus_ is not None:
             await self.bus_.close()
+        if self.workers_ is not None:
+            await self.workers_.close()
+            self.workers_ = None
         if self.engine_ is not None:
             await self.engine_.close()
         self.engine_ = self.hub_ = None

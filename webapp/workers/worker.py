@@ -1,0 +1,211 @@
+"""One debate worker: takes debates through their leases and runs them with its own engine.
+
+Three loops share the worker's set of owned debates (one lock orders their steps):
+- jobs: answers the jobs web processes leave (`run`, a person's command), woken at once by a ring on
+  Redis (`rostrum:commands:<debate>`) and otherwise every `poll` seconds; a command goes through the
+  engine's own command path (`DebateSession.send`), so the state machine refuses exactly as it does
+  in a single process;
+- upkeep: renews the leases of the debates it runs, gives up those that stopped running (paused,
+  finished, waiting for a person) so any worker may take them next, and those whose lease it lost;
+- takeover: a debate the log shows as running whose lease nobody renewed in time lost its worker
+  (killed, say): its lease is taken and it continues from its log, which redoes the turn that was cut
+  off and never a finished one (turns are committed with idempotency keys). A running debate without
+  any lease is left alone: a process that runs debates without leases (the CLI, a web instance in the
+  default mode, a tournament) has it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from typing import Any
+
+from webapp.engine.engine import DebateNotFound, Engine
+from webapp.engine.machine import ACTIVE_STATES, TransitionNotAllowed
+from webapp.store import StaleWrite
+from webapp.workers.leases import Job, JobQueue, Leases
+
+log = logging.getLogger(__name__)
+
+COMMANDS_PATTERN = "rostrum:commands:*"
+LEASE_SECONDS = 15.0  # a dead worker's debates are taken over within this plus one poll
+POLL_SECONDS = 1.0  # how often the tables are read when no ring arrives (and Redis is not configured)
+REDIS_RETRY = 1.0  # seconds between attempts to reach Redis again
+
+
+def commands_channel(debate_id: str) -> str:
+    """Where a web process rings the worker of a debate after leaving it a job."""
+    return f"rostrum:commands:{debate_id}"
+
+
+def results_channel(debate_id: str) -> str:
+    """Where a worker says it answered a job of a debate (the message is the job's id)."""
+    return f"rostrum:results:{debate_id}"
+
+
+class Worker:
+    """Runs debates on `engine` under leases of `lease` seconds; `redis_url` for instant commands."""
+
+    def __init__(self, engine: Engine, *, redis_url: str | None = None, lease: float = LEASE_SECONDS,
+                 poll: float = POLL_SECONDS, name: str | None = None) -> None:
+        self.engine = engine
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.leases = Leases(engine.store, self.name, lease)
+        self.jobs = JobQueue(engine.store)
+        self.poll = min(poll, lease / 3)  # renewals must come well before expiry
+        self.owned: set[str] = set()
+        self._redis_url = redis_url
+        self._redis: Any = None
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        if self._redis_url:
+            import redis.asyncio as aioredis
+
+            self._redis = aioredis.from_url(self._redis_url, decode_responses=True, socket_connect_timeout=1.0)
+            self._tasks.append(asyncio.create_task(self._listen(), name="worker-listen"))
+        self._tasks += [asyncio.create_task(self._loop(self._answer_jobs, wake=True), name="worker-jobs"),
+                        asyncio.create_task(self._loop(self._upkeep), name="worker-upkeep")]
+
+    async def close(self) -> None:
+        """Stop: runners stop without recording anything (as in a crash) and their leases are given
+        up, so another worker continues those debates at once rather than after the lease expires."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        async with self._lock:
+            for debate_id in list(self.owned):
+                self.owned.discard(debate_id)
+                session = self.engine.sessions.get(debate_id)
+                running = session is not None and session.running
+                await self.engine.forget(debate_id)
+                if running:
+                    await self.leases.expire(debate_id)  # another worker continues it now
+                else:
+                    await self.leases.release(debate_id)
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    # --- loops ----------------------------------------------------------------------------------
+
+    async def _loop(self, step: Any, wake: bool = False) -> None:
+        while True:
+            try:
+                async with self._lock:
+                    await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a database hiccup must not end the worker: the next round tries again
+                log.exception("worker %s: %s failed", self.name, getattr(step, "__name__", step))
+            if wake:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll)
+                self._wake.clear()
+            else:
+                await asyncio.sleep(self.poll)  # a period, not a synchronisation
+
+    async def _listen(self) -> None:
+        """Rings from web processes wake the jobs loop; without Redis (or while it is down) it polls."""
+        while True:
+            pubsub = self._redis.pubsub()
+            try:
+                await pubsub.psubscribe(COMMANDS_PATTERN)
+                while True:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if message is not None:
+                        self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis went away: the table is still read every poll
+                log.warning("worker %s: Redis unavailable (%s); polling the jobs table", self.name, type(exc).__name__)
+                await asyncio.sleep(REDIS_RETRY)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    # --- steps ----------------------------------------------------------------------------------
+
+    async def _take(self, debate_id: str) -> bool:
+        """Take a debate's lease; on success drop any session of it held from before (the log moved on)."""
+        if debate_id in self.owned:
+            return True
+        if not await self.leases.acquire(debate_id):
+            return False
+        await self.engine.forget(debate_id)
+        self.owned.add(debate_id)
+        return True
+
+    async def _give_up(self, debate_id: str) -> None:
+        self.owned.discard(debate_id)
+        await self.engine.forget(debate_id)
+        await self.leases.release(debate_id)
+
+    async def _answer_jobs(self) -> None:
+        jobs = await self.jobs.pending()
+        if not jobs:
+            return
+        elsewhere = await self.leases.held_elsewhere()
+        for job in jobs:
+            if job.debate_id in elsewhere or not await self._take(job.debate_id):
+                continue  # its worker answers it
+            ok, detail = await self._apply(job)
+            if await self.jobs.finish(job.id, ok, detail) and self._redis is not None:
+                with contextlib.suppress(Exception):  # the web side falls back to reading the table
+                    await self._redis.publish(results_channel(job.debate_id), job.id)
+
+    async def _apply(self, job: Job) -> tuple[bool, dict[str, Any]]:
+        """Carry a job out through the engine's command path; what came of it, as stored for the asker."""
+        try:
+            if job.kind == "run":
+                _, result = await self.engine.continue_debate(job.debate_id, actor=job.actor)
+            elif job.kind == "command":
+                args = dict(job.args)
+                name = args.pop("command")
+                session = await self.engine.session(job.debate_id)
+                result = await session.send(name, actor=job.actor, **args)
+            else:
+                return False, {"message": f"unknown job kind {job.kind!r}"}
+        except TransitionNotAllowed as exc:
+            return False, {"message": str(exc), "refused": {"state": exc.state.value, "event": f"{exc.event}",
+                                                          "reason": exc.reason}}
+        except DebateNotFound as exc:
+            return False, {"message": str(exc), "not_found": True}
+        except (StaleWrite, ValueError) as exc:  # arguments the command does not take; a log moved under us
+            return False, {"message": str(exc)}
+        return True, {"message": result.message, "command": result.command and result.command.value,
+                      "event": result.event and result.event.value}
+
+    async def _upkeep(self) -> None:
+        for debate_id in list(self.owned):
+            if not await self.leases.renew(debate_id):
+                log.warning("worker %s: lost the lease of debate %s; stops running it", self.name, debate_id)
+                self.owned.discard(debate_id)
+                await self.engine.forget(debate_id)
+                continue
+            session = self.engine.sessions.get(debate_id)
+            if session is None or not session.running:
+                await self._give_up(debate_id)  # paused, ended or waiting for a person: anyone may resume it
+        await self._take_over()
+
+    async def _take_over(self) -> None:
+        """Continue the running debates whose worker stopped renewing their lease."""
+        orphans = await self.leases.orphans([s.value for s in ACTIVE_STATES])
+        for debate_id in orphans:
+            if debate_id in self.owned or not await self._take(debate_id):
+                continue
+            log.info("worker %s: taking over debate %s from its log", self.name, debate_id)
+            session = await self.engine.session(debate_id)
+            if session.status in ACTIVE_STATES:
+                session.ensure_running()
+            else:  # it changed between the listing and the take
+                await self._give_up(debate_id)
+
