@@ -144,6 +144,11 @@ class Pair:
         """Create a debate, watch it in B, have A run it to the end; B's channel and what it sent."""
         debate_id = await self.engine.create(DebateConfig(topic=topic, format="oxford", rounds=1))
         channel, capture = await _watch(self.hub, self.engine, debate_id, self.bus)
+        # B's subscription is made by the bus's receive loop: let it be in place before A starts, so this
+        # checks token-by-token watching (joining mid-turn is the catch-up test's subject).
+        async with asyncio.timeout(WAIT):
+            while self.bus.connected and not self.bus.subscribes.get(debate_id):
+                await asyncio.sleep(0.01)
         self.tell(debate_id)
         return channel, capture
 
