@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from html import escape
 
-from nicegui import app, ui
+from nicegui import app, context, ui
 
 from webapp.access.roles import Action, Principal
 
@@ -114,7 +114,7 @@ def heading(text: str, level: int = 1) -> ui.label:
 
 
 @contextmanager
-def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.column]:
+def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.element]:
     """Enter the page body (a centred column) below the shared header. The navigation shows what
     `principal` may use (a share link gets none: it may see its one debate only)."""
     ui.add_head_html('<link rel="stylesheet" href="/static/styles.css">')
@@ -126,5 +126,7 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
         if principal is not None and principal.kind in ("user", "proxy"):
             _account_menu(principal)
         _theme_toggle()
-    with ui.column().classes("w-full max-w-7xl mx-auto p-4 gap-4") as body:
+    # The page's own content element is the body (no column of our own: one element less per page).
+    body = context.client.content.classes("w-full max-w-7xl mx-auto p-4 gap-4")
+    with body:
         yield body

@@ -41,7 +41,7 @@ class Controls:
         self.busy = False
         self._shown: dict[str, bool] | None = None  # what the buttons show (`update` skips a no-op)
         self.buttons: dict[str, ui.button] = {}
-        with ui.row().classes("items-center gap-2").mark("controls") as self.row:
+        with ui.row().classes("w-full items-center gap-2").mark("controls") as self.row:
             for name, (label, icon, _, _) in BUTTONS.items():
                 # Stop opens a menu (with or without a verdict) instead of running at once; the menu is
                 # made on the first click: every element costs each open page memory.

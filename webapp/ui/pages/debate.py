@@ -107,7 +107,7 @@ class DebateView:
     def build(self, channel: DebateChannel) -> None:
         state = self.state
         principal = self.gate.principal
-        with ui.card().classes("w-full gap-2"):
+        with ui.card().classes("w-full gap-2") as self.top_card:
             heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
             # The format, the status and when it was made: one element, re-written when the status changes.
             self.status_view = ui.html("", sanitize=False).classes("row w-full items-center gap-3")
@@ -115,9 +115,11 @@ class DebateView:
                 ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            with ui.row().classes("w-full items-center gap-2"):
-                self.controls = Controls(self.session, self.gate, after=self.sync)
-                self.controls.row.set_visibility(principal.kind != "share-link")
+            self.controls = Controls(self.session, self.gate, after=self.sync)
+            if principal.kind == "share-link":  # a link watches and exports; it sends no command
+                for button in self.controls.buttons.values():
+                    button.set_visibility(False)
+            with self.controls.row:  # one row for the commands and the rest: one element less
                 self.export_menu: ui.menu | None = None
                 self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
                     .props('flat dense no-caps aria-haspopup="menu"').classes("ml-auto").mark("export")
@@ -129,13 +131,16 @@ class DebateView:
                     # The same form, offered by name once a debate has ended, failed or was stopped.
                     self.rerun = ui.link("Re-run with edits", f"/new?from={state.id}") \
                         .classes("rostrum-clone q-px-sm").mark("rerun")
-        self.sections["outcome"] = ui.column().classes("w-full")
+        # Sections that are often empty (the outcome, banners, what follows the transcript) are made when
+        # they first have something to show, in their place (`_section`): an empty one still costs memory.
+        self.places: dict[str, tuple[ui.element, ui.element, str]] = {}
+        self.places["outcome"] = (context.slot.parent, self.top_card, "w-full")
         self.series = SeriesCard(self.session, self.gate)
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
-        with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar"):
+        with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
             self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
-        self.sections["banners"] = ui.column().classes("w-full gap-2")
+        self.places["banners"] = (context.slot.parent, sticky, "w-full gap-2")
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.left = context.slot.parent  # the clarifications answered go first, once there are any
@@ -144,7 +149,7 @@ class DebateView:
                 self.transcript.on("resync", lambda: background_tasks.create(
                     channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
                 # Notes on retries, round scores and the verdict: one section, re-rendered when any changes.
-                self.sections["after"] = ui.column().classes("w-full gap-3")
+                self.places["after"] = (self.left, self.transcript, "w-full gap-3")
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
                 self.right = context.slot.parent
@@ -178,10 +183,23 @@ class DebateView:
         if self.signatures.get(name) == signature:
             return
         self.signatures[name] = signature
-        container = self.sections[name]
+        container = self.container(name)
         container.clear()
         with container:
             render()
+        if name in self.places and not list(container):  # nothing to show: no empty element on the page
+            container.delete()
+            del self.sections[name]
+
+    def container(self, name: str) -> ui.element:
+        """Section `name`'s element; one in `places` is made on demand, right after its anchor."""
+        if name not in self.sections:
+            parent, anchor, classes = self.places[name]
+            with parent:
+                container = ui.column().classes(classes)
+            container.move(parent, list(parent.default_slot.children).index(anchor) + 1)
+            self.sections[name] = container
+        return self.sections[name]
 
     def sync(self) -> None:
         """Bring every part of the page up to the session's current state (idempotent)."""
@@ -329,7 +347,7 @@ class DebateView:
             return
         self.controls.busy = True
         self.controls.update()
-        with self.sections["banners"]:
+        with self.container("banners"):
             self.sections["deleted"] = ui.label("An admin deleted this debate; what is shown here is no longer "
                                                 "stored.").classes("text-negative font-medium").mark("deleted")
 
