@@ -99,7 +99,7 @@ def audit(context: BrowserContext, url: str, ready: str, pending: set[str] | Non
         expect(page.locator(ready).first).to_be_visible(timeout=30_000)
         if expand is not None:
             page.get_by_role("button", name=expand[0]).click()
-            expect(page.locator(expand[1]).first).to_be_visible()
+            expect(page.locator(expand[1]).first).to_be_visible(timeout=30_000)  # Mermaid loads on opening
         dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
         expect(page.locator("body.body--dark")).to_have_count(1 if dark else 0)
         page.add_script_tag(path=str(AXE))

@@ -142,8 +142,8 @@ async def test_collaborative_clarification_collides_without_the_limit(
     await session.join()
     state = session.state
     assert one_at_a_time.most_at_once >= 2 and one_at_a_time.interrupted >= 1
-    clarify_cuts = [n for n in cut_retries(state) if str(n["turn"]).startswith("clarify/")]
-    assert clarify_cuts or state.status is State.ERROR
+    # The debate pays for it: a call cut off and redone (which one depends on timing), or an error.
+    assert cut_retries(state) or state.status is State.ERROR
 
 
 async def test_a_queued_turn_shows_waiting_for_the_server(server: FakeLLMServer, engine: Engine) -> None:

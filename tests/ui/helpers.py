@@ -109,7 +109,7 @@ def turn_notes(user: User) -> list[str]:
 async def start_by_clicking(user: User, marker: str = "start") -> DebateSession:
     """Click the button that starts a debate; once its page shows, the one debate the engine runs."""
     user.find(marker=marker).click()
-    await user.should_see(marker="transcript")
+    await user.should_see(marker="transcript", retries=100)  # creating it writes the store: allow a busy machine
     (session,) = (await engine()).sessions.values()
     return session
 

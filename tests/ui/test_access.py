@@ -429,7 +429,7 @@ async def test_daily_limit_needs_a_cost_limit_and_refuses_past_it(user: User, au
     with user:
         one(user, "field-budget.cost_limit").value = 0.6
     user.find(marker="start").click()
-    await user.should_see(marker="transcript")
+    await user.should_see(marker="transcript", retries=100)
     await user.open("/new")
     user.find(marker="preset-quick-demo").click()
     with user:

@@ -139,7 +139,7 @@ async def test_clone_links_to_the_prefilled_form_and_rerun_starts_the_same_confi
     assert text(user, f"rerun-{done.id}") == "Re-run"
 
     user.find(marker=f"rerun-{done.id}").click()
-    await user.should_see(marker="transcript")
+    await user.should_see(marker="transcript", retries=100)
     eng = await engine()
     rows, total = await eng.list_debates()
     assert total == 2

@@ -148,7 +148,7 @@ async def test_ctrl_enter_anywhere_on_the_form_starts_the_debate(user: User) -> 
     await _open(user)
     _set(user, "field-topic", "Should exams be open-book?")
     user.find(marker="debate-form").trigger("keydown.ctrl.enter")
-    await user.should_see(marker="transcript")
+    await user.should_see(marker="transcript", retries=100)
     (session,) = (await engine()).sessions.values()
     assert session.state.config.topic == "Should exams be open-book?"
 
@@ -165,7 +165,7 @@ async def test_clone_prefills_the_form_from_a_debate(user: User) -> None:
     await _open(user, f"/new?from={source.id}")  # a reload of the clone keeps what was changed
     assert one(user, "field-topic").value == "Should libraries lend seeds?"
     user.find(marker="start").click()
-    await user.should_see(marker="transcript")
+    await user.should_see(marker="transcript", retries=100)
     clone = next(s for s in (await engine()).sessions.values() if s.id != source.id)
     expected = source.state.config.model_dump(exclude={"topic", "series", "rematch_of"})
     assert clone.state.config.model_dump(exclude={"topic", "series", "rematch_of"}) == expected
