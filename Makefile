@@ -73,7 +73,7 @@ typecheck: install
 test: install chromium postgres redis axe
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 3 --dist loadfile
 
 bench: install
 	$(PY) bench/run.py
