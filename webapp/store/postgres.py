@@ -42,13 +42,12 @@ from webapp.store.pg_migrations import migrate
 from webapp.store.protocol import redacted
 from webapp.store.repository import (
     INSERT_EVENT,
-    LIST_ORDERS,
     ROW_SELECT,
     SUMMARY_COLUMNS,
     DebateRow,
+    LogReads,
     StaleWrite,
     debate_row,
-    tagged_row,
 )
 from webapp.store.sql import numbered
 
@@ -119,10 +118,14 @@ class _PgTransaction:
             raise DuplicateKey(str(exc)) from exc
 
 
-class PostgresStore:
+class PostgresStore(LogReads):
     """Access to the event log in PostgreSQL. Open with `await PostgresStore.open(dsn)`."""
 
     dialect = "postgresql"  # which SQL the queries written per database use (`EventStore.dialect`)
+    SEARCH_TAGS = f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({_TAGS}) t WHERE lower(t) LIKE ? ESCAPE '\\')"
+    HAS_MODEL = f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_MODEL_LABEL} = ?)"
+    HAS_TAG = "coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)"
+    TAGS_COLUMN = "(config::jsonb -> 'tags')::text"
 
     def __init__(self, dsn: str, pool: Any) -> None:
         self.dsn = dsn
@@ -266,73 +269,6 @@ class PostgresStore:
                 sets.append(f"{column} = ${len(values)}")
             await conn.execute(f"UPDATE debates SET {', '.join(sets)} WHERE id = $1", *values)
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
-
-    async def events(self, debate_id: str) -> list[DebateEvent]:
-        """A debate's whole log, in order."""
-        return await self.events_after(debate_id, 0)
-
-    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
-        """Events appended after `seq` (by this or another process), in order."""
-        rows = await self.fetchall(
-            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
-        )
-        return [
-            DebateEvent(debate_id=debate_id, seq=r[0], kind=EventKind(r[1]), at=datetime.fromisoformat(r[2]),
-                        data=json.loads(r[3]))
-            for r in rows
-        ]
-
-    async def last_change(self) -> tuple[int, str]:
-        """A cheap marker that moves whenever any debate is created or appended to, in any process."""
-        row = await self.fetchone("SELECT count(*), coalesce(max(updated_at), '') FROM debates")
-        assert row is not None
-        return int(row[0]), str(row[1])
-
-    async def find_id(self, prefix: str) -> str | None:
-        """A debate id from a full id or a unique prefix of one."""
-        rows = await self.fetchall(
-            "SELECT id FROM debates WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 2",
-            (prefix, prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"),
-        )
-        ids = {r[0] for r in rows}
-        if prefix in ids:
-            return prefix
-        return str(rows[0][0]) if len(rows) == 1 else None
-
-    async def list_debates(
-        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest", model: str | None = None, tag: str | None = None,
-    ) -> tuple[list[DebateRow], int]:
-        """A page of debates in `order` (one of `LIST_ORDERS`), and how many match in all; `model`
-        ("provider:model") and `tag` narrow it as on SQLite."""
-        if order not in LIST_ORDERS:
-            raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where: list[str] = ["1=1"]
-        params: list[Any] = []
-        if query.strip():
-            # The topic, or one of the debate's tags (stored lower-case), contains the words.
-            where.append(f"(topic_search LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM jsonb_array_elements_text("
-                         f"{_TAGS}) t WHERE lower(t) LIKE ? ESCAPE '\\'))")
-            escaped = query.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            params.extend((f"%{escaped}%", f"%{escaped}%"))
-        if statuses:
-            where.append(f"status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if model:
-            where.append(
-                f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_MODEL_LABEL} = ?)")
-            params.append(model)
-        if tag:
-            where.append("coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)")
-            params.append(tag.strip().lower())
-        clause = " AND ".join(where)
-        total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
-        rows = await self.fetchall(
-            f"SELECT {ROW_SELECT}, (config::jsonb -> 'tags')::text FROM debates WHERE {clause} "
-            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model and topic tag of the stored debates (the dashboard's filters)."""

@@ -52,7 +52,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import aiosqlite
 from pydantic import BaseModel
@@ -359,10 +359,100 @@ class _Transaction:
         return await self._store._guard(self._store._writer.execute(sql, tuple(params)))
 
 
-class Store:
+class LogReads:
+    """The reads both stores answer with the same SQL (`?` placeholders): the log, the change marker,
+    id prefixes and the listing page. What differs is how each database reaches into JSON, given by
+    the four fragments a store class sets."""
+
+    SEARCH_TAGS: ClassVar[str]  # a condition: one of the debate's tags contains the `?` pattern
+    HAS_MODEL: ClassVar[str]  # a condition: a participant uses the `?` "provider:model"
+    HAS_TAG: ClassVar[str]  # a condition: the debate carries the `?` tag
+    TAGS_COLUMN: ClassVar[str]  # the debate's tags as a JSON array, selected after `ROW_SELECT`
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    async def events(self, debate_id: str) -> list[DebateEvent]:
+        """A debate's whole log, in order."""
+        return await self.events_after(debate_id, 0)
+
+    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
+        """Events appended after `seq` (by this or another process), in order."""
+        rows = await self.fetchall(
+            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
+        )
+        return [
+            DebateEvent(debate_id=debate_id, seq=r[0], kind=EventKind(r[1]), at=datetime.fromisoformat(r[2]),
+                        data=json.loads(r[3]))
+            for r in rows
+        ]
+
+    async def last_change(self) -> tuple[int, str]:
+        """A cheap marker that moves whenever any debate is created or appended to, in any process."""
+        row = await self.fetchone("SELECT count(*), coalesce(max(updated_at), '') FROM debates")
+        assert row is not None
+        return int(row[0]), str(row[1])
+
+    async def find_id(self, prefix: str) -> str | None:
+        """A debate id from a full id or a unique prefix of one."""
+        rows = await self.fetchall(
+            "SELECT id FROM debates WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 2",
+            (prefix, like_escaped(prefix) + "%"))
+        ids = {r[0] for r in rows}
+        if prefix in ids:
+            return prefix
+        return str(rows[0][0]) if len(rows) == 1 else None
+
+    async def list_debates(
+        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
+        order: str = "newest", model: str | None = None, tag: str | None = None,
+    ) -> tuple[list[DebateRow], int]:
+        """A page of debates in `order` (one of `LIST_ORDERS`: newest first by default), and how many
+        match in all. `query`: the topic or a tag contains it; `model` ("provider:model"): one of the
+        participants uses it; `tag`: the debate carries that topic tag."""
+        if order not in LIST_ORDERS:
+            raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
+        if query.strip():
+            where.append(f"(topic_search LIKE ? ESCAPE '\\' OR {self.SEARCH_TAGS})")
+            pattern = f"%{like_escaped(query.strip().lower())}%"
+            params.extend((pattern, pattern))
+        if statuses:
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
+            params.extend(statuses)
+        if model:
+            where.append(self.HAS_MODEL)
+            params.append(model)
+        if tag:
+            where.append(self.HAS_TAG)
+            params.append(tag.strip().lower())
+        clause = " AND ".join(where)
+        total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
+        rows = await self.fetchall(
+            f"SELECT {ROW_SELECT}, {self.TAGS_COLUMN} FROM debates WHERE {clause} "
+            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
+
+
+def like_escaped(text: str) -> str:
+    """`text` matched literally by `LIKE … ESCAPE '\\'`."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class Store(LogReads):
     """Access to the event log. Open with `await Store.open(path)`."""
 
     dialect = "sqlite"  # which SQL the queries written per database use (`EventStore.dialect`)
+    SEARCH_TAGS = "EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE lower(t.value) LIKE ? ESCAPE '\\')"
+    HAS_MODEL = f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {MODEL_LABEL} = ?)"
+    HAS_TAG = "EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)"
+    TAGS_COLUMN = "json_extract(config, '$.tags')"
 
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -742,73 +832,6 @@ class Store:
         if seq is None:  # the idempotency key was already stored
             return None
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
-
-    async def events(self, debate_id: str) -> list[DebateEvent]:
-        """A debate's whole log, in order."""
-        return await self.events_after(debate_id, 0)
-
-    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
-        """Events appended after `seq` (by this or another process), in order."""
-        rows = await self.fetchall(
-            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
-        )
-        return [
-            DebateEvent(debate_id=debate_id, seq=r[0], kind=EventKind(r[1]), at=datetime.fromisoformat(r[2]),
-                        data=json.loads(r[3]))
-            for r in rows
-        ]
-
-    async def last_change(self) -> tuple[int, str]:
-        """A cheap marker that moves whenever any debate is created or appended to, in any process."""
-        row = await self.fetchone("SELECT count(*), coalesce(max(updated_at), '') FROM debates")
-        assert row is not None
-        return int(row[0]), str(row[1])
-
-    async def find_id(self, prefix: str) -> str | None:
-        """A debate id from a full id or a unique prefix of one."""
-        rows = await self.fetchall(
-            "SELECT id FROM debates WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 2",
-            (prefix, prefix.replace("%", "\\%").replace("_", "\\_") + "%"),
-        )
-        ids = {r[0] for r in rows}
-        if prefix in ids:
-            return prefix
-        return str(rows[0][0]) if len(rows) == 1 else None
-
-    async def list_debates(
-        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest", model: str | None = None, tag: str | None = None,
-    ) -> tuple[list[DebateRow], int]:
-        """A page of debates in `order` (one of `LIST_ORDERS`: newest first by default), and how many
-        match in all. `model` ("provider:model"): only debates one of whose participants uses it; `tag`:
-        only debates with that topic tag."""
-        if order not in LIST_ORDERS:
-            raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where: list[str] = ["1=1"]
-        params: list[Any] = []
-        if query.strip():
-            # The topic, or one of the debate's tags (stored lower-case), contains the words.
-            where.append("(topic_search LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM json_each(debates.config, "
-                         "'$.tags') t WHERE lower(t.value) LIKE ? ESCAPE '\\'))")
-            escaped = query.strip().lower().replace("%", "\\%").replace("_", "\\_")
-            params.extend((f"%{escaped}%", f"%{escaped}%"))
-        if statuses:
-            where.append(f"status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if model:
-            where.append(f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {MODEL_LABEL} = ?)")
-            params.append(model)
-        if tag:
-            where.append("EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)")
-            params.append(tag.strip().lower())
-        clause = " AND ".join(where)
-        total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
-        rows = await self.fetchall(
-            f"SELECT {ROW_SELECT}, json_extract(config, '$.tags') FROM debates WHERE {clause} "
-            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
 
     async def models_and_tags(self) -> tuple[list[str], list[str]]:
         """Every participant model ("provider:model") and every topic tag of the stored debates (the
