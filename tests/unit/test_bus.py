@@ -14,7 +14,9 @@ from webapp.providers.demo import OneProvider
 
 
 class RecordingBus(InProcessBus):
-    """An in-process bus that keeps what it is asked to publish."""
+    """A bus that keeps what it is asked to publish (as if it carried it to other processes)."""
+
+    carries = True
 
     def __init__(self) -> None:
         self.published: list[LiveMessage] = []
@@ -31,6 +33,7 @@ def test_without_a_url_the_bus_is_in_process_and_hears_nobody() -> None:
     bus.publish(LiveChunk("d1", "k", "pro", "text"))
     stop()
     assert heard == [] and bus.live_turns("d1") == {} and not bus.connected
+    assert not bus.carries  # so a process without Redis puts no publisher on its stream
 
 
 async def test_the_runner_relays_its_stream_but_not_what_it_read_from_the_log(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ class InProcessBus:
     """A `LiveBus` that carries nothing between processes (debates run elsewhere are followed
     through the store, as before)."""
 
+    carries = False
+
     @property
     def connected(self) -> bool:
         return False

@@ -33,6 +33,8 @@ class LiveBus(Protocol):
     and sends in the background. `watch` returns the function that stops watching; a bus holds one
     subscription per debate however many handlers watch it, and drops it with the last one."""
 
+    carries: bool  # whether anything crosses to other processes (the in-process bus: nothing)
+
     @property
     def connected(self) -> bool:
         """Whether live traffic from other processes arrives right now."""

@@ -19,7 +19,9 @@ class BusPublisher:
 
     def __init__(self, engine: Engine, bus: LiveBus) -> None:
         self.bus = bus
-        self._unsubscribe: Callable[[], None] | None = engine.all_live.subscribe(self._relay)
+        # A bus that carries nothing gets no tap: no work per streamed token for a single process.
+        self._unsubscribe: Callable[[], None] | None = (
+            engine.all_live.subscribe(self._relay) if bus.carries else None)
 
     def _relay(self, message: LiveMessage) -> None:
         if isinstance(message, LiveEvent) and message.replayed:

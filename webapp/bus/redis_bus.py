@@ -80,6 +80,8 @@ class _Watch:
 class RedisBus:
     """A `LiveBus` on one Redis server (`redis://…` URL; never logged, it may hold a password)."""
 
+    carries = True
+
     def __init__(self, url: str, *, maxlen: int = STREAM_MAXLEN) -> None:
         self._url = url
         self.maxlen = maxlen
