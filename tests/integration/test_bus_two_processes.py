@@ -146,9 +146,9 @@ class Pair:
         channel, capture = await _watch(self.hub, self.engine, debate_id, self.bus)
         # B's subscription is made by the bus's receive loop: let it be in place before A starts, so this
         # checks token-by-token watching (joining mid-turn is the catch-up test's subject).
-        async with asyncio.timeout(WAIT):
-            while self.bus.connected and not self.bus.subscribes.get(debate_id):
-                await asyncio.sleep(0.01)
+        if self.bus.connected:
+            async with asyncio.timeout(WAIT):
+                await self.bus.subscribed(debate_id)
         self.tell(debate_id)
         return channel, capture
 

@@ -98,6 +98,7 @@ class RedisBus:
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
         self.subscribes: dict[str, int] = {}  # debate -> SUBSCRIBE commands sent (one per connection)
+        self._subscribed: dict[str, asyncio.Event] = {}  # debate -> set once its subscription is in place
 
     # --- life cycle ------------------------------------------------------------------------------
 
@@ -235,8 +236,13 @@ class RedisBus:
                 watch.handlers.remove(handler)
             if not watch.handlers and self._watches.get(debate_id) is watch:
                 del self._watches[debate_id]  # the receive loop unsubscribes
+                self._subscribed.pop(debate_id, None)
 
         return stop
+
+    async def subscribed(self, debate_id: str) -> None:
+        """Return once this process's subscription to the debate is in place (after `watch`)."""
+        await self._subscribed.setdefault(debate_id, asyncio.Event()).wait()
 
     def watch_dashboard(self, handler: DashboardHandler) -> Callable[[], None]:
         self._dashboard.append(handler)
@@ -264,6 +270,7 @@ class RedisBus:
                         if debate_id not in current:
                             await pubsub.subscribe(channel_name(debate_id))
                             self.subscribes[debate_id] = self.subscribes.get(debate_id, 0) + 1
+                            self._subscribed.setdefault(debate_id, asyncio.Event()).set()
                         elif current[debate_id] is watch:
                             continue
                         # new, or dropped and watched again meanwhile: its watchers need what is in flight
