@@ -17,6 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from run import report  # bench/run.py (this script's directory is on sys.path)
+
 from webapp.models import EventKind
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import redacted
@@ -73,17 +75,7 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     print(f"PostgreSQL store at {redacted(sys.argv[1])}")
-    failed = 0
-    for name, value in asyncio.run(run(sys.argv[1])).items():
-        target = TARGETS.get(name)
-        verdict = ""
-        if target:
-            op, bound = target
-            ok = value < bound if op == "<" else value > bound
-            failed += not ok
-            verdict = f"  target {op} {bound}  {'ok' if ok else 'MISSED'}"
-        print(f"{name:<26} {value:>12.4f}{verdict}")
-    return 1 if failed else 0
+    return report(asyncio.run(run(sys.argv[1])), TARGETS)
 
 
 if __name__ == "__main__":
