@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from webapp.models import EventKind, JudgeRuling, Verdict
@@ -45,3 +46,14 @@ async def store_league(store: EventStore) -> None:
     await store_result(store, "d5", ALPHA, GAMMA, "a", judges=("demo:j1", "demo:j2", "demo:j3"),
                        picks=("a", "a", "b"), created="2026-02-03T10:00:00+00:00")
     await store_result(store, "d6", ALPHA, GAMMA, "b", status="judging", created="2026-02-04T10:00:00+00:00")
+
+
+async def league_file(db: Path) -> None:
+    """A SQLite database at `db` holding the league (for a CLI run or a served app)."""
+    from webapp.store import Store
+
+    store = await Store.open(db)
+    try:
+        await store_league(store)
+    finally:
+        await store.close()

@@ -14,24 +14,15 @@ from playwright.sync_api import Browser, expect
 
 from tests.e2e.conftest import launch_server
 from tests.e2e.test_a11y import AXE, SCHEMES, audit
-from tests.leaderboard_corpus import ALPHA, BETA, store_league
-from webapp.store import Store
+from tests.leaderboard_corpus import ALPHA, BETA, league_file
 
 pytestmark = pytest.mark.e2e
 
 
 def test_the_chart_draws_and_a_head_to_head_cell_opens_its_debates(tmp_path: Path, browser: Browser) -> None:
     db = tmp_path / "league.sqlite3"
-
-    async def fill() -> None:
-        store = await Store.open(db)
-        try:
-            await store_league(store)
-        finally:
-            await store.close()
-
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API runs an event loop in this thread
-        pool.submit(asyncio.run, fill()).result()
+        pool.submit(asyncio.run, league_file(db)).result()
     with launch_server(tmp_path, db=db, log_name="leaderboard-server.log") as base:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(base + "/leaderboard")

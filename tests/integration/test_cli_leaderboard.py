@@ -3,42 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.leaderboard_corpus import ALPHA, BETA, GAMMA, store_league
-from webapp.cli import EXIT_OK, EXIT_USAGE, main
-from webapp.store import Store
-
-
-@pytest.fixture(autouse=True)
-def _instant_demo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
-    monkeypatch.delenv("ROSTRUM_DEMO_FAIL", raising=False)
-
-
-def run(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(list(argv), out=out)
-    return code, out.getvalue()
+from tests.integration.test_cli import _instant_demo, run  # noqa: F401  (the autouse fixture applies here too)
+from tests.leaderboard_corpus import ALPHA, BETA, GAMMA, league_file
+from webapp.cli import EXIT_OK, EXIT_USAGE
 
 
 @pytest.fixture
 def league(tmp_path: Path) -> str:
     db = tmp_path / "league.sqlite3"
-
-    async def fill() -> None:
-        store = await Store.open(db)
-        try:
-            await store_league(store)
-        finally:
-            await store.close()
-
-    asyncio.run(fill())
+    asyncio.run(league_file(db))
     return str(db)
 
 
