@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live clean lock
+.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live soak clean lock
 
 install: $(STAMP)
 
@@ -83,6 +83,13 @@ bench-live: install chromium
 	$(PY) bench/pacing.py
 	$(PY) bench/page_build.py
 	$(PY) bench/spectators.py --clients 0,100,400 --rounds 3
+
+# The kill -9 soak (a few minutes): 50 debates run by the CLI, 30 SIGKILLs mid-debate, each resumed, every
+# transcript checked against an uninterrupted run. SOAK_DB=postgresql://… runs it on the PostgreSQL store.
+SOAK_DB ?=
+
+soak: install
+	$(PY) -m bench.soak --debates 50 --kills 30 $(if $(SOAK_DB),--store postgresql --db "$(SOAK_DB)")
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
