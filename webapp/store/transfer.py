@@ -1,15 +1,22 @@
 """Copying a whole database from one store to another (`python -m webapp migrate-store --from sqlite:PATH
---to postgresql://…`): every debate with its complete log, the accounts, share links, audit trail and
-tournaments, then a check that nothing was lost or changed on the way.
+--to postgresql://…`): every debate with its complete log, the accounts, share links, audit trail, saved
+profiles and templates (the library) and tournaments, then a check that nothing was lost or changed on
+the way.
 
 Rows are copied as they are stored, not replayed through `append`: sequence numbers, idempotency keys,
 timestamps and the JSON text of each event arrive byte for byte, so the copy folds to the same debates
 (and the target's trigger digests the verdicts for the leaderboard as they arrive).
 Each debate (its listing row and its events) is copied in one transaction of the target. Afterwards the
-row count of every table is compared, and each debate's checksum (SHA-256 over its listing row and its
-events, in order) is computed on both sides and compared.
+row count of every table is compared; each debate's checksum (SHA-256 over its listing row and its
+events, in order), and each other copied table's (over all its rows), are computed on both sides and
+compared.
 
-The target must hold no debates and no accounts yet: a copy into a database in use would mix two
+Every table of the source is accounted for, in one of four groups: copied (`COPIED`), derived from the
+log and remade by the target itself (`DERIVED`, compared by count), transient (`TRANSIENT`, not copied,
+see there), or a store's own bookkeeping (`BOOKKEEPING`). A table in none of them — one a later migration
+added without saying here how it moves — stops the copy before it starts, rather than being left behind.
+
+The target must hold none of the copied rows yet: a copy into a database in use would mix two
 histories (and could not be verified by counting).
 """
 
@@ -35,11 +42,26 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     "share_links": ("id", "debate_id", "token_hash", "created_by", "created_at", "expires_at", "revoked_at",
                     "revoked_by"),
     "audit": ("id", "at", "actor", "action", "debate_id", "outcome", "detail"),
+    # saved participant profiles and debate templates (`webapp.store.library`)
+    "library": ("id", "kind", "name", "data", "created_by", "created_at", "updated_at"),
     # (a tournament's debates name it in their config; its claim is copied as it was and lapses)
     "tournaments": ("id", "name", "spec", "status", "stop_reason", "created_by", "created_at", "updated_at",
                     "owner", "lease_until"),
 }
-ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "tournaments": "created_at, id"}
+ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
+            "tournaments": "created_at, id"}
+COPIED = ("debates", "events", *TABLES)
+# Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
+# (migration 010) as the verdict events arrive. Compared by count.
+DERIVED = ("verdict_digests",)
+# Not copied, because they describe processes running now, not history: which worker holds a debate
+# until when (`debate_leases`, seconds on that worker's clock) and the commands web processes left for
+# workers (`worker_jobs`). After a move the new processes take leases of their own, and a debate a worker
+# was running is resumed like any interrupted one; the copy is made with the app stopped, when no job is
+# pending (a debate's history is its log, which is copied whole).
+TRANSIENT = ("debate_leases", "worker_jobs")
+# Each store's record of its own schema (which migrations it applied): made by opening the target.
+BOOKKEEPING = ("_rostrum_migrations", "schema_version")
 
 
 class TransferError(RuntimeError):
@@ -52,13 +74,15 @@ class TransferReport:
 
     debates: int = 0
     events: int = 0
-    rows: dict[str, int] = field(default_factory=dict)  # users, share links, audit rows
+    rows: dict[str, int] = field(default_factory=dict)  # per table of `TABLES`
     checksums: dict[str, str] = field(default_factory=dict)  # per debate, equal on both sides
+    table_checksums: dict[str, str] = field(default_factory=dict)  # per table of `TABLES`
 
     def summary(self) -> str:
         others = ", ".join(f"{count} {table.replace('_', ' ')}" for table, count in self.rows.items())
         return (f"copied {self.debates} debate(s) with {self.events} event(s), {others}; every table's count "
-                "and every debate's checksum match the source")
+                "and checksum and every debate's checksum match the source (worker leases and jobs, which "
+                "belong to running processes, are not copied)")
 
 
 def parse_target(text: str) -> str | Path:
@@ -95,15 +119,43 @@ async def debate_checksum(store: EventStore, debate_id: str) -> str:
     return digest.hexdigest()
 
 
+async def table_checksum(store: EventStore, table: str) -> str:
+    """SHA-256 over every row of one of `TABLES`, as stored (rows sorted here, not by the database: the
+    two stores' collations need not agree)."""
+    rows = sorted(json.dumps(list(r), default=str) for r in
+                  await store.fetchall(f"SELECT {_select(TABLES[table])} FROM {table}"))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
 async def _count(store: EventStore, table: str) -> int:
     row = await store.fetchone(f"SELECT count(*) FROM {table}")
     return int(row[0]) if row else 0
 
 
+async def table_names(store: EventStore) -> set[str]:
+    """The names of the tables in a store's database."""
+    if store.dialect == "postgresql":
+        rows = await store.fetchall("SELECT table_name FROM information_schema.tables "
+                                    "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")
+    else:
+        # (not SQLite's own tables, `sqlite_sequence` and the like)
+        rows = await store.fetchall("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")
+    return {str(r[0]) for r in rows}
+
+
+def unaccounted(tables: set[str]) -> set[str]:
+    """The tables of `tables` that are neither copied, derived, transient nor bookkeeping."""
+    return tables - {*COPIED, *DERIVED, *TRANSIENT, *BOOKKEEPING}
+
+
 async def copy_store(source: EventStore, target: EventStore,
                      progress: Callable[[str], Awaitable[None] | None] | None = None) -> TransferReport:
     """Copy everything in `source` into the empty `target`, then verify it (`TransferError` if it differs)."""
-    for table in ("debates", "users"):
+    unknown = unaccounted(await table_names(source))
+    if unknown:
+        raise TransferError(f"the source has table(s) migrate-store does not know how to copy: "
+                            f"{', '.join(sorted(unknown))} (see webapp/store/transfer.py)")
+    for table in COPIED:
         if await _count(target, table):
             raise TransferError(f"the target already holds {table}: copy into an empty database only")
     report = TransferReport()
@@ -135,20 +187,25 @@ async def copy_store(source: EventStore, target: EventStore,
                 # PostgreSQL: ids were given explicitly, so the identity sequence goes on after them.
                 await tx.execute("SELECT setval(pg_get_serial_sequence('audit', 'id'), (SELECT max(id) FROM audit))")
         report.rows[table] = len(rows)
+        report.table_checksums[table] = await table_checksum(source, table)
     await verify(source, target, report)
     return report
 
 
 async def verify(source: EventStore, target: EventStore, report: TransferReport) -> None:
-    """Every table's count, and every copied debate's checksum, the same on both sides."""
+    """Every copied and derived table's count, every copied debate's checksum and every other copied
+    table's checksum, the same on both sides."""
     problems = []
-    for table in ("debates", "events", *TABLES):
+    for table in (*COPIED, *DERIVED):
         have, want = await _count(target, table), await _count(source, table)
         if have != want:
             problems.append(f"{table}: {have} row(s) in the target, {want} in the source")
     for debate_id, checksum in report.checksums.items():
         if await debate_checksum(target, debate_id) != checksum:
             problems.append(f"debate {debate_id}: its copy differs from the source (checksum)")
+    for table, checksum in report.table_checksums.items():
+        if await table_checksum(target, table) != checksum:
+            problems.append(f"{table}: the copied rows differ from the source's (checksum)")
     if problems:
         raise TransferError("the copy does not match its source: " + "; ".join(problems))
 
