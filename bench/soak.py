@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import json
 import os
 import random
@@ -222,11 +223,12 @@ async def run_cli(args: Sequence[str], env: dict[str, str], log: Path, kill_afte
             stdout=asyncio.subprocess.PIPE, stderr=errors,
         )
         reader = StreamReader()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a chunk may end mid-character
         assert proc.stdout is not None
         killed = False
         try:
             while chunk := await proc.stdout.read(4096):
-                reader.feed(chunk.decode(errors="replace"))
+                reader.feed(decoder.decode(chunk))
                 due = (kill_after_words is not None and reader.words_so_far >= kill_after_words) or (
                     kill_at_judging and reader.judging)
                 if due:
@@ -238,6 +240,7 @@ async def run_cli(args: Sequence[str], env: dict[str, str], log: Path, kill_afte
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+            errors.write(f"--- its output{' (killed)' if killed else ''}:\n{reader.text}\n".encode())
     return (None if killed and code == -signal.SIGKILL else code), reader
 
 
