@@ -8,17 +8,23 @@ twice."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
 from tests.child_env import child_env
+from tests.pg_fixtures import EMPTY_TEMPLATE, _with_database
+from tests.redis_fixtures import RedisServer
 from webapp.access.gate import Gate
 from webapp.access.roles import CLI
 from webapp.engine.engine import Engine
@@ -31,36 +37,47 @@ from webapp.workers import WorkerClient
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 2.0  # seconds: short, so a dead worker's debates are taken over quickly
+DEMO_SPEED = 300  # tokens a second: quick, yet slow enough to kill a worker in the middle of a tournament
 WAIT = 30.0  # generous upper bound of every wait; each ends on a message long before
 
 
 class WorkerProcess:
-    """One `python -m webapp worker` process."""
+    """One `python -m webapp worker` process (a plain subprocess: the module's workers outlive each test's
+    event loop)."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
 
     @classmethod
-    async def start(cls, dsn: str, redis_url: str, demo_speed: int) -> WorkerProcess:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "webapp", "worker", "--db", dsn, "--lease", str(LEASE), "--poll", "0.3",
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env=child_env(ROSTRUM_REDIS_URL=redis_url, ROSTRUM_DEMO_SPEED=str(demo_speed)),
+    def start(cls, dsn: str, redis_url: str) -> WorkerProcess:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "webapp", "worker", "--db", dsn, "--lease", str(LEASE), "--poll", "0.3"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=child_env(ROSTRUM_REDIS_URL=redis_url, ROSTRUM_DEMO_SPEED=str(DEMO_SPEED)),
         )
         assert process.stdout is not None
-        async with asyncio.timeout(WAIT):
-            line = await process.stdout.readline()
-        assert line.startswith(b"worker "), line
         return cls(process)
+
+    def ready(self) -> None:
+        """Wait for its first line (`worker NAME ready`)."""
+        assert self.process.stdout is not None
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            line = pool.submit(self.process.stdout.readline).result(timeout=WAIT)
+        assert line.startswith(b"worker "), line
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     @property
     def tag(self) -> str:
         """What the names of this worker's leases and claims contain."""
         return f":{self.process.pid}:"
 
-    def stop(self) -> None:
-        if self.process.returncode is None:
+    def kill(self) -> None:
+        if self.alive:
             self.process.kill()
+        self.process.wait(timeout=WAIT)
 
 
 class WebSide:
@@ -121,28 +138,66 @@ class Changes:
                 await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
 
 
+def in_thread(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` on a loop of its own (module-scoped fixtures outlive each test's loop)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work).result(timeout=WAIT)
+
+
+async def admin(server: str, sql: str) -> None:
+    conn = await asyncpg.connect(_with_database(server, "postgres"))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def database(pg_server: str) -> Iterator[str]:
+    """One database for the module's tests (each plays its own tournament), so its workers start once."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    in_thread(admin(pg_server, f"CREATE DATABASE {name} TEMPLATE {EMPTY_TEMPLATE}"))
+    try:
+        yield _with_database(pg_server, name)
+    finally:
+        in_thread(admin(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+@pytest.fixture(scope="module")
+def pool(database: str, redis_server: RedisServer) -> Iterator[list[WorkerProcess]]:
+    started = [WorkerProcess.start(database, redis_server.url) for _ in range(2)]
+    try:
+        for worker in started:
+            worker.ready()
+        yield started
+    finally:
+        for worker in started:
+            worker.kill()
+
+
 @pytest.fixture
-async def web(pg_dsn: str, redis_url: str) -> AsyncIterator[WebSide]:
-    side = await WebSide.open(pg_dsn, redis_url)
+def workers(pool: list[WorkerProcess], database: str, redis_server: RedisServer) -> list[WorkerProcess]:
+    """Two live workers: one a test killed is replaced."""
+    for index, worker in enumerate(pool):
+        if not worker.alive:
+            worker.kill()
+            pool[index] = WorkerProcess.start(database, redis_server.url)
+            pool[index].ready()
+    return list(pool)
+
+
+@pytest.fixture
+async def web(database: str, redis_server: RedisServer) -> AsyncIterator[WebSide]:
+    side = await WebSide.open(database, redis_server.url)
     yield side
     await side.close()
 
 
-@pytest.fixture
-async def workers(pg_dsn: str, redis_url: str, request: pytest.FixtureRequest) -> AsyncIterator[list[WorkerProcess]]:
-    speed = getattr(request, "param", 400)
-    started = await asyncio.gather(*(WorkerProcess.start(pg_dsn, redis_url, speed) for _ in range(2)))
-    yield list(started)
-    for worker in started:
-        worker.stop()
-    for worker in started:
-        await worker.process.wait()
-
-
-def plan(concurrency: int) -> Tournament:
+def plan(concurrency: int, swap_sides: bool = True) -> Tournament:
+    """3 models, one topic: 6 debates of two turns each (3 without swapped sides)."""
     return Tournament(models=[Contender.parse(m) for m in ("alpha", "beta", "gamma")],
                       topics=["Cities should ban private cars"], format="round-limited", rounds=1,
-                      swap_sides=True, concurrency=concurrency)
+                      swap_sides=swap_sides, concurrency=concurrency)
 
 
 async def turn_keys(engine: Engine, debate_id: str) -> list[str]:
@@ -188,11 +243,11 @@ async def test_workers_play_a_tournament_started_from_the_web(web: WebSide, work
 
 
 async def test_a_stop_from_another_web_instance_reaches_the_worker_and_a_continue_plays_on(
-        web: WebSide, workers: list[WorkerProcess], pg_dsn: str, redis_url: str) -> None:
-    other = await WebSide.open(pg_dsn, redis_url)
+        web: WebSide, workers: list[WorkerProcess], database: str, redis_url: str) -> None:
+    other = await WebSide.open(database, redis_url)
     try:
         async with Changes(redis_url) as changes:
-            stored = await web.gate.start_tournament(plan(concurrency=1), web.manager)
+            stored = await web.gate.start_tournament(plan(concurrency=1, swap_sides=False), web.manager)
 
             async def first_debate() -> list[tuple[str, str]]:
                 return await slot_rows(web, stored.id)
@@ -229,11 +284,18 @@ async def test_a_stop_from_another_web_instance_reaches_the_worker_and_a_continu
         await other.close()
 
 
-@pytest.mark.parametrize("workers", [150], indirect=True)  # slow enough to kill it mid-tournament
 async def test_the_other_worker_continues_a_tournament_whose_worker_was_killed(
         web: WebSide, workers: list[WorkerProcess], redis_url: str) -> None:
+    claims: set[str] = set()
+
+    async def sample() -> None:  # who holds the tournament's claim right now
+        row = await web.store.get(stored.id)
+        if row is not None and row.owner:
+            claims.add(row.owner)
+
     async with Changes(redis_url) as changes:
         stored = await web.gate.start_tournament(plan(concurrency=2), web.manager)
+        changes.seen = sample
 
         async def some_done() -> tuple[TournamentRow, dict[str, Any]] | None:
             row = await web.row(stored.id)
@@ -243,17 +305,12 @@ async def test_the_other_worker_continues_a_tournament_whose_worker_was_killed(
 
         row, before = await changes.until(some_done)
         assert row.owner is not None
+        assert sum(d.row.status == "completed" for d in before.values()) < len(schedule(stored)) - 2
         owner = next(w for w in workers if w.tag in row.owner)
         kept = {debate.row.id: await turn_keys(web.engine, debate.row.id) for debate in before.values()}
         os.kill(owner.process.pid, signal.SIGKILL)
-        await owner.process.wait()
+        owner.kill()  # reaped
         survivor = next(w for w in workers if w is not owner)
-
-        async def taken_over() -> bool:
-            row = await web.row(stored.id)
-            return row.status == "completed" or bool(row.owner and survivor.tag in row.owner)
-
-        await changes.until(taken_over)
 
         async def ended() -> TournamentRow | None:
             row = await web.row(stored.id)
@@ -261,6 +318,7 @@ async def test_the_other_worker_continues_a_tournament_whose_worker_was_killed(
 
         row = await changes.until(ended)
     assert (row.status, row.stop_reason) == ("completed", None)
+    assert any(survivor.tag in claim for claim in claims), claims  # the survivor took the tournament over
     slots = await slot_rows(web, stored.id)
     assert [slot for slot, _ in slots] == sorted(s.key for s in schedule(stored))  # no slot played twice
     debates = await web.store.debates(stored.id)
