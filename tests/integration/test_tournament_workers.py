@@ -3,7 +3,8 @@ side's command gate (its engine set up as with `ROSTRUM_WORKERS=external`) is pl
 worker processes (`python -m webapp worker`), its debates spread over both; a stop sent from another
 web instance reaches the worker playing it and a continue plays it on; when the worker playing the
 tournament is killed (SIGKILL), the other continues it and no slot (and no finished turn) is played
-twice."""
+twice. Then, in this process: which running tournaments workers may take (on both stores), and a worker
+without Redis playing a tournament the web side asked for through the tables alone."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import concurrent.futures
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -30,10 +32,11 @@ from webapp.access.roles import CLI
 from webapp.engine.engine import Engine
 from webapp.models import EventKind
 from webapp.settings import Settings
+from webapp.store.protocol import EventStore
 from webapp.tournament.plan import Contender, Tournament, schedule
 from webapp.tournament.runner import TournamentManager
-from webapp.tournament.store import TournamentRow, TournamentStore
-from webapp.workers import WorkerClient
+from webapp.tournament.store import WORKER_MARK, TournamentRow, TournamentStore, owner_name, played_by_worker
+from webapp.workers import Worker, WorkerClient
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 2.0  # seconds: short, so a dead worker's debates are taken over quickly
@@ -330,3 +333,64 @@ async def test_the_other_worker_continues_a_tournament_whose_worker_was_killed(
         assert len(keys) == len(set(keys)) == 2  # no turn doubled (round-limited, one round: two turns)
         if debate.row.id in kept:
             assert keys[:len(kept[debate.row.id])] == kept[debate.row.id]  # no finished turn lost
+
+
+# --- the rules, in this process -----------------------------------------------------------------------
+
+
+async def test_workers_take_only_tournaments_nobody_plays_or_whose_worker_is_gone(any_store: EventStore) -> None:
+    store = TournamentStore(any_store)
+    ids = [(await store.create(plan(concurrency=1))).id for _ in range(6)]
+    asked, cli, dead_cli, lapsed, dead, alive = ids
+    for tournament_id in ids:
+        assert await store.request_play(tournament_id)
+    assert not await store.request_play(asked)  # already asked for: nothing changes
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    here = f"{socket.gethostname()}:{int(gone.stdout)}:abcd1234"  # a process of this host that has ended
+    await store.claim(cli, "elsewhere.example:42:abcd1234")  # the CLI on another machine
+    await store.claim(dead_cli, here)  # the CLI, killed: its tournament is not the workers'
+    await store.claim(lapsed, f"elsewhere.example:42:abcd1234:{WORKER_MARK}", lease=-1.0)  # expired at once
+    await store.claim(dead, f"{here}:{WORKER_MARK}")
+    await store.claim(alive, owner_name(worker=True))  # this process, as a worker: alive and renewing
+    assert played_by_worker(owner_name(worker=True)) and not played_by_worker(owner_name())
+    assert sorted(await store.for_workers()) == sorted([asked, lapsed, dead])
+    assert await store.request_stop(asked, "stopped by ada")
+    assert not await store.request_stop(asked, "again")  # not running any more
+    row = await store.get(asked)
+    assert row is not None and (row.status, row.stop_reason) == ("stopped", "stopped by ada")
+    assert asked not in await store.for_workers()
+    assert await store.request_play(asked)  # continued: running again, the reason gone
+    row = await store.get(asked)
+    assert row is not None and (row.status, row.stop_reason) == ("running", None)
+
+
+async def test_a_worker_without_redis_plays_a_tournament_the_web_side_asked_for(tmp_path: Path) -> None:
+    """SQLite, no Redis: the tables alone carry the request, the jobs and the answers."""
+    settings = Settings(db=tmp_path / "db.sqlite3", demo_speed=0)
+    web = await Engine.open(settings=settings)
+    runner = await Engine.open(settings=settings)
+    worker = Worker(runner, lease=3.0, poll=0.05)
+    web.workers = client = WorkerClient(web.store, poll=0.05)
+    manager = TournamentManager(web)
+    store = TournamentStore(web.store)
+    stored = await store.create(plan(concurrency=2))
+    first = asyncio.Event()  # the first event of a debate the worker runs: its tournament task exists then
+    runner.subscribe_all(lambda message: first.set())
+    await worker.start()
+    try:
+        await manager.play(stored.id, actor="ada")
+        assert not manager.runners  # nothing plays in the web process
+        async with asyncio.timeout(WAIT):
+            await first.wait()
+            await worker.tournaments[stored.id]
+        row = await store.get(stored.id)
+        assert row is not None and (row.status, row.owner) == ("completed", None)
+        debates = await store.debates(stored.id)
+        assert sorted(debates) == sorted(s.key for s in schedule(stored))
+        assert {d.row.status for d in debates.values()} == {"completed"}
+        assert not web.sessions  # the web side's engine loaded none of them
+    finally:
+        await worker.close()
+        await client.close()
+        await web.close()
+        await runner.close()
