@@ -4,7 +4,8 @@ worker processes (`python -m webapp worker`), its debates spread over both; a st
 web instance reaches the worker playing it and a continue plays it on; when the worker playing the
 tournament is killed (SIGKILL), the other continues it and no slot (and no finished turn) is played
 twice. Then, in this process: which running tournaments workers may take (on both stores), and a worker
-without Redis playing a tournament the web side asked for through the tables alone."""
+without Redis playing a tournament the web side asked for through the tables alone, and a busy worker
+leaving a new debate a moment to a less busy one."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ from webapp.store.protocol import EventStore
 from webapp.tournament.plan import Contender, Tournament, schedule
 from webapp.tournament.runner import TournamentManager
 from webapp.tournament.store import WORKER_MARK, TournamentRow, TournamentStore, owner_name, played_by_worker
-from webapp.workers import Worker, WorkerClient
+from webapp.workers import Job, Worker, WorkerClient
+from webapp.workers.leases import now
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 2.0  # seconds: short, so a dead worker's debates are taken over quickly
@@ -394,3 +396,20 @@ async def test_a_worker_without_redis_plays_a_tournament_the_web_side_asked_for(
         await client.close()
         await web.close()
         await runner.close()
+
+
+async def test_a_busy_worker_leaves_a_new_debate_a_moment_to_a_less_busy_one(tmp_path: Path) -> None:
+    engine = await Engine.open(settings=Settings(db=tmp_path / "db.sqlite3", demo_speed=0))
+    try:
+        worker = Worker(engine, lease=3.0, poll=0.05)
+        fresh = Job("j1", "d-new", "run", {}, "ada", created_at=now())
+        assert not worker._leave_to_others(fresh)  # an idle worker takes it at once
+        worker.owned = {"d1", "d2"}
+        assert worker._leave_to_others(fresh)  # busy: left about 0.2 s to another worker
+        stale = Job("j2", "d-new", "run", {}, "ada", created_at=now() - 1.0)
+        assert not worker._leave_to_others(stale)  # nobody took it meanwhile: this one does
+        command = Job("j3", "d-new", "command", {"command": "pause"}, "ada", created_at=now())
+        assert not worker._leave_to_others(command)  # only new debates are spread
+        assert not worker._leave_to_others(Job("j4", "d1", "run", {}, "ada", created_at=now()))  # its own debate
+    finally:
+        await engine.close()

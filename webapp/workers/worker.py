@@ -187,7 +187,10 @@ class Worker:
         await self.leases.release(debate_id)
 
     async def _answer_jobs(self) -> None:
-        await self._play_tournaments()
+        try:
+            await self._play_tournaments()
+        except Exception:  # the jobs are answered all the same; the tournaments are looked at next round
+            log.exception("worker %s: looking for tournaments to play failed", self.name)
         jobs = await self.jobs.pending()
         if not jobs:
             return
