@@ -182,7 +182,7 @@ class Gate:
             tournament.model_copy(update={"created_by": principal.actor}))
         await self.accounts.audit(principal.actor, "tournament", None, detail={"tournament": stored.id,
                                                                                 "name": stored.name[:200]})
-        manager.start(stored.id, actor=principal.actor)
+        await manager.play(stored.id, actor=principal.actor)  # here, or on the debate workers
         return stored
 
     async def continue_tournament(self, tournament_id: str, manager: TournamentManager,
@@ -194,12 +194,12 @@ class Gate:
             await store.set_budget(tournament_id, budget_usd)
         await self.accounts.audit(principal.actor, "continue_tournament", None,
                                   detail={"tournament": tournament_id, "budget_usd": budget_usd})
-        manager.start(tournament_id, actor=principal.actor)
+        await manager.play(tournament_id, actor=principal.actor)
 
     async def stop_tournament(self, tournament_id: str, manager: TournamentManager) -> bool:
         """Start no further debate of a tournament (those running finish); audited."""
         principal = await self.authorize(Action.STOP, detail="tournament")
-        stopping = manager.request_stop(tournament_id)
+        stopping = await manager.stop(tournament_id)
         await self.accounts.audit(principal.actor, "stop_tournament", None, detail={"tournament": tournament_id})
         return stopping
 

@@ -89,9 +89,19 @@ _SQL = {
 LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
 
 
-def owner_name() -> str:
-    """Who plays a tournament: this host and process, and a token (two players in one process differ)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+WORKER_MARK = "worker"  # the last part of the owner name of a tournament played by a debate worker
+
+
+def owner_name(worker: bool = False) -> str:
+    """Who plays a tournament: this host and process, and a token (two players in one process differ);
+    marked when a debate worker plays it, so that only workers take over from a worker that died."""
+    name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{name}:{WORKER_MARK}" if worker else name
+
+
+def played_by_worker(owner: str) -> bool:
+    """Whether `owner` (see `owner_name`) is a debate worker."""
+    return owner.rsplit(":", 1)[-1] == WORKER_MARK
 
 
 def owner_gone(owner: str) -> bool:
@@ -198,9 +208,9 @@ class TournamentStore:
                                         (*statuses, tournament_id))
         return float(row[0]) if row else 0.0
 
-    async def claim(self, tournament_id: str, owner: str) -> None:
-        """Become the one process playing the tournament; raises `TournamentBusy` while another
-        (alive, or within its lease) is."""
+    async def claim(self, tournament_id: str, owner: str, lease: float = LEASE_S) -> None:
+        """Become the one process playing the tournament for `lease` seconds (renewed by `renew`);
+        raises `TournamentBusy` while another (alive, or within its lease) is."""
         now = utcnow()
         found = await self.store.fetchone("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
         if found is None:
@@ -213,12 +223,12 @@ class TournamentStore:
         async with self.store.transaction() as db:
             done = await db.execute(
                 "UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ? AND coalesce(owner, '') = ?",
-                (owner, (now + timedelta(seconds=LEASE_S)).isoformat(), tournament_id, holder or ""))
+                (owner, (now + timedelta(seconds=lease)).isoformat(), tournament_id, holder or ""))
         if done.rowcount == 0:
             raise TournamentBusy(tournament_id, holder or "another process")
 
-    async def renew(self, tournament_id: str, owner: str) -> None:
-        until = (utcnow() + timedelta(seconds=LEASE_S)).isoformat()
+    async def renew(self, tournament_id: str, owner: str, lease: float = LEASE_S) -> None:
+        until = (utcnow() + timedelta(seconds=lease)).isoformat()
         async with self.store.transaction() as db:
             await db.execute("UPDATE tournaments SET lease_until = ? WHERE id = ? AND owner = ?",
                              (until, tournament_id, owner))
@@ -227,6 +237,39 @@ class TournamentStore:
         async with self.store.transaction() as db:
             await db.execute("UPDATE tournaments SET owner = NULL, lease_until = NULL WHERE id = ? AND owner = ?",
                              (tournament_id, owner))
+
+    # --- tournaments played by debate workers (ROSTRUM_WORKERS=external) ---------------------------
+
+    async def request_play(self, tournament_id: str) -> bool:
+        """Ask the debate workers to play (or continue) a tournament: its status becomes `running`, which
+        is the durable request every worker reads (see `for_workers`). False when it already was."""
+        async with self.store.transaction() as db:
+            done = await db.execute(
+                "UPDATE tournaments SET status = 'running', stop_reason = NULL, updated_at = ? "
+                "WHERE id = ? AND status <> 'running'", (utcnow().isoformat(), tournament_id))
+        if done.rowcount == 0 and await self.get(tournament_id) is None:
+            raise KeyError(tournament_id)
+        return done.rowcount > 0
+
+    async def request_stop(self, tournament_id: str, reason: str) -> bool:
+        """Stop a tournament that workers play: no further debate starts (the worker playing it reads
+        the status); those running finish on their workers. False when it was not running."""
+        async with self.store.transaction() as db:
+            done = await db.execute(
+                "UPDATE tournaments SET status = 'stopped', stop_reason = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'running'", (reason, utcnow().isoformat(), tournament_id))
+        return done.rowcount > 0
+
+    async def for_workers(self) -> list[str]:
+        """Running tournaments a debate worker may take: nobody plays them (asked for by a web process,
+        or given up by a process that stopped cleanly), or the worker playing them died or stopped
+        renewing its claim. One claimed by another kind of process (the CLI) is left to it."""
+        rows = await self.store.fetchall(
+            "SELECT id, owner, lease_until FROM tournaments WHERE status = 'running' ORDER BY created_at")
+        now = utcnow()
+        return [str(r[0]) for r in rows
+                if not r[1] or (played_by_worker(str(r[1])) and (not r[2] or datetime.fromisoformat(r[2]) <= now
+                                                                 or owner_gone(str(r[1]))))]
 
     @staticmethod
     def _row(r: tuple[Any, ...]) -> TournamentRow:

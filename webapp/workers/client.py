@@ -18,7 +18,7 @@ from webapp.engine.engine import DebateNotFound
 from webapp.engine.machine import Event, State, TransitionNotAllowed
 from webapp.store.protocol import EventStore
 from webapp.workers.leases import JobQueue, Outcome
-from webapp.workers.worker import commands_channel, results_channel
+from webapp.workers.worker import commands_channel, results_channel, tournament_channel
 
 ANSWER_TIMEOUT = 10.0  # seconds a command waits for a worker before giving up
 POLL_SECONDS = 0.25  # how often the job table is read while waiting (the answer may come without a message)
@@ -43,6 +43,13 @@ class WorkerClient:
     async def close(self) -> None:
         if self._redis is not None:
             await self._redis.aclose()
+
+    async def ring_tournament(self, tournament_id: str) -> None:
+        """Wake the workers about a tournament whose status a web process just changed (to play it, or
+        to stop it); without Redis they see it at their next look at the store."""
+        if self._redis is not None:
+            with contextlib.suppress(Exception):
+                await self._redis.publish(tournament_channel(tournament_id), "")
 
     async def run(self, debate_id: str, actor: str, timeout: float = ANSWER_TIMEOUT) -> CommandResult:
         """Have a worker start (or continue) a debate, as `Engine.continue_debate` does."""

@@ -95,6 +95,7 @@ class Job:
     kind: str
     args: dict[str, Any]
     actor: str
+    created_at: float = 0.0  # seconds since the epoch (`now`)
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,9 @@ class JobQueue:
     async def pending(self, limit: int = 100) -> list[Job]:
         """Unanswered jobs, oldest first."""
         rows = await self.store.fetchall(
-            "SELECT id, debate_id, kind, args, actor FROM worker_jobs WHERE done_at IS NULL"
+            "SELECT id, debate_id, kind, args, actor, created_at FROM worker_jobs WHERE done_at IS NULL"
             " ORDER BY created_at, id LIMIT ?", (limit,))
-        return [Job(str(r[0]), str(r[1]), str(r[2]), json.loads(r[3]), str(r[4])) for r in rows]
+        return [Job(str(r[0]), str(r[1]), str(r[2]), json.loads(r[3]), str(r[4]), float(r[5])) for r in rows]
 
     async def finish(self, job_id: str, ok: bool, detail: dict[str, Any]) -> bool:
         """Record a job's outcome; False when another worker answered it first."""

@@ -11,7 +11,14 @@ Three loops share the worker's set of owned debates (one lock orders their steps
   (killed, say): its lease is taken and it continues from its log, which redoes the turn that was cut
   off and never a finished one (turns are committed with idempotency keys). A running debate without
   any lease is left alone: a process that runs debates without leases (the CLI, a web instance in the
-  default mode, a tournament) has it.
+  default mode, a tournament played there) has it.
+
+Tournaments started from a web process in the external mode play here too: the jobs loop also looks
+for running tournaments nobody plays (a web process asked for one, or the worker playing it died) and
+plays each under the tournament's claim (`TournamentRunner` with this worker's client as its remote),
+so a tournament's scheduling loop runs on one worker at a time and its debates are left as "run" jobs
+that any worker takes. A worker already running debates leaves a new one a moment to a less busy
+worker (`SPREAD_SECONDS`), so the debates of a tournament spread over the workers.
 """
 
 from __future__ import annotations
@@ -22,12 +29,17 @@ import logging
 import os
 import socket
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.machine import ACTIVE_STATES, TransitionNotAllowed
 from webapp.store import StaleWrite
-from webapp.workers.leases import Job, JobQueue, Leases
+from webapp.tournament.runner import TournamentRunner
+from webapp.tournament.store import TournamentBusy, TournamentStore, owner_name
+from webapp.workers.leases import Job, JobQueue, Leases, now
+
+if TYPE_CHECKING:
+    from webapp.workers.client import WorkerClient
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +47,22 @@ COMMANDS_PATTERN = "rostrum:commands:*"
 LEASE_SECONDS = 15.0  # a dead worker's debates are taken over within this plus one poll
 POLL_SECONDS = 1.0  # how often the tables are read when no ring arrives (and Redis is not configured)
 REDIS_RETRY = 1.0  # seconds between attempts to reach Redis again
+# Per debate a worker runs (up to SPREAD_MOST of them): how long it leaves a new debate's "run" job to
+# a worker that runs fewer. An idle worker, woken by the ring, takes it in milliseconds; a lone busy
+# worker takes it after this short wait.
+SPREAD_SECONDS = 0.1
+SPREAD_MOST = 4
 
 
 def commands_channel(debate_id: str) -> str:
     """Where a web process rings the worker of a debate after leaving it a job."""
     return f"rostrum:commands:{debate_id}"
+
+
+def tournament_channel(tournament_id: str) -> str:
+    """Where a web process rings the workers after asking for a tournament to be played or stopped
+    (under the commands pattern, so it wakes the jobs loop, which also looks at tournaments)."""
+    return f"rostrum:commands:tournament:{tournament_id}"
 
 
 def results_channel(debate_id: str) -> str:
@@ -63,8 +86,14 @@ class Worker:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self.tournaments: dict[str, asyncio.Task[None]] = {}  # the tournaments this worker schedules
+        self.tournament_store = TournamentStore(engine.store)
+        self.client: WorkerClient | None = None  # how those tournaments hand their debates to the workers
 
     async def start(self) -> None:
+        from webapp.workers.client import WorkerClient  # it imports this module's channel names
+
+        self.client = WorkerClient(self.engine.store, self._redis_url)
         if self._redis_url:
             import redis.asyncio as aioredis
 
@@ -82,6 +111,14 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        # Their claims are released: another worker continues them at its next look.
+        playing = list(self.tournaments.values())
+        for task in playing:
+            task.cancel()
+        await asyncio.gather(*playing, return_exceptions=True)
+        self.tournaments.clear()
+        if self.client is not None:
+            await self.client.close()
         async with self._lock:
             for debate_id in list(self.owned):
                 self.owned.discard(debate_id)
@@ -150,17 +187,60 @@ class Worker:
         await self.leases.release(debate_id)
 
     async def _answer_jobs(self) -> None:
+        try:
+            await self._play_tournaments()
+        except Exception:  # the jobs are answered all the same; the tournaments are looked at next round
+            log.exception("worker %s: looking for tournaments to play failed", self.name)
         jobs = await self.jobs.pending()
         if not jobs:
             return
         elsewhere = await self.leases.held_elsewhere()
         for job in jobs:
-            if job.debate_id in elsewhere or not await self._take(job.debate_id):
+            if job.debate_id in elsewhere or self._leave_to_others(job):
+                continue
+            if not await self._take(job.debate_id):
                 continue  # its worker answers it
             ok, detail = await self._apply(job)
             if await self.jobs.finish(job.id, ok, detail) and self._redis is not None:
                 with contextlib.suppress(Exception):  # the web side falls back to reading the table
                     await self._redis.publish(results_channel(job.debate_id), job.id)
+
+    def _leave_to_others(self, job: Job) -> bool:
+        """Whether to leave a new debate's "run" job, for now, to a worker running fewer debates; when
+        none takes it in time, this worker's jobs loop is woken to take it."""
+        if job.kind != "run" or job.debate_id in self.owned or not self.owned:
+            return False
+        wait = min(len(self.owned), SPREAD_MOST) * SPREAD_SECONDS - (now() - job.created_at)
+        if wait <= 0:
+            return False
+        asyncio.get_running_loop().call_later(wait, self._wake.set)
+        return True
+
+    async def _play_tournaments(self) -> None:
+        """Play the running tournaments nobody plays (see `TournamentStore.for_workers`)."""
+        for tournament_id, task in list(self.tournaments.items()):
+            if task.done():
+                del self.tournaments[tournament_id]
+        assert self.client is not None, "start() the worker first"
+        for tournament_id in await self.tournament_store.for_workers():
+            if tournament_id in self.tournaments:
+                continue
+            runner = TournamentRunner(self.engine, tournament_id, remote=self.client, owner=owner_name(worker=True),
+                                      lease=self.leases.duration, poll=self.poll)
+            self.tournaments[tournament_id] = asyncio.create_task(self._play_tournament(runner),
+                                                                  name=f"tournament-{tournament_id}")
+
+    async def _play_tournament(self, runner: TournamentRunner) -> None:
+        try:
+            row = await runner.run()
+        except TournamentBusy:  # another worker took it first
+            return
+        except Exception:  # the tournament stays `running` and unclaimed: a worker tries again
+            log.exception("worker %s: tournament %s failed", self.name, runner.tournament_id)
+            return
+        log.info("worker %s: tournament %s %s", self.name, row.id, row.status)
+        if self.client is not None:  # whoever watches it (the other workers, a test) hears it ended here
+            await self.client.ring_tournament(row.id)
 
     async def _apply(self, job: Job) -> tuple[bool, dict[str, Any]]:
         """Carry a job out through the engine's command path; what came of it, as stored for the asker."""

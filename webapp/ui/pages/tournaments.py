@@ -223,7 +223,7 @@ class TournamentView:
 
     async def marker(self, state: Progress) -> tuple[Any, ...]:
         """What the page shows, in short: it is redrawn only when this changes."""
-        self.playing = (await runtime.current().tournaments()).running(self.tournament_id)
+        self.playing = (await runtime.current().tournaments()).plays(state.row)  # here, or on the workers
         self.elsewhere = not self.playing and state.row.claimed()
         return (state.row.status, state.row.stop_reason, state.row.tournament.budget_usd, self.playing, self.elsewhere,
                 tuple(sorted((d.row.id, d.row.status, d.row.turn_count, d.has_verdict)
