@@ -18,8 +18,8 @@
     users disable NAME | users enable NAME
     users passwd NAME        set a new password
     migrate-store --from sqlite:PATH --to postgresql://…
-                             copy every debate, account, share link and audit row to another store,
-                             verifying counts and each debate's checksum
+                             copy every debate, account, share link, audit row, saved profile and
+                             template and tournament to another store, verifying counts and checksums
     tournament --models A,B,C --topics FILE [--format F] [--swap-sides] [--budget USD] [--concurrency N]
     tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
     worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
