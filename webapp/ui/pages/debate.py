@@ -196,8 +196,8 @@ class DebateView:
 
     def _place(self, name: str, render: Callable[[], None]) -> None:
         """Section `name` rendered straight into its parent, right after its anchor (or right before it,
-        for a place marked so), replacing what it
-        rendered before: no holder element (each one costs every spectator's page memory)."""
+        for a place marked so), replacing what it rendered before: no holder element (each one costs
+        every spectator's page memory)."""
         parent, anchor, after = self.places[name]
         for element in self.placed.pop(name, []):
             parent.remove(element)
