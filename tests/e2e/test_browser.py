@@ -60,7 +60,7 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
     expect(page.locator(".q-badge", has_text="completed")).to_be_visible()
     # the scores: a table of bars, one row per criterion and "Overall", a bar per debater
     expect(page.get_by_role("table").filter(has_text="Overall")).to_be_visible()
-    assert page.locator(".rostrum-bar > div").count() >= 2
+    assert page.locator(".rostrum-scores td > span").count() >= 2
     for name in ("Pause", "Resume", "Retry", "Stop"):
         expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
 

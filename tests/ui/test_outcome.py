@@ -263,7 +263,7 @@ async def test_the_scores_are_bars_in_the_verdict_card(user: User) -> None:
     for criterion in verdict.criteria:
         assert criterion in table
     for score in verdict.scores.values():
-        assert f'style="width:{max(0.0, min(100.0, score)):g}%;' in one(user, "verdict").content
+        assert f'style="--w:{max(0.0, min(100.0, score)):g}%;' in one(user, "verdict").content
     assert "Overall" in table
     # no chart element: it kept a full copy of its options on every spectator's page
     assert not [e for e in user.client.elements.values() if isinstance(e, ui.echart)]

@@ -49,8 +49,7 @@ def score_chart_html(state: DebateState, verdict: Verdict) -> str:
     names = _names(state)
     pids = _ordered(state, verdict.scores)
     cast = {pid: names.get(pid, (pid, NEUTRAL)) for pid in pids}
-    head = "".join(f'<th scope="col" class="text-left font-medium"><span class="row items-center gap-1 no-wrap">'
-                   f'{dot(color)}{escape(name)}</span></th>' for name, color in cast.values())
+    head = "".join(f'<th scope="col">{dot(color)} {escape(name)}</th>' for name, color in cast.values())
     rows = []
     for criterion in [*verdict.criteria, None]:
         cells = []
@@ -61,17 +60,14 @@ def score_chart_html(state: DebateState, verdict: Verdict) -> str:
                 found = verdict.criteria[criterion].get(pid)
                 score = found.score if found is not None else None
             if score is None:
-                cells.append('<td class="text-grey-6">–</td>')
+                cells.append("<td>–</td>")
                 continue
             width = max(0.0, min(100.0, float(score)))
-            color = cast[pid][1]
-            cells.append(f'<td><div class="row items-center gap-2 no-wrap"><div class="rostrum-bar">'
-                         f'<div style="width:{width:g}%;background:{color}"></div></div>'
-                         f'<span class="tabular-nums text-xs">{score:g}</span></div></td>')
+            # Few bytes a cell: this card goes to every spectator at once (the bar is CSS, styles.css).
+            cells.append(f'<td><span style="--w:{width:g}%;--c:{cast[pid][1]}"></span>{score:g}</td>')
         label = "Overall" if criterion is None else criterion
-        weight = " font-medium" if criterion is None else ""
-        rows.append(f'<tr><th scope="row" class="text-left text-sm{weight}">{escape(label)}</th>{"".join(cells)}</tr>')
-    return (f'<table class="rostrum-scores w-full text-sm" data-mark="score-chart">'
+        rows.append(f'<tr><th scope="row">{escape(label)}</th>{"".join(cells)}</tr>')
+    return (f'<table class="rostrum-scores" data-mark="score-chart">'
             f'<caption class="sr-only">Scores out of 100 per criterion and overall</caption>'
             f'<thead><tr><th scope="col"><span class="sr-only">Criterion</span></th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
@@ -264,13 +260,10 @@ def _criteria_notes(top: HtmlParts, state: DebateState, verdict: Verdict) -> Non
     notes = [(c, pid, s) for c, by_pid in verdict.criteria.items() for pid, s in by_pid.items() if s.note]
     if not notes:
         return
-    rows = "".join(f'<div class="row w-full gap-2 text-sm no-wrap" data-mark="criterion-note">'
-                   f'<span class="font-medium shrink-0">{escape(criterion)} · {escape(_name(state, pid))} · '
-                   f'{score.score:g}</span><span class="text-grey-8">{escape(score.note or "")}</span></div>'
-                   for criterion, pid, score in notes)
-    top.add(f'<details class="w-full rostrum-details" data-mark="criteria-notes"><summary class="cursor-pointer '
-            f'font-medium">Notes per criterion ({len(notes)})</summary><div class="column gap-1 q-pt-sm">{rows}'
-            f'</div></details>', "criteria-notes")
+    rows = "".join(f'<li data-mark="criterion-note"><b>{escape(criterion)} · {escape(_name(state, pid))} · '
+                   f'{score.score:g}</b> {escape(score.note or "")}</li>' for criterion, pid, score in notes)
+    top.add(f'<details class="rostrum-details" data-mark="criteria-notes"><summary>Notes per criterion '
+            f'({len(notes)})</summary><ul>{rows}</ul></details>', "criteria-notes")
 
 
 def _rulings(state: DebateState, verdict: Verdict) -> None:
