@@ -115,10 +115,7 @@ class DebateView:
                 ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            self.controls = Controls(self.session, self.gate, after=self.sync)
-            if principal.kind == "share-link":  # a link watches and exports; it sends no command
-                for button in self.controls.buttons.values():
-                    button.set_visibility(False)
+            self.controls = Controls(self.session, self.gate, after=self.sync)  # a share link gets none
             with self.controls.row:  # one row for the commands and the rest: one element less
                 self.export_menu: ui.menu | None = None
                 self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
