@@ -9,11 +9,11 @@ export default {
              :unelevated="on(b[0])" :flat="!on(b[0])" :color="on(b[0]) ? b[3] : 'grey-6'" :disable="!on(b[0])"
              @click="b[0] === 'stop' ? null : send(b[0])">
         <q-menu v-if="b[0] === 'stop'">
-          <q-list style="min-width: 14rem">
-            <q-item clickable v-close-popup @click="send('stop', true)">
+          <q-list role="menu" style="min-width: 14rem">
+            <q-item clickable v-close-popup role="menuitem" @click="send('stop', true)">
               <q-item-section>Stop and judge what was said</q-item-section>
             </q-item>
-            <q-item clickable v-close-popup @click="send('stop', false)">
+            <q-item clickable v-close-popup role="menuitem" @click="send('stop', false)">
               <q-item-section>Stop without a verdict</q-item-section>
             </q-item>
           </q-list>
