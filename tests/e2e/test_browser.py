@@ -58,7 +58,9 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
 
     expect(page.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=LONG)
     expect(page.locator(".q-badge", has_text="completed")).to_be_visible()
-    expect(page.locator(".nicegui-echart canvas").first).to_be_visible()  # the score chart drew
+    # the scores: a table of bars, one row per criterion and "Overall", a bar per debater
+    expect(page.get_by_role("table").filter(has_text="Overall")).to_be_visible()
+    assert page.locator(".rostrum-scores td > span").count() >= 2
     for name in ("Pause", "Resume", "Retry", "Stop"):
         expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
 
@@ -106,4 +108,21 @@ def test_hostile_topic_and_model_output_render_as_text(server: str, browser: Bro
     page.goto(server + "/")
     expect(page.get_by_text(hostile).first).to_be_visible()  # the dashboard shows it as text too
     assert page.evaluate("() => window.pwned") is None
+    context.close()
+
+
+def test_stop_opens_its_menu_and_stops_without_a_verdict(server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    start_from_form(page, server, "Should a stop ask first?")
+    stop = page.get_by_role("button", name="Stop", exact=True)
+    expect(stop).to_be_enabled()
+    stop.click()  # a menu, not a command: with or without a verdict
+    choice = page.get_by_role("menuitem", name="Stop without a verdict")
+    expect(choice).to_be_visible()
+    assert page.locator(".q-badge", has_text="stopped").count() == 0
+    choice.click()
+    expect(page.locator(".q-badge", has_text="stopped")).to_be_visible()
+    for name in ("Pause", "Resume", "Stop"):
+        expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
     context.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from html.parser import HTMLParser
 from typing import Any
 
@@ -36,6 +37,22 @@ def one(user: User, marker: str) -> Any:
     elements = list(user.find(marker=marker).elements)
     assert len(elements) == 1, f"expected one element marked {marker!r}, found {len(elements)}"
     return elements[0]
+
+
+def send_command(user: User, name: str, verdict: bool | None = None) -> None:
+    """What the browser sends when a command button (or an item of Stop's menu) is pressed: the
+    command bar's "command" event, over NiceGUI's own event path, whether the button is enabled or not
+    (a tampered page can send it anyway)."""
+    bar = one(user, "controls")
+    listener = next(li for li in bar._event_listeners.values() if li.type == "command")
+    args = {"name": name} if verdict is None else {"name": name, "verdict": verdict}
+    user.client.handle_event({"id": bar.id, "listener_id": listener.id, "args": [json.dumps(args)]})
+
+
+def press(user: User, name: str, verdict: bool | None = None) -> None:
+    """A person pressing an enabled command button (Stop: choosing `verdict` in its menu)."""
+    assert one(user, "controls").enabled(name), f"{name} is not enabled"
+    send_command(user, name, verdict)
 
 
 def texts(user: User, marker: str) -> list[str]:

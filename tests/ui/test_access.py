@@ -13,7 +13,7 @@ import pytest
 from nicegui import core
 from nicegui.testing import User
 
-from tests.ui.helpers import demo_speed, engine, notified, one, start_demo
+from tests.ui.helpers import demo_speed, engine, notified, one, press, send_command, start_demo
 from webapp.access.passwords import hash_password
 from webapp.access.roles import Role
 from webapp.engine.machine import State
@@ -179,10 +179,10 @@ async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
     await add_users(("pat", role))
     session = await start_demo("Who may pause?")
     await signed_in(user, "pat", page=f"/debate/{session.id}")
-    assert one(user, "pause").enabled is (role != "viewer")
+    assert one(user, "controls").enabled("pause") is (role != "viewer")
     caplog.set_level(logging.WARNING, "rostrum.access")
     outcome = notified("Not done", user)
-    click_forged(user, "pause")  # for a viewer: a forged event to a disabled button
+    send_command(user, "pause")  # for a viewer: a forged event for a disabled button
     if role == "viewer":
         await asyncio.wait_for(outcome.wait(), 5)
         assert session.state.status is not State.PAUSED
@@ -205,7 +205,7 @@ async def test_a_viewer_sees_no_enabled_control_and_no_create_or_admin(user: Use
     await add_users(("vic", "viewer"))
     session = await start_demo("Read only?")
     await signed_in(user, "vic", page=f"/debate/{session.id}")
-    assert not any(one(user, name).enabled for name in ("pause", "resume", "retry", "stop"))
+    assert not any(one(user, "controls").enabled(name) for name in ("pause", "resume", "retry", "stop"))
     await user.should_see(marker="read-only")
     await user.should_not_see(marker="share-card")
     await user.should_not_see(marker="delete")
@@ -311,7 +311,7 @@ async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: No
     await guest.should_see("Shall we share?")
     await guest.should_see("Shared read-only view")  # in the header, instead of the navigation
     await guest.should_not_see("New debate")
-    await guest.should_not_see(marker="pause")  # no controls at all for a link
+    assert one(guest, "controls").label("pause") is None  # no command buttons at all for a link
     guest.find(marker="export").click()
     guest.find(marker="export-md").click()
     assert "Shall we share?" in (await guest.download.next()).text
@@ -378,7 +378,7 @@ async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: Use
     session = await start_demo("Delete me")
     ops = browser()
     await signed_in(ops, "ops", page=f"/debate/{session.id}")
-    ops.find(marker="pause").click()
+    press(ops, "pause")
     await ops.should_see(marker="paused-note")
     await ops.should_not_see(marker="delete")
 

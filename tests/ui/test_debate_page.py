@@ -17,6 +17,7 @@ from tests.ui.helpers import (
     marked_texts,
     notified,
     one,
+    press,
     start_demo,
     stream_text,
     transcript,
@@ -31,7 +32,8 @@ CONTROLS = ("pause", "resume", "retry", "stop")
 
 
 def enabled(user: User) -> dict[str, bool]:
-    return {name: one(user, name).enabled for name in CONTROLS}
+    bar = one(user, "controls")
+    return {name: bar.enabled(name) for name in CONTROLS}
 
 
 async def first_live_text(session, minimum: int = 20) -> str:
@@ -136,18 +138,17 @@ async def test_controls_are_enabled_exactly_when_the_machine_allows(user: User,
     await user.should_see(marker="status-running")
     assert enabled(user) == {"pause": True, "resume": False, "retry": False, "stop": True}
 
-    user.find(marker="pause").click()
+    press(user, "pause")
     await user.should_see(marker="status-paused", retries=20)
     assert session.state.status is State.PAUSED
     assert enabled(user) == {"pause": False, "resume": True, "retry": False, "stop": True}
     await user.should_see(marker="paused-note")
 
-    user.find(marker="resume").click()
+    press(user, "resume")
     await user.should_see(marker="status-running", retries=20)
     assert enabled(user) == {"pause": True, "resume": False, "retry": False, "stop": True}
 
-    user.find(marker="stop").click()  # opens the menu: with or without a verdict
-    user.find(marker="stop-now").click()  # stop without a verdict
+    press(user, "stop", verdict=False)  # Stop's menu: stop without a verdict
     await user.should_see(marker="status-stopped", retries=20)
     assert session.state.verdict is None
     assert enabled(user) == {"pause": False, "resume": False, "retry": False, "stop": False}
@@ -162,8 +163,8 @@ async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
     await other.open(f"/debate/{session.id}")
     await first_live_text(session, 5)
     refused = notified("not allowed", user, other)
-    user.find(marker="pause").click()
-    other.find(marker="pause").click()  # both clicked before either command finished
+    press(user, "pause")
+    press(other, "pause")  # both clicked before either command finished
     await user.should_see(marker="status-paused", retries=20)
     await other.should_see(marker="status-paused", retries=20)
     await asyncio.wait_for(refused.wait(), 5)  # the refused click reports back
@@ -172,7 +173,7 @@ async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
     pauses = [t for t in session.state.transitions if t["event"] == Event.PAUSE.value]
     assert len(pauses) == 1
     # the other tab's Resume works and both tabs follow
-    other.find(marker="resume").click()
+    press(other, "resume")
     await user.should_see(marker="status-running", retries=20)
     assert await session.join() is State.COMPLETED
 

@@ -36,7 +36,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
         "The OpenAI API rejected the key for Opposition (openai:gpt-4o-mini) (HTTP 401)."
     assert "Set OPENAI_API_KEY" in one(user, "error-advice").text and "then Retry" in one(user, "error-advice").text
     assert one(user, "error-retry").text == "Retry Opposition's turn (3 left)"
-    assert one(user, "retry").text == "Retry Opposition's turn (3 left)"  # the control bar's button too
+    assert one(user, "controls").label("retry") == "Retry Opposition's turn (3 left)"  # the control bar's too
     for marker in ("clone", "rerun", "error-clone", "error-rerun"):
         assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
     assert one(user, "rerun").visible
@@ -45,7 +45,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
     user.find(marker="error-retry").click()  # the fake server answers this time
     await user.should_see(marker="winner", retries=50)
     await user.should_see(marker="status-completed", retries=50)  # the verdict shows a moment before
-    assert one(user, "retry").text == "Retry"
+    assert one(user, "controls").label("retry") == "Retry"
     assert one(user, "rerun").props["href"] == f"/new?from={session.id}"  # completed: still offered
 
 

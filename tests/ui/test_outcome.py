@@ -238,11 +238,32 @@ async def test_a_long_synthesis_is_cut_to_about_three_hundred_characters_and_sta
     assert "<script" not in html and "<img" not in html and "image: pixel (evil.example)" in html
 
 
-async def test_notes_per_criterion_are_built_when_opened(user: User) -> None:
-    session = await start_demo("Should notes be lazy?")
+async def test_notes_per_criterion_are_folded_away_in_the_verdict_card(user: User) -> None:
+    session = await start_demo("Should notes be folded?")
     assert await session.join() is State.COMPLETED
-    assert any(s.note for by_pid in session.state.verdict.criteria.values() for s in by_pid.values())
+    verdict = session.state.verdict
+    notes = [(c, s) for c, by_pid in verdict.criteria.items() for s in by_pid.values() if s.note]
+    assert notes
     await user.open(f"/debate/{session.id}")
-    await user.should_not_see(marker="criterion-note")  # nothing built for a reader who never opens it
-    one(user, "criteria-notes").value = True
-    await user.should_see(marker="criterion-note")
+    card = one(user, "verdict").content
+    # a closed <details>: the reader opens it; no element of its own on every spectator's page
+    assert re.search(r'<details class="[^"]*" data-mark="criteria-notes">', card)
+    assert f"Notes per criterion ({len(notes)})" in card
+    shown = marked_texts(user, "criterion-note")
+    assert len(shown) == len(notes)
+    assert all(criterion in text and score.note in text for (criterion, score), text in zip(notes, shown, strict=True))
+
+
+async def test_the_scores_are_bars_in_the_verdict_card(user: User) -> None:
+    session = await start_demo("Should scores be bars?")
+    assert await session.join() is State.COMPLETED
+    verdict = session.state.verdict
+    await user.open(f"/debate/{session.id}")
+    (table,) = marked_texts(user, "score-chart")
+    for criterion in verdict.criteria:
+        assert criterion in table
+    for score in verdict.scores.values():
+        assert f'style="--w:{max(0.0, min(100.0, score)):g}%;' in one(user, "verdict").content
+    assert "Overall" in table
+    # no chart element: it kept a full copy of its options on every spectator's page
+    assert not [e for e in user.client.elements.values() if isinstance(e, ui.echart)]

@@ -15,7 +15,7 @@ from nicegui import Client, app, ui
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from webapp.ui import runtime
-from webapp.ui.layout import PRODUCT
+from webapp.ui.layout import PRODUCT, install_head
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
@@ -62,6 +62,7 @@ def setup() -> None:
 
     rt = runtime.reset()
     app.add_static_files("/static", STATIC_DIR)
+    install_head()
     app.on_startup(rt.start)
     app.on_shutdown(rt.stop)
     app.add_exception_handler(404, page_not_found)  # replaces NiceGUI's bare "404" page

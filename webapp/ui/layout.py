@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from html import escape
 
-from nicegui import app, context, ui
+from nicegui import Client, app, context, ui
 
 from webapp.access.roles import Action, Principal
+from webapp.ui.components.html_parts import shared_text
 
 PRODUCT = "Rostrum"
 # label, target, icon, what the principal must be allowed to do to see it
@@ -88,6 +89,15 @@ def nav_link(label: str, target: str, icon: str, current: bool = False) -> str:
             f'aria-hidden="true">{escape(icon)}</i><span class="rostrum-nav-label">{escape(label)}</span></a>')
 
 
+HEAD_HTML = f'<link rel="stylesheet" href="/static/styles.css">\n<script>{FOCUSABLE_TABLES}</script>'
+
+
+def install_head() -> None:
+    """The stylesheet and scripts every page needs, added once for all pages (not a copy per page)."""
+    if HEAD_HTML not in Client.shared_head_html:
+        ui.add_head_html(HEAD_HTML, shared=True)
+
+
 def header_html(active: str, principal: Principal | None) -> str:
     """The product link and the navigation `principal` may use, as one piece of HTML: a page holds
     one element for it instead of three per link (every element costs each open page memory)."""
@@ -117,12 +127,10 @@ def heading(text: str, level: int = 1) -> ui.label:
 def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.element]:
     """Enter the page body (a centred column) below the shared header. The navigation shows what
     `principal` may use (a share link gets none: it may see its one debate only)."""
-    ui.add_head_html('<link rel="stylesheet" href="/static/styles.css">')
-    ui.add_head_html(f"<script>{FOCUSABLE_TABLES}</script>")
     # The brand colours are set in styles.css (no `ui.colors` element on every page).
     with ui.header(elevated=False).classes("items-center justify-between px-4 py-2 bg-primary text-white"):
-        ui.html(header_html(active, principal), sanitize=False).classes("row items-center justify-between grow mr-2") \
-            .mark("navigation")
+        ui.html(shared_text(header_html(active, principal)), sanitize=False) \
+            .classes("row items-center justify-between grow mr-2").mark("navigation")
         if principal is not None and principal.kind in ("user", "proxy"):
             _account_menu(principal)
         _theme_toggle()

@@ -1,10 +1,10 @@
 """Pause, Resume, Stop, Retry (and Acknowledge): enabled exactly when the machine allows them and
-the person's role does.
+the person's role does. The four buttons are one browser element (`CommandBar`, controls.js).
 
 A click disables its button at once (no double commands from one tab); the engine serialises
 commands, and one the machine refuses (another tab was faster) is shown with its reason. Every
-command goes through the `Gate`, which checks the role on the server: the buttons still deliver
-their events when disabled, so a forged click reaches the gate and is refused and logged there
+command goes through the `Gate`, which checks the role on the server: a press is handled whether
+or not its button is enabled, so a forged one reaches the gate and is refused and logged there
 rather than silently dropped. While a debate is in error, Retry says whose call it runs again.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nicegui import ui
+from nicegui.events import GenericEventArguments
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.engine.api import Command
@@ -21,6 +22,7 @@ from webapp.engine.machine import State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.store import StoreError
 from webapp.ui.components.failure import explain_error
+from webapp.ui.components.html_parts import shared_prop
 
 # button -> (label, icon, the command it sends, colour when enabled)
 BUTTONS = {
@@ -31,6 +33,28 @@ BUTTONS = {
 }
 
 
+class CommandBar(ui.element, component="controls.js"):
+    """The command buttons as one browser element (four buttons were four elements on every
+    spectator's page); the page's other actions go inside it."""
+
+    def __init__(self, buttons: list[list[str]]) -> None:
+        super().__init__()
+        self._props["buttons"] = shared_prop(buttons)
+        self._props["enabled"] = shared_prop({})
+
+    def show(self, buttons: list[list[str]], enabled: dict[str, bool]) -> None:
+        self._props["buttons"] = shared_prop(buttons)
+        self._props["enabled"] = shared_prop(enabled)
+        self.update()
+
+    def label(self, name: str) -> str | None:
+        """What the button `name` says (None: not shown)."""
+        return next((b[1] for b in self._props["buttons"] if b[0] == name), None)
+
+    def enabled(self, name: str) -> bool:
+        return bool(self._props["enabled"].get(name))
+
+
 class Controls:
     """The command buttons of one debate page."""
 
@@ -39,31 +63,30 @@ class Controls:
         self.gate = gate
         self.after = after
         self.busy = False
-        self._shown: dict[str, bool] | None = None  # what the buttons show (`update` skips a no-op)
-        self.buttons: dict[str, ui.button] = {}
-        with ui.row().classes("w-full items-center gap-2").mark("controls") as self.row:
-            for name, (label, icon, _, _) in BUTTONS.items():
-                # Stop opens a menu (with or without a verdict) instead of running at once; the menu is
-                # made on the first click: every element costs each open page memory.
-                on_click = self.stop_menu if name == "stop" else (lambda n=name: self.run(n))
-                button = ui.button(label, icon=icon, on_click=on_click).props("no-caps").mark(name)
-                button.ignores_events_when_disabled = False  # the gate decides, and logs refusals
-                self.buttons[name] = button
-        self.menu: ui.menu | None = None
-        if not any(self.gate.principal.can(COMMANDS[name], session.id) for name in BUTTONS):
+        self._shown: dict[str, Any] | None = None  # what the buttons show (`update` skips a no-op)
+        # A share link watches and exports: no command buttons at all.
+        self.commands = gate.principal.kind != "share-link"
+        self.row = CommandBar([]).mark("controls")
+        # A press arrives whether or not its button is enabled in this browser: the gate decides, and
+        # logs refusals (a tampered page can send any command).
+        self.row.on("command", self._pressed)
+        if self.commands and not any(self.gate.principal.can(COMMANDS[name], session.id) for name in BUTTONS):
             with ui.row().classes("items-center"):
                 ui.label(f"{self.gate.principal.role.value.capitalize()}s can watch and export; "
                          "controls need an operator.").classes("text-xs text-grey-7").mark("read-only")
         self.update()
 
-    def stop_menu(self) -> None:
-        if self.menu is None:
-            with self.buttons["stop"], ui.menu() as self.menu:
-                ui.menu_item("Stop and judge what was said", on_click=lambda: self.run("stop", verdict=True)) \
-                    .mark("stop-judge")
-                ui.menu_item("Stop without a verdict", on_click=lambda: self.run("stop", verdict=False)) \
-                    .mark("stop-now")
-        self.menu.open()
+    async def _pressed(self, event: GenericEventArguments) -> None:
+        args = event.args if isinstance(event.args, dict) else {}
+        await self.press(str(args.get("name")), **({"verdict": bool(args["verdict"])} if "verdict" in args else {}))
+
+    async def press(self, name: str, **kwargs: object) -> None:
+        """A button pressed (Stop: one of its menu's items, `verdict=True|False`)."""
+        if name not in BUTTONS:
+            return
+        if name == "stop" and "verdict" not in kwargs:
+            return  # Stop itself opens its menu in the browser
+        await self.run(name, **kwargs)
 
     def allowed(self) -> dict[str, bool]:
         allowed, principal = self.session.allowed_commands, self.gate.principal
@@ -79,20 +102,15 @@ class Controls:
         return explain_error(state, state.error, left).retry_label
 
     def update(self) -> None:
-        """Called on every committed event: re-style the buttons only when what they show changed."""
+        """Called on every committed event: re-send the buttons only when what they show changed."""
         shown: dict[str, Any] = {name: allowed and not self.busy for name, allowed in self.allowed().items()}
         shown["retry-text"] = self.retry_text()
         if shown == self._shown:
             return
         self._shown = shown
-        self.buttons["retry"].set_text(str(shown["retry-text"]))
-        for name in BUTTONS:
-            enabled = bool(shown[name])
-            button = self.buttons[name]
-            button.set_enabled(enabled)
-            # Enabled buttons are filled in their colour, disabled ones flat grey: state at a glance.
-            button.props(remove="unelevated outline flat color")
-            button.props(f"unelevated color={BUTTONS[name][3]}" if enabled else "flat color=grey-6")
+        buttons = [[name, str(shown["retry-text"]) if name == "retry" else label, icon, color]
+                   for name, (label, icon, _, color) in BUTTONS.items()] if self.commands else []
+        self.row.show(buttons, {name: bool(shown[name]) for name in BUTTONS})
 
     async def run(self, command: str, **kwargs: object) -> None:
         if self.busy:

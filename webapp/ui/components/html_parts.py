@@ -1,4 +1,5 @@
-"""Fixed card content written as one HTML element instead of many NiceGUI elements.
+"""Fixed card content written as one HTML element instead of many NiceGUI elements, and values that
+every page of a debate holds once (`shared_text`, `shared_options`, `shared_prop`).
 
 Every element costs each open page memory (about 5 KB in NiceGUI), and the cards a debate shows when it
 ends are built on every spectator's page at the same moment. `HtmlParts` collects escaped pieces, each
@@ -8,12 +9,14 @@ that carries the markers of every marked part, so `user.should_see(marker=...)` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from html import escape
 from typing import Any, TypeVar
 
 from nicegui import ui
+from nicegui.observables import ObservableDict, ObservableList
 
 T = TypeVar("T")
 
@@ -49,6 +52,22 @@ def shared_text(text: str) -> str:
 def shared_options(options: dict[str, Any]) -> dict[str, Any]:
     """Chart options (plain JSON data), as one object shared by every page showing the same chart."""
     return _SHARED.get("options:" + json.dumps(options, sort_keys=True, default=str), options)
+
+
+def shared_prop(value: T) -> T:
+    """`value` (plain JSON data) as one observable collection that every page's element holds.
+
+    NiceGUI copies a dict or list given as a prop into observable collections of the element's own
+    (every page had its own copy of a debate's stepper, cast, status and transcript snapshot), but
+    keeps a collection that is already observable. Props are replaced, never edited in place, so
+    sharing one is safe. Anything else is returned as it is."""
+    if not isinstance(value, (dict, list)):
+        return value
+    key = "prop:" + hashlib.blake2b(json.dumps(value, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+    found = _SHARED.values.get(key)
+    if found is None:
+        found = ObservableDict(value) if isinstance(value, dict) else ObservableList(value)
+    return _SHARED.get(key, found)  # type: ignore[no-any-return]
 
 
 class HtmlParts:

@@ -9,6 +9,7 @@ from nicegui import ui
 from webapp.engine.state import DebateState
 from webapp.models import TEMPERATURE_IGNORED_BY, Participant
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.html_parts import shared_prop
 
 
 def temperature_note(participant: Participant) -> str | None:
@@ -27,7 +28,7 @@ class ParticipantsPanel(ui.element, component="participants.js"):
              "model": f"{p.provider}:{p.model}", "notes": [n for n in (temperature_note(p),) if n]}
             for p in state.config.participants
         ]
-        self._props["people"] = self.people
+        self._props["people"] = shared_prop(self.people)
         judge = state.config.judge
         self._props["judges"] = ", ".join(j.label for j in judge.judges) if judge.enabled else ""
         self.classes("w-full").mark("participants")

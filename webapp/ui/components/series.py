@@ -9,9 +9,10 @@ hub's throttled change signal; `RematchButton` starts the rematch through the ga
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from nicegui import background_tasks, ui
+from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action
@@ -77,10 +78,13 @@ class SeriesCard:
     has not heard of appears (a new rematch), or when another process changed something — and, for a
     debate alone, only once it has ended (a rematch starts from an ended debate)."""
 
-    def __init__(self, session: DebateSession, gate: Gate) -> None:
+    def __init__(self, session: DebateSession, gate: Gate, place: Callable[[Callable[[], None]], None]) -> None:
+        """`place(render)` shows what `render` builds in the card's place on the page (replacing what it
+        showed before): a debate alone shows nothing, and no element stands empty for it."""
         self.session = session
         self.links = gate.principal.kind != "share-link"
-        self.container = ui.column().classes("w-full")
+        self.place = place
+        self.page = context.slot.parent  # any element of the page: its lifetime is the page's
         self.states: list[DebateState] = []  # the series as last loaded (empty: the debate is alone)
         self.seen: set[str] = set()  # debates the hub has told this card about
         self.signature: tuple[Any, ...] | None = None
@@ -90,9 +94,9 @@ class SeriesCard:
 
     async def _start(self) -> None:
         hub = await runtime.current().hub()
-        if self.container.is_deleted:
+        if self.page.is_deleted:
             return
-        with self.container:  # subscribed in the page's context: unsubscribed when the page goes
+        with self.page:  # subscribed in the page's context: unsubscribed when the page goes
             hub.dashboard.subscribe(self._changed)
         await self.load()
 
@@ -134,7 +138,7 @@ class SeriesCard:
             self.loading = False
 
     def _show(self, states: list[DebateState]) -> None:
-        if self.container.is_deleted:
+        if self.page.is_deleted:
             return
         self.states = states
         states = self.current()
@@ -142,9 +146,8 @@ class SeriesCard:
         if signature == self.signature:
             return
         self.signature = signature
-        self.container.clear()
-        with self.container:
-            render_series(self.session.state, states, self.links)
+        own = self.session.state
+        self.place(lambda: render_series(own, states, self.links))
 
 
 class RematchButton:

@@ -15,6 +15,7 @@ from nicegui import ui
 
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
+from webapp.ui.components.html_parts import shared_prop
 
 # What a pill shows and says (title attribute and screen-reader text) in each condition; how it looks
 # is the CSS class `rostrum-pill-<condition>` (static/styles.css), so an update carries no styling.
@@ -170,8 +171,8 @@ class Stepper(ui.element, component="stepper.js"):
         phases = [[p.id, p.title] for p in state.format.phases]
         if state.config.judge.enabled:
             phases.append(["verdict", "Verdict"])
-        self._props["phases"] = phases
-        self._props["looks"] = {condition: [icon, words] for condition, (icon, words) in PILLS.items()}
+        self._props["phases"] = shared_prop(phases)
+        self._props["looks"] = shared_prop({condition: [icon, words] for condition, (icon, words) in PILLS.items()})
         self.classes("w-full").mark("stepper")
         self.show(state, send=False)
 
@@ -179,7 +180,7 @@ class Stepper(ui.element, component="stepper.js"):
         steps, round_text = stepper_steps(state)
         if steps == self._props.get("steps") and round_text == self._props.get("round"):
             return
-        self._props["steps"] = steps
+        self._props["steps"] = shared_prop(steps)
         self._props["round"] = round_text
         if send:
             self.update()

@@ -21,6 +21,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.settings import image_hosts
 from webapp.ui import live_wire
+from webapp.ui.components.html_parts import shared_prop
 from webapp.ui.live_wire import group_title, phase_visible, retry_text
 
 __all__ = ["LiveStatusView", "TranscriptView", "group_title", "phase_visible", "render_aux_notes"]
@@ -37,10 +38,11 @@ class TranscriptView(ui.element, component="transcript.js", esm=ESM):
         super().__init__()
         state = session.state
         self.turns = live_wire.snapshot_turns(session, kid)
-        self._props["turns"] = self.turns
-        self._props["people"] = live_wire.people(state)
+        # Shared by every page built from the same snapshot: a copy per page is memory per spectator.
+        self._props["turns"] = shared_prop(self.turns)
+        self._props["people"] = shared_prop(live_wire.people(state))
         self._props["empty"] = live_wire.empty_text(state)
-        self._props["images"] = sorted(image_hosts())
+        self._props["images"] = shared_prop(sorted(image_hosts()))
         self._props["follow"] = follow
         self._props["ended"] = False
         self.finished_turns = sum(1 for t in state.turns)  # turns the snapshot covers (visible or not)
@@ -65,7 +67,7 @@ class LiveStatusView(ui.element, component="live_status.js", esm=ESM):
 
     def __init__(self, status: dict[str, Any], mode: str) -> None:
         super().__init__()
-        self._props["status"] = status
+        self._props["status"] = shared_prop(status)
         self._props["mode"] = mode
 
     @property

@@ -16,10 +16,11 @@ from webapp.models import JudgeRuling, Verdict
 from webapp.settings import image_hosts
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.deferred import after_connect
-from webapp.ui.components.html_parts import HtmlParts, dot, icon, shared_options
+from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.safe_markdown import render as markdown_html
 
+NEUTRAL = "#94a3b8"  # the colour of a participant the cast does not know
 MARKDOWN_EXTRAS = "fenced-code-blocks tables"  # as `ui.markdown`'s defaults
 # Tooltips as canvas rich text: participant names are user input and must never become HTML.
 _TOOLTIP = {"trigger": "axis", "renderMode": "richText"}
@@ -42,25 +43,34 @@ def _ordered(state: DebateState, pids: object) -> list[str]:
     return cast + [pid for pid in wanted if pid not in cast]
 
 
-def score_chart_options(state: DebateState, verdict: Verdict) -> dict[str, Any]:
+def score_chart_html(state: DebateState, verdict: Verdict) -> str:
+    """The scores per criterion and overall as a table of bars in HTML: a chart element (ECharts) kept
+    a full observable copy of its options on every spectator's page, built by all of them at once."""
     names = _names(state)
-    criteria = list(verdict.criteria)
-    categories = [*criteria, "Overall"]
-    series = []
-    for pid in _ordered(state, verdict.scores):
-        name, color = names.get(pid, (pid, "#94a3b8"))
-        data = [verdict.criteria[c][pid].score if pid in verdict.criteria.get(c, {}) else None for c in criteria]
-        data.append(verdict.scores[pid])
-        series.append({"name": name, "type": "bar", "data": data, "itemStyle": {"color": color},
-                       "barMaxWidth": 28})
-    return {
-        "tooltip": _TOOLTIP,
-        "legend": {"top": 0},
-        "grid": {"left": 40, "right": 16, "top": 36, "bottom": 60},
-        "xAxis": {"type": "category", "data": categories, "axisLabel": {"interval": 0, "rotate": 20}},
-        "yAxis": {"type": "value", "min": 0, "max": 100},
-        "series": series,
-    }
+    pids = _ordered(state, verdict.scores)
+    cast = {pid: names.get(pid, (pid, NEUTRAL)) for pid in pids}
+    head = "".join(f'<th scope="col">{dot(color)} {escape(name)}</th>' for name, color in cast.values())
+    rows = []
+    for criterion in [*verdict.criteria, None]:
+        cells = []
+        for pid in pids:
+            if criterion is None:
+                score: float | None = verdict.scores[pid]
+            else:
+                found = verdict.criteria[criterion].get(pid)
+                score = found.score if found is not None else None
+            if score is None:
+                cells.append("<td>–</td>")
+                continue
+            width = max(0.0, min(100.0, float(score)))
+            # Few bytes a cell: this card goes to every spectator at once (the bar is CSS, styles.css).
+            cells.append(f'<td><span style="--w:{width:g}%;--c:{cast[pid][1]}"></span>{score:g}</td>')
+        label = "Overall" if criterion is None else criterion
+        rows.append(f'<tr><th scope="row">{escape(label)}</th>{"".join(cells)}</tr>')
+    return (f'<table class="rostrum-scores" data-mark="score-chart">'
+            f'<caption class="sr-only">Scores out of 100 per criterion and overall</caption>'
+            f'<thead><tr><th scope="col"><span class="sr-only">Criterion</span></th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
 
 
 def round_chart_options(state: DebateState) -> dict[str, Any]:
@@ -70,7 +80,7 @@ def round_chart_options(state: DebateState) -> dict[str, Any]:
     pids = _ordered(state, scored)
     series = []
     for pid in pids:
-        name, color = names.get(pid, (pid, "#94a3b8"))
+        name, color = names.get(pid, (pid, NEUTRAL))
         series.append({"name": name, "type": "line", "smooth": True, "itemStyle": {"color": color},
                        "data": [(r.get("scores") or {}).get(pid) for r in state.round_scores]})
     return {
@@ -138,55 +148,61 @@ def render_verdict(state: DebateState) -> None:
     verdict = state.verdict
     if verdict is None:
         return
-    # `#verdict` is the outcome card's "Full verdict" link; the margin keeps the title below the sticky header.
-    with ui.card().classes("w-full gap-3").props("id=verdict").style("scroll-margin-top: 4.5rem").mark("verdict"):
-        # The summary is one HTML element, not a dozen: every spectator's page builds it as the debate ends.
-        top = HtmlParts().add(f'<div class="row w-full items-center gap-2">{icon("gavel", "text-2xl text-primary")}'
-                              '<h2 class="rostrum-heading text-xl">Verdict</h2></div>')
-        if state.ended_because:
-            top.text(f"Ended because: {state.ended_because}", "text-sm text-grey-7", "ended-because")
-        if not verdict.available:
-            top.text("Verdict unavailable", "text-lg font-medium text-negative", "verdict-unavailable")
-            if verdict.reasoning:
-                top.text(verdict.reasoning, "whitespace-pre-wrap")
-            if verdict.raw_text:
-                top.text("What the judge answered:", "text-sm text-grey-7")
-                top.text(verdict.raw_text, "whitespace-pre-wrap font-mono text-xs p-2 rounded bg-grey-2 w-full "
-                         "overflow-auto", "raw-text")
-            _notes(top, verdict)
-            top.render("w-full column gap-3")
-            _synthesis(verdict)
-            return
-        top.add('<div class="row items-center gap-3">')
-        if verdict.winner is None:
-            top.text("Tie", "text-2xl font-bold", "winner")
-        else:
-            name, color = _names(state).get(verdict.winner, (verdict.winner, "#94a3b8"))
-            top.add(dot(color, "w-4 h-4")).text(f"Winner: {name}", "text-2xl font-bold", "winner")
-        tally = panel_tally(verdict)
-        if tally is None:
-            if verdict.confidence is not None:
-                top.text(f"confidence {verdict.confidence:.0%}", "q-badge bg-grey-7 text-white", "confidence", "span")
-            mode = verdict.rulings[0].output_mode if len(verdict.rulings) == 1 else None
-            if mode:
-                top.text(f"answer via {mode}", "text-xs text-grey-7", "output-mode")
-        else:  # a panel has no single confidence: each judge's is in the rulings table
-            top.text(_panel_words(tally), "text-sm text-grey-8", "panel-split")
-        top.add("</div>")
-        top.add('<div class="row gap-4">' + "".join(
-            f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
-            for pid in _ordered(state, verdict.scores)) + "</div>")
-        _bias_checks(top, state, verdict)
-        if verdict.reasoning:  # escaped Markdown, rendered once on the server (and DOMPurify in the browser)
-            top.add(f'<div class="nicegui-markdown w-full" data-mark="reasoning">'
-                    f'{_reasoning_html(verdict.reasoning, image_hosts())}</div>', "reasoning")
-        top.render("w-full column gap-3", sanitize=True)
-        if verdict.scores:
-            options = shared_options(score_chart_options(state, verdict))
-            after_connect(lambda: ui.echart(options).classes("w-full h-72").mark("score-chart"), "w-full h-72")
-        _criteria_notes(state, verdict)
-        _rulings(state, verdict)
+    # The card is one HTML element (summary, scores, notes), not a dozen: every spectator's page builds
+    # it at the same moment, as the debate ends. `#verdict` is the outcome card's "Full verdict" link;
+    # the margin keeps the title below the sticky header.
+    top = HtmlParts().add(f'<div class="row w-full items-center gap-2">{icon("gavel", "text-2xl text-primary")}'
+                          '<h2 class="rostrum-heading text-xl">Verdict</h2></div>')
+    if state.ended_because:
+        top.text(f"Ended because: {state.ended_because}", "text-sm text-grey-7", "ended-because")
+    if not verdict.available:
+        top.text("Verdict unavailable", "text-lg font-medium text-negative", "verdict-unavailable")
+        if verdict.reasoning:
+            top.text(verdict.reasoning, "whitespace-pre-wrap")
+        if verdict.raw_text:
+            top.text("What the judge answered:", "text-sm text-grey-7")
+            top.text(verdict.raw_text, "whitespace-pre-wrap font-mono text-xs p-2 rounded bg-grey-2 w-full "
+                     "overflow-auto", "raw-text")
+        _notes(top, verdict)
+        _card(top)
         _synthesis(verdict)
+        return
+    top.add('<div class="row items-center gap-3">')
+    if verdict.winner is None:
+        top.text("Tie", "text-2xl font-bold", "winner")
+    else:
+        name, color = _names(state).get(verdict.winner, (verdict.winner, NEUTRAL))
+        top.add(dot(color, "w-4 h-4")).text(f"Winner: {name}", "text-2xl font-bold", "winner")
+    tally = panel_tally(verdict)
+    if tally is None:
+        if verdict.confidence is not None:
+            top.text(f"confidence {verdict.confidence:.0%}", "q-badge bg-grey-7 text-white", "confidence", "span")
+        mode = verdict.rulings[0].output_mode if len(verdict.rulings) == 1 else None
+        if mode:
+            top.text(f"answer via {mode}", "text-xs text-grey-7", "output-mode")
+    else:  # a panel has no single confidence: each judge's is in the rulings table
+        top.text(_panel_words(tally), "text-sm text-grey-8", "panel-split")
+    top.add("</div>")
+    top.add('<div class="row gap-4">' + "".join(
+        f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
+        for pid in _ordered(state, verdict.scores)) + "</div>")
+    _bias_checks(top, state, verdict)
+    if verdict.reasoning:  # escaped Markdown, rendered once on the server (and DOMPurify in the browser)
+        top.add(f'<div class="nicegui-markdown w-full" data-mark="reasoning">'
+                f'{_reasoning_html(verdict.reasoning, image_hosts())}</div>', "reasoning")
+    if verdict.scores:
+        top.add(score_chart_html(state, verdict), "score-chart")
+    _criteria_notes(top, state, verdict)
+    _card(top)
+    _rulings(state, verdict)
+    _synthesis(verdict)
+
+
+def _card(top: HtmlParts) -> None:
+    card = top.render("q-card q-card--bordered q-card--flat no-shadow w-full column gap-3 q-pa-md", "verdict",
+                      sanitize=True)
+    assert card is not None
+    card.props("id=verdict").style("scroll-margin-top: 4.5rem")
 
 
 def length_ratio(verdict: Verdict) -> float | None:
@@ -239,32 +255,22 @@ def _panel_words(tally: PanelTally) -> str:
     return f"on mean score · judges split {tally.split}"
 
 
-def _criteria_notes(state: DebateState, verdict: Verdict) -> None:
+def _criteria_notes(top: HtmlParts, state: DebateState, verdict: Verdict) -> None:
+    """The judge's note per criterion and debater, folded away (a `<details>` in the card's HTML)."""
     notes = [(c, pid, s) for c, by_pid in verdict.criteria.items() for pid, s in by_pid.items() if s.note]
     if not notes:
         return
-    built = False
-
-    def build() -> None:  # on first opening: a row per criterion and debater, for every open page
-        nonlocal built
-        if built:
-            return
-        built = True
-        with expansion:
-            for criterion, pid, score in notes:
-                with ui.row().classes("w-full gap-2 text-sm no-wrap").mark("criterion-note"):
-                    ui.label(f"{criterion} · {_name(state, pid)} · {score.score:g}").classes("font-medium shrink-0")
-                    ui.label(score.note).classes("text-grey-8")
-
-    expansion = ui.expansion(f"Notes per criterion ({len(notes)})", icon="notes",
-                             on_value_change=lambda e: build() if e.value else None) \
-        .classes("w-full").mark("criteria-notes")
+    rows = "".join(f'<li data-mark="criterion-note"><b>{escape(criterion)} · {escape(_name(state, pid))} · '
+                   f'{score.score:g}</b> {escape(score.note or "")}</li>' for criterion, pid, score in notes)
+    top.add(f'<details class="rostrum-details" data-mark="criteria-notes"><summary>Notes per criterion '
+            f'({len(notes)})</summary><ul>{rows}</ul></details>', "criteria-notes")
 
 
 def _rulings(state: DebateState, verdict: Verdict) -> None:
     if len(verdict.rulings) < 2:
         return
-    with ui.expansion("Panel rulings", icon="groups", value=True).classes("w-full").mark("rulings"):
+    with ui.expansion("Panel rulings", icon="groups", value=True) \
+            .classes("w-full q-card q-card--bordered q-card--flat").mark("rulings"):
         pids = _ordered(state, verdict.scores)
         columns = [{"name": "judge", "label": "Judge", "field": "judge", "align": "left"},
                    {"name": "winner", "label": "Winner", "field": "winner", "align": "left"}]

@@ -115,10 +115,7 @@ class DebateView:
                 ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            self.controls = Controls(self.session, self.gate, after=self.sync)
-            if principal.kind == "share-link":  # a link watches and exports; it sends no command
-                for button in self.controls.buttons.values():
-                    button.set_visibility(False)
+            self.controls = Controls(self.session, self.gate, after=self.sync)  # a share link gets none
             with self.controls.row:  # one row for the commands and the rest: one element less
                 self.export_menu: ui.menu | None = None
                 self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
@@ -131,16 +128,19 @@ class DebateView:
                     # The same form, offered by name once a debate has ended, failed or was stopped.
                     self.rerun = ui.link("Re-run with edits", f"/new?from={state.id}") \
                         .classes("rostrum-clone q-px-sm").mark("rerun")
-        # Sections that are often empty (the outcome, banners, what follows the transcript) are made when
-        # they first have something to show, in their place (`_section`): an empty one still costs memory.
-        self.places: dict[str, tuple[ui.element, ui.element, str]] = {}
-        self.places["outcome"] = (context.slot.parent, self.top_card, "w-full")
-        self.series = SeriesCard(self.session, self.gate)
+        # Sections that are often empty (the outcome, banners, what follows the transcript) are rendered
+        # straight into their place when they have something to show (`_place`): no holder element.
+        # name -> (parent, anchor, whether the section goes after the anchor or before it)
+        self.places: dict[str, tuple[ui.element, ui.element, bool]] = {}
+        self.placed: dict[str, list[ui.element]] = {}  # what each placed section shows now
+        self.places["outcome"] = (context.slot.parent, self.top_card, True)
+        self.series = SeriesCard(self.session, self.gate, lambda render: self._place("series", render))
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
             self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
-        self.places["banners"] = (context.slot.parent, sticky, "w-full gap-2")
+        self.places["banners"] = (context.slot.parent, sticky, True)
+        self.places["series"] = (context.slot.parent, sticky, False)  # before the bar: after the outcome
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.left = context.slot.parent  # the clarifications answered go first, once there are any
@@ -149,7 +149,7 @@ class DebateView:
                 self.transcript.on("resync", lambda: background_tasks.create(
                     channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
                 # Notes on retries, round scores and the verdict: one section, re-rendered when any changes.
-                self.places["after"] = (self.left, self.transcript, "w-full gap-3")
+                self.places["after"] = (self.left, self.transcript, True)
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
                 self.right = context.slot.parent
@@ -183,23 +183,30 @@ class DebateView:
         if self.signatures.get(name) == signature:
             return
         self.signatures[name] = signature
-        container = self.container(name)
+        if name in self.places:
+            self._place(name, render)
+            return
+        container = self.sections[name]
         container.clear()
         with container:
             render()
-        if name in self.places and not list(container):  # nothing to show: no empty element on the page
-            container.delete()
-            del self.sections[name]
 
-    def container(self, name: str) -> ui.element:
-        """Section `name`'s element; one in `places` is made on demand, right after its anchor."""
-        if name not in self.sections:
-            parent, anchor, classes = self.places[name]
-            with parent:
-                container = ui.column().classes(classes)
-            container.move(parent, list(parent.default_slot.children).index(anchor) + 1)
-            self.sections[name] = container
-        return self.sections[name]
+    def _place(self, name: str, render: Callable[[], None]) -> None:
+        """Section `name` rendered straight into its parent, right after its anchor (or right before it,
+        for a place marked so), replacing what it rendered before: no holder element (each one costs
+        every spectator's page memory)."""
+        parent, anchor, after = self.places[name]
+        for element in self.placed.pop(name, []):
+            parent.remove(element)
+        before = {id(child) for child in parent.default_slot.children}
+        with parent:
+            render()
+        made = [child for child in parent.default_slot.children if id(child) not in before]
+        at = parent.default_slot.children.index(anchor) + (1 if after else 0)
+        for offset, element in enumerate(made):
+            element.move(parent, at + offset)
+        if made:
+            self.placed[name] = made
 
     def sync(self) -> None:
         """Bring every part of the page up to the session's current state (idempotent)."""
@@ -257,11 +264,14 @@ class DebateView:
     def _render_banners(self, view: SessionView, state: DebateState) -> None:
         principal = self.gate.principal
         clone = principal.kind != "share-link" and principal.can(Action.CREATE)
-        render_banners(view, state, self.command, self.answers, clone=clone)
-        if not self.operates:  # the gate refuses them anyway; do not offer them
-            for element in self.sections["banners"].descendants():
-                if isinstance(element, ui.button | ui.input | ui.textarea):
-                    element.disable()
+        if self.operates:
+            render_banners(view, state, self.command, self.answers, clone=clone)
+            return
+        with ui.column().classes("w-full gap-2") as banners:
+            render_banners(view, state, self.command, self.answers, clone=clone)
+        for element in banners.descendants():  # the gate refuses them anyway; do not offer them
+            if isinstance(element, ui.button | ui.input | ui.textarea):
+                element.disable()
 
     def _delete_control(self) -> None:
         made: list[ui.dialog] = []
@@ -347,9 +357,11 @@ class DebateView:
             return
         self.controls.busy = True
         self.controls.update()
-        with self.container("banners"):
+        parent, anchor, _ = self.places["banners"]
+        with parent:
             self.sections["deleted"] = ui.label("An admin deleted this debate; what is shown here is no longer "
                                                 "stored.").classes("text-negative font-medium").mark("deleted")
+        self.sections["deleted"].move(parent, parent.default_slot.children.index(anchor) + 1)
 
     async def export(self, kind: str) -> None:
         try:
