@@ -191,7 +191,7 @@ async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
         assert any("refused" in r.message and "pat" in r.message for r in caplog.records)
         await session.stop(verdict=False)
     else:
-        await user.should_see(marker="paused-note")
+        await user.should_see(marker="paused-note", retries=50)  # the command runs in the background
         assert session.state.status is State.PAUSED
         pause = [t for t in session.state.transitions if t["event"] == "PAUSE"]
         assert pause[-1]["actor"] == "pat"
