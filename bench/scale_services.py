@@ -1,0 +1,133 @@
+"""Throwaway PostgreSQL and Redis servers for the scale-out benchmarks, and what they share.
+
+The servers are the tests' own (`tests/pg_fixtures.py`, `tests/redis_fixtures.py`: Debian's PostgreSQL 15
+and redis-server, `make postgres redis` installs them), started in temporary directories on free
+loopback ports and removed afterwards. PostgreSQL runs here with its default durability (`fsync`,
+`synchronous_commit` and `full_page_writes` on, unlike the tests' server), since commit times are
+among what the benchmarks measure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests import pg_fixtures  # noqa: E402  (the repository root is put on sys.path just above)
+from tests.redis_fixtures import REDIS_BIN, RedisServer  # noqa: E402
+
+BENCH_ENV_DROP = ("ROSTRUM_", "PYTEST_CURRENT_TEST")
+
+
+class Unavailable(RuntimeError):
+    """A server the benchmark needs cannot be started here (the message says why and what to install)."""
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them ("0.52 0.61 0.70")."""
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a process a benchmark starts: this one's without any ROSTRUM_ setting
+    (each benchmark sets what it measures), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(BENCH_ENV_DROP)}
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server with default durability for the block; yields its administrator DSN."""
+    reason = pg_fixtures._unavailable()
+    if reason is not None:
+        raise Unavailable(reason)
+    with pg_fixtures.running_server(durable=True) as admin:
+        yield admin
+
+
+def new_database(admin: str, prefix: str = "bench") -> str:
+    """A new, empty database on the server of `admin`; its DSN."""
+    return pg_fixtures.create_database(admin, f"{prefix}_{uuid.uuid4().hex[:10]}")
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A Redis server (no persistence) for the block; yields its URL."""
+    if not REDIS_BIN.exists():
+        raise Unavailable(f"redis-server is not installed ({REDIS_BIN} is missing): run `make redis`")
+    server = RedisServer()
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def start_worker(dsn: str, redis_url: str, speed: float, log: Path) -> subprocess.Popen[bytes]:
+    """`python -m webapp worker` on `dsn` with Redis and demo models at `speed` tokens/s; returns once it
+    says it is ready (its first line of output)."""
+    env = child_env(ROSTRUM_REDIS_URL=redis_url, ROSTRUM_DEMO_SPEED=f"{speed:g}", PYTHONUNBUFFERED="1")
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "webapp", "worker", "--db", dsn], cwd=ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=out)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if b"ready" not in line:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"the worker did not start: {line!r}; see {log}")
+    return process
+
+
+def stop(process: subprocess.Popen[Any], timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def wait_terminal(store: Any, debate_ids: list[str], timeout: float, every: float = 0.25) -> None:
+    """Until every debate's listing row shows a terminal status. The debates run in other processes, so
+    there is nothing here to await: the table is read every `every` seconds (the wall times themselves
+    come from the log's timestamps, not from when this loop noticed)."""
+    from webapp.engine.machine import TERMINAL_STATES
+
+    terminal = [s.value for s in TERMINAL_STATES]
+    marks = ", ".join("?" * len(terminal))
+    waiting = set(debate_ids)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        rows = await store.fetchall(f"SELECT id FROM debates WHERE status IN ({marks})", terminal)
+        waiting -= {str(r[0]) for r in rows}
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(waiting)} debate(s) did not end within {timeout:g} s")
+        await asyncio.sleep(every)
+
+
+async def run_span(store: Any, debate_id: str) -> tuple[datetime, datetime, str]:
+    """When a debate started running (its first transition out of idle), when it ended (its last
+    event), and its final status, from the log's own timestamps."""
+    events = await store.events(debate_id)
+    row = await store.get_row(debate_id)
+    started = next(e.at for e in events if e.kind.value == "transition")
+    return started, events[-1].at, row.status if row is not None else "?"
