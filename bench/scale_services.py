@@ -41,6 +41,13 @@ def load_average() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a process a benchmark starts: this one's without any ROSTRUM_ setting
     (each benchmark sets what it measures), plus `extra`."""
@@ -77,20 +84,35 @@ def redis_server() -> Iterator[str]:
         server.stop()
 
 
+@contextlib.contextmanager
+def services(admin: str | None = None, redis_url: str | None = None) -> Iterator[tuple[str, str]]:
+    """(PostgreSQL administrator DSN, Redis URL) for the block: the ones given (servers already running,
+    e.g. on a quiet machine; each run makes its own database), else throwaway ones started here."""
+    with contextlib.ExitStack() as stack:
+        if admin is None:
+            admin = stack.enter_context(postgres_server())
+        if redis_url is None:
+            redis_url = stack.enter_context(redis_server())
+        yield admin, redis_url
+
+
 def start_worker(dsn: str, redis_url: str, speed: float, log: Path) -> subprocess.Popen[bytes]:
-    """`python -m webapp worker` on `dsn` with Redis and demo models at `speed` tokens/s; returns once it
-    says it is ready (its first line of output)."""
+    """`python -m webapp worker` on `dsn` with Redis and demo models at `speed` tokens/s (started, not
+    yet ready: see `worker_ready`). Its log (stderr) goes to `log`."""
     env = child_env(ROSTRUM_REDIS_URL=redis_url, ROSTRUM_DEMO_SPEED=f"{speed:g}", PYTHONUNBUFFERED="1")
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "webapp", "worker", "--db", dsn], cwd=ROOT, env=env,
-                                   stdout=subprocess.PIPE, stderr=out)
+        return subprocess.Popen([sys.executable, "-m", "webapp", "worker", "--db", dsn], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=out)
+
+
+def worker_ready(process: subprocess.Popen[bytes]) -> None:
+    """Returns once the worker says it is ready (its first line of output)."""
     assert process.stdout is not None
     line = process.stdout.readline()
     if b"ready" not in line:
         process.kill()
         process.wait()
-        raise RuntimeError(f"the worker did not start: {line!r}; see {log}")
-    return process
+        raise RuntimeError(f"a worker did not start: {line!r} (see its log)")
 
 
 def stop(process: subprocess.Popen[Any], timeout: float = 20) -> None:

@@ -154,7 +154,16 @@ class Worker:
         if not jobs:
             return
         elsewhere = await self.leases.held_elsewhere()
+        loop = asyncio.get_running_loop()
+        # The lock is held for the whole pass; a long one (a hundred debates started at once on a busy
+        # machine: a second or more per job) would keep upkeep from renewing leases until they expired
+        # and another worker took running debates over. So a pass ends after `poll` seconds and the
+        # loop comes straight back for the rest, once upkeep has had its turn.
+        deadline = loop.time() + self.poll
         for job in jobs:
+            if loop.time() > deadline:
+                self._wake.set()
+                return
             if job.debate_id in elsewhere or not await self._take(job.debate_id):
                 continue  # its worker answers it
             ok, detail = await self._apply(job)
@@ -192,7 +201,14 @@ class Worker:
                 await self.engine.forget(debate_id)
                 continue
             session = self.engine.sessions.get(debate_id)
-            if session is None or not session.running:
+            if session is not None and not session.running and session.status in ACTIVE_STATES:
+                # Stopped while its log says it runs (another process wrote to it: StaleWrite). Deleting the
+                # lease would leave a running debate that no worker ever takes over; expired, the next
+                # takeover (any worker's) continues it from its log.
+                self.owned.discard(debate_id)
+                await self.engine.forget(debate_id)
+                await self.leases.expire(debate_id)
+            elif session is None or not session.running:
                 await self._give_up(debate_id)  # paused, ended or waiting for a person: anyone may resume it
         await self._take_over()
 
