@@ -1,0 +1,69 @@
+"""Debate workers under contention (what `bench/scale_workers.py` ran into with 200 debates on a busy
+machine): a long pass over the jobs table gives the lock up so leases are renewed in time, and a debate
+whose runner stopped because another process wrote to its log is continued, never left running in the
+log with no lease (which no worker would ever take over)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from webapp.engine.engine import Engine
+from webapp.engine.stream import LiveEvent
+from webapp.models import DebateConfig, EventKind
+from webapp.settings import Settings
+from webapp.workers import JobQueue, Worker
+
+
+async def test_a_long_jobs_pass_gives_the_lock_up_and_comes_back_for_the_rest(tmp_path: Path) -> None:
+    settings = Settings(db=tmp_path / "db.sqlite3", demo_speed=0)
+    engine = await Engine.open(settings=settings)
+    worker = Worker(engine, lease=3.0, poll=0.001)  # a pass may last a millisecond: less than one job
+    queue = JobQueue(engine.store)
+    ids = [await engine.create(DebateConfig(topic=f"Tea or coffee {i}", format="classic")) for i in range(4)]
+    jobs = [await queue.put(debate_id, "run", "ada") for debate_id in ids]
+    try:
+        await worker._answer_jobs()
+        answered = [job for job in jobs if await queue.outcome(job) is not None]
+        assert 1 <= len(answered) < len(jobs)
+        assert worker._wake.is_set()  # the jobs loop comes straight back (after upkeep's turn)
+        for _ in range(len(jobs)):
+            worker._wake.clear()
+            await worker._answer_jobs()
+        assert all([await queue.outcome(job) is not None for job in jobs])
+    finally:
+        await worker.close()
+        await engine.close()
+
+
+async def test_a_debate_stopped_by_another_writer_is_continued_not_orphaned(tmp_path: Path) -> None:
+    settings = Settings(db=tmp_path / "db.sqlite3", demo_speed=400)
+    runner = await Engine.open(settings=settings)
+    other = await Engine.open(settings=settings)  # another process writing to the same log
+    worker = Worker(runner, lease=3.0, poll=0.05)
+    debating, completed = asyncio.Event(), asyncio.Event()
+
+    def follow(message: object) -> None:
+        if isinstance(message, LiveEvent):
+            to = message.event.data.get("to")
+            if to == "debating":
+                debating.set()
+            if to == "completed":
+                completed.set()
+
+    runner.subscribe_all(follow)
+    debate_id = await runner.create(DebateConfig(topic="Tea or coffee", format="classic", rounds=1))
+    await JobQueue(runner.store).put(debate_id, "run", "ada")
+    await worker.start()
+    try:
+        async with asyncio.timeout(30):
+            await debating.wait()
+            # The worker's next commit is refused (StaleWrite): its runner reloads and stops quietly.
+            await other.store.append(debate_id, EventKind.NOTE, {"type": "retry", "turn": "x", "text": "elsewhere"})
+            await completed.wait()  # taken over from its log (before: its lease deleted, never continued)
+        row = await runner.store.get_row(debate_id)
+        assert row is not None and row.status == "completed"
+    finally:
+        await worker.close()
+        await other.close()
+        await runner.close()
