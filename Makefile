@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live clean lock
+.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live bench-scale clean lock
 
 install: $(STAMP)
 
@@ -83,6 +83,11 @@ bench-live: install chromium
 	$(PY) bench/pacing.py
 	$(PY) bench/page_build.py
 	$(PY) bench/spectators.py --clients 0,100,400 --rounds 3
+
+# Scale-out (issue 14, about 7 minutes): 50 live debates on PostgreSQL, 400 spectators over 2 web instances,
+# 200 debates over 2 workers; each starts its own throwaway PostgreSQL and Redis.
+bench-scale: install postgres redis
+	$(PY) -m bench.scale_out all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

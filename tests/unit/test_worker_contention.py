@@ -1,7 +1,7 @@
 """Debate workers under contention (what `bench/scale_workers.py` ran into with 200 debates on a busy
-machine): a long pass over the jobs table gives the lock up so leases are renewed in time, and a debate
-whose runner stopped because another process wrote to its log is continued, never left running in the
-log with no lease (which no worker would ever take over)."""
+machine): leases are renewed in one statement, a long pass over the jobs table gives the lock up so
+leases are renewed in time, and a debate whose runner stopped because another process wrote to its log
+is continued, never left running in the log with no lease (which no worker would ever take over)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,22 @@ from webapp.engine.engine import Engine
 from webapp.engine.stream import LiveEvent
 from webapp.models import DebateConfig, EventKind
 from webapp.settings import Settings
-from webapp.workers import JobQueue, Worker
+from webapp.store.protocol import EventStore
+from webapp.workers import JobQueue, Leases, Worker
+
+
+async def test_leases_are_renewed_all_at_once_and_only_ours(any_store: EventStore) -> None:
+    engine = Engine(any_store, settings=Settings())
+    x, y, z = [await engine.create(DebateConfig(topic=f"Tea or coffee {i}", format="classic")) for i in range(3)]
+    a, b = Leases(any_store, "a", 10.0), Leases(any_store, "b", 10.0)
+    assert await a.acquire(x) and await a.acquire(y) and await b.acquire(z)
+    assert await a.renew_all([x, y, z]) == {x, y}
+    assert await a.renew_all([]) == set()
+    await a.expire(x)
+    assert await b.acquire(x)  # expired: taken over
+    assert await a.renew_all([x, y]) == {y}
+    holder = await a.holder(x)
+    assert holder is not None and holder[0] == "b"  # a's renewal did not take it back
 
 
 async def test_a_long_jobs_pass_gives_the_lock_up_and_comes_back_for_the_rest(tmp_path: Path) -> None:

@@ -194,8 +194,11 @@ class Worker:
                       "event": result.event and result.event.value}
 
     async def _upkeep(self) -> None:
+        # All at once: renewing one lease per transaction costs a worker with a hundred debates a hundred
+        # commits every poll, and on a busy machine that pass outlasted the leases it was renewing.
+        ours = await self.leases.renew_all(self.owned)
         for debate_id in list(self.owned):
-            if not await self.leases.renew(debate_id):
+            if debate_id not in ours:
                 log.warning("worker %s: lost the lease of debate %s; stops running it", self.name, debate_id)
                 self.owned.discard(debate_id)
                 await self.engine.forget(debate_id)
