@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from run import report  # bench/run.py
-from scale_services import load_average, new_database, postgres_server
+from scale_services import clean_up_on_sigterm, load_average, new_database, postgres_server
 
 from webapp.models import EventKind
 from webapp.store.postgres import PostgresStore
@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-store", action="store_true", help="only the live debates")
     parser.add_argument("--skip-paced", action="store_true", help="only the unpaced live debates")
     args = parser.parse_args(argv)
+    clean_up_on_sigterm()
     if args.dsn is not None and not args.dsn.startswith(("postgresql://", "postgres://")):
         parser.error("the DSN must be a postgresql:// URL")
     print(f"load average before: {load_average()}")

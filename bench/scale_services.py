@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +34,16 @@ BENCH_ENV_DROP = ("ROSTRUM_", "PYTEST_CURRENT_TEST")
 
 class Unavailable(RuntimeError):
     """A server the benchmark needs cannot be started here (the message says why and what to install)."""
+
+
+def clean_up_on_sigterm() -> None:
+    """SIGTERM ends a benchmark as Ctrl-C does, so that its servers and workers are stopped on the way out
+    (by default SIGTERM ends the process at once and leaves them running)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def load_average() -> str:

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scale_services import (
     child_env,
+    clean_up_on_sigterm,
     cpu_seconds,
     load_average,
     new_database,
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis", help="redis:// URL of a running Redis to use (default: a throwaway one)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    clean_up_on_sigterm()
     results = asyncio.run(run(args))
     measured = results["runs"][1]["instances"]
     disconnected = sum(inst["disconnected"] + inst["failed"] for inst in measured)

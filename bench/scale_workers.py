@@ -12,7 +12,8 @@ models, `--rounds`), then asks for all of them to start at once through `WorkerC
 wall time runs from that moment to the last event of the last debate (the log's own timestamp); the
 run with one debate, same workers, same settings, is the baseline.
 
-Also reported per run: how the debates were shared between the workers (their leases while running),
+Also reported per run: how the debates were shared between the workers (their leases, read every
+0.5 s while they run: a debate over in less is not counted; one taken over counts for both),
 how long the last one waited to start, each debate's own duration (median / max), and the workers' CPU
 seconds (from /proc) against the wall time: with 2 cores shared by both workers and Redis and
 PostgreSQL, a ratio that misses its target while the workers' CPU is near 2 × wall says the machine,
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scale_services import (
+    clean_up_on_sigterm,
     cpu_seconds,
     load_average,
     new_database,
@@ -48,6 +50,15 @@ from scale_services import (
 )
 
 TARGET_RATIO = 1.3
+
+
+async def sample_leases(store: Any, holders: dict[str, set[str]], every: float = 0.5) -> None:
+    """Which worker holds which debate, read every `every` seconds until cancelled (a lease row goes
+    when its debate ends, so the shares are gathered while they run)."""
+    while True:
+        for owner, debate_id in await store.fetchall("SELECT owner, debate_id FROM debate_leases", ()):
+            holders.setdefault(str(owner), set()).add(str(debate_id))
+        await asyncio.sleep(every)
 
 
 async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed: float, rounds: int,
@@ -71,11 +82,13 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         cpu0 = [cpu_seconds(p.pid) for p in processes]
         t0 = datetime.now(UTC)
         started = time.perf_counter()
+        holders: dict[str, set[str]] = {}
+        sampler = asyncio.create_task(sample_leases(engine.store, holders))
         await asyncio.gather(*(client.run(debate_id, actor="bench", timeout=timeout) for debate_id in ids))
         answered = time.perf_counter() - started
-        rows = await engine.store.fetchall("SELECT owner, COUNT(*) FROM debate_leases GROUP BY owner", ())
-        shares = sorted((int(r[1]) for r in rows), reverse=True)
         await wait_terminal(engine.store, ids, timeout)
+        sampler.cancel()
+        shares = sorted((len(held) for held in holders.values()), reverse=True)
         cpu = [cpu_seconds(p.pid) - c for p, c in zip(processes, cpu0, strict=True)]
         spans = [await run_span(engine.store, debate_id) for debate_id in ids]
     finally:
@@ -129,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, help="keep the workers' logs in this directory")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    clean_up_on_sigterm()
     results = asyncio.run(run(args.debates, args.workers, args.speed, args.rounds, args.timeout,
                               pg_admin=args.pg_admin, redis=args.redis, logs=args.logs))
     ok = results["ratio"] <= TARGET_RATIO

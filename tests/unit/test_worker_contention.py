@@ -14,6 +14,7 @@ from webapp.models import DebateConfig, EventKind
 from webapp.settings import Settings
 from webapp.store.protocol import EventStore
 from webapp.workers import JobQueue, Leases, Worker
+from webapp.workers.worker import JOB_CONCURRENCY
 
 
 async def test_leases_are_renewed_all_at_once_and_only_ours(any_store: EventStore) -> None:
@@ -35,12 +36,13 @@ async def test_a_long_jobs_pass_gives_the_lock_up_and_comes_back_for_the_rest(tm
     engine = await Engine.open(settings=settings)
     worker = Worker(engine, lease=3.0, poll=0.001)  # a pass may last a millisecond: less than one job
     queue = JobQueue(engine.store)
-    ids = [await engine.create(DebateConfig(topic=f"Tea or coffee {i}", format="classic")) for i in range(4)]
+    ids = [await engine.create(DebateConfig(topic=f"Tea or coffee {i}", format="classic"))
+           for i in range(JOB_CONCURRENCY + 4)]
     jobs = [await queue.put(debate_id, "run", "ada") for debate_id in ids]
     try:
         await worker._answer_jobs()
         answered = [job for job in jobs if await queue.outcome(job) is not None]
-        assert 1 <= len(answered) < len(jobs)
+        assert 1 <= len(answered) < len(jobs)  # at least one job per pass, whatever the clock says
         assert worker._wake.is_set()  # the jobs loop comes straight back (after upkeep's turn)
         for _ in range(len(jobs)):
             worker._wake.clear()
