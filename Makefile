@@ -84,7 +84,7 @@ bench-live: install chromium
 	$(PY) bench/page_build.py
 	$(PY) bench/spectators.py --clients 0,100,400 --rounds 3
 
-# Scale-out (issue 14, about 7 minutes): 50 live debates on PostgreSQL, 400 spectators over 2 web instances,
+# Scale-out (issue 14, about 6 minutes): 50 live debates on PostgreSQL, 400 spectators over 2 web instances,
 # 200 debates over 2 workers; each starts its own throwaway PostgreSQL and Redis.
 bench-scale: install postgres redis
 	$(PY) -m bench.scale_out all

@@ -7,7 +7,7 @@
 
 ARGS go to that benchmark (`--help` lists them). Each starts its own throwaway PostgreSQL (default
 durability) and Redis unless given servers; each prints the load average with its figures, which on a
-shared machine they follow. Exits non-zero when a target is missed. About 7 minutes for `all` on 2 cores.
+shared machine they follow. Exits non-zero when a target is missed. About 6 minutes for `all` on 2 cores.
 """
 
 from __future__ import annotations
