@@ -59,6 +59,39 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def server_cpu_seconds(admin: str, redis_url: str) -> dict[str, float]:
+    """CPU seconds so far of the PostgreSQL server of `admin` (the postmaster, its live backends and
+    those it has reaped) and of the Redis server of `redis_url`, found by their ports in /proc: what
+    the benchmarks' servers cost beside the processes measured. 0 for a server not on this machine."""
+    pg_port = admin.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    redis_port = redis_url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                lines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                stats[int(entry.name)] = _stat(int(entry.name))
+    out = {"postgres_cpu_s": 0.0, "redis_cpu_s": 0.0}
+    for pid, line in lines.items():
+        if pid not in stats:
+            continue
+        if "postgres" in line and f"-p {pg_port} " in line:  # the postmaster: its own and reaped children's
+            fields = stats[pid]
+            out["postgres_cpu_s"] += sum(int(x) for x in fields[11:15]) / tick
+            out["postgres_cpu_s"] += sum(int(stats[c][11]) + int(stats[c][12]) for c in stats
+                                         if stats[c][1] == str(pid)) / tick
+        elif "redis-server" in line and f":{redis_port} " in line + " ":  # its title: "redis-server HOST:PORT"
+            out["redis_cpu_s"] += (int(stats[pid][11]) + int(stats[pid][12])) / tick
+    return out
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a process a benchmark starts: this one's without any ROSTRUM_ setting
     (each benchmark sets what it measures), plus `extra`."""

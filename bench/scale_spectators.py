@@ -45,6 +45,7 @@ from scale_services import (
     load_average,
     new_database,
     run_span,
+    server_cpu_seconds,
     services,
     start_worker,
     stop,
@@ -122,6 +123,7 @@ async def one_run(admin: str, redis_url: str, spectators: int, args: argparse.Na
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())))
         readies = {i: read_line(g, 300) for i, g in generators}
         cpu0 = [cpu_seconds(p.pid) for p, _ in instances] + [cpu_seconds(worker.pid)]
+        servers0 = server_cpu_seconds(admin, redis_url)
         for _, g in generators:
             send(g, "start")
         for _, base in instances[1:]:
@@ -131,6 +133,7 @@ async def one_run(admin: str, redis_url: str, spectators: int, args: argparse.Na
         await wait_terminal(store, [debate_id], args.timeout)
         cpu = [cpu_seconds(p.pid) - c for (p, _), c in zip(instances, cpu0, strict=False)]
         worker_cpu = cpu_seconds(worker.pid) - cpu0[-1]
+        servers = {name: value - servers0[name] for name, value in server_cpu_seconds(admin, redis_url).items()}
         await asyncio.sleep(args.grace)  # the last flushes reach every spectator (a period, not a sync)
         stats = [http_json(f"{base}/bench/debates/{debate_id}") for _, base in instances]
         for _, g in generators:
@@ -152,7 +155,7 @@ async def one_run(admin: str, redis_url: str, spectators: int, args: argparse.Na
                                       (end - t0).total_seconds()))
     return {"spectators": spectators, "load_average": load, "status": status,
             "wall_s": (end - t0).total_seconds(), "start_s": (started - t0).total_seconds(),
-            "worker_cpu_s": worker_cpu, "shown_chars": shown, "instances": per_instance}
+            "worker_cpu_s": worker_cpu, **servers, "shown_chars": shown, "instances": per_instance}
 
 
 def summarise(index: int, share: int, ready: dict[str, Any] | None, clients: list[dict[str, Any]],
@@ -234,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         print(table(results))
+        for one in results["runs"]:
+            print(f"{one['spectators']} spectators: PostgreSQL CPU {one['postgres_cpu_s']:.1f} s, "
+                  f"Redis CPU {one['redis_cpu_s']:.1f} s")
         print(f"scale_spectators_ratio {results['ratio']:.3f}  target <= {TARGET_RATIO}, 0 disconnected "
               f"({disconnected})  {'ok' if ok else 'MISSED'}")
     return 0 if ok else 1

@@ -13,11 +13,10 @@ wall time runs from that moment to the last event of the last debate (the log's 
 run with one debate, same workers, same settings, is the baseline.
 
 Also reported per run: how the debates were shared between the workers (their leases, read every
-0.5 s while they run: a debate over in less is not counted; one taken over counts for both),
-how long the last one waited to start, each debate's own duration (median / max), and the workers' CPU
-seconds (from /proc) against the wall time: with 2 cores shared by both workers and Redis and
-PostgreSQL, a ratio that misses its target while the workers' CPU is near 2 × wall says the machine,
-not the design, was the limit.
+0.5 s while they run: a debate over in less is not counted; one taken over counts for both), how long
+the last one waited to start, each debate's own duration (median / max), and the CPU seconds of the
+workers and of the PostgreSQL and Redis servers (from /proc): on 2 cores, when those add up to nearly
+2 × the wall time, the machine, not the design, was the limit.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from scale_services import (
     load_average,
     new_database,
     run_span,
+    server_cpu_seconds,
     services,
     start_worker,
     stop,
@@ -80,6 +80,7 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         ids = [await engine.create(DebateConfig(topic=f"Scaled debate {i}", format="classic", rounds=rounds, seed=i))
                for i in range(debates)]
         cpu0 = [cpu_seconds(p.pid) for p in processes]
+        servers0 = server_cpu_seconds(admin, redis_url)
         t0 = datetime.now(UTC)
         started = time.perf_counter()
         holders: dict[str, set[str]] = {}
@@ -90,6 +91,7 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         sampler.cancel()
         shares = sorted((len(held) for held in holders.values()), reverse=True)
         cpu = [cpu_seconds(p.pid) - c for p, c in zip(processes, cpu0, strict=True)]
+        servers = {name: value - servers0[name] for name, value in server_cpu_seconds(admin, redis_url).items()}
         spans = [await run_span(engine.store, debate_id) for debate_id in ids]
     finally:
         await client.close()
@@ -108,6 +110,7 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         "last_start_s": max((span[0] - t0).total_seconds() for span in spans),
         "debate_s_median": statistics.median(durations), "debate_s_max": max(durations),
         "shares": shares, "statuses": statuses, "worker_cpu_s": [round(c, 1) for c in cpu],
+        "postgres_cpu_s": round(servers["postgres_cpu_s"], 1), "redis_cpu_s": round(servers["redis_cpu_s"], 1),
     }
 
 
@@ -127,7 +130,7 @@ def describe(run: dict[str, Any]) -> str:
             f"(load before {run['load_average']}); all started within {run['last_start_s']:.1f} s "
             f"(answers back in {run['all_answered_s']:.1f} s); each debate median {run['debate_s_median']:.1f} s, "
             f"max {run['debate_s_max']:.1f} s; shares {run['shares']}; statuses {run['statuses']}; "
-            f"worker CPU {run['worker_cpu_s']} s")
+            f"worker CPU {run['worker_cpu_s']} s, PostgreSQL {run['postgres_cpu_s']} s, Redis {run['redis_cpu_s']} s")
 
 
 def main(argv: list[str] | None = None) -> int:
