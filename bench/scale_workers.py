@@ -52,6 +52,15 @@ from scale_services import (
 TARGET_RATIO = 1.3
 
 
+async def turn_seconds(store: Any, debate_id: str) -> float:
+    """Seconds a debate spent streaming turns (each turn's start to its finish); the rest of its run is
+    between turns: commits, transitions, the verdict."""
+    from webapp.engine.state import DebateState
+
+    state = DebateState.from_events(await store.events(debate_id))
+    return sum((turn.finished_at - turn.started_at).total_seconds() for turn in state.turns)
+
+
 async def sample_leases(store: Any, holders: dict[str, set[str]], every: float = 0.5) -> None:
     """Which worker holds which debate, read every `every` seconds until cancelled (a lease row goes
     when its debate ends, so the shares are gathered while they run)."""
@@ -93,6 +102,7 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         cpu = [cpu_seconds(p.pid) - c for p, c in zip(processes, cpu0, strict=True)]
         servers = {name: value - servers0[name] for name, value in server_cpu_seconds(admin, redis_url).items()}
         spans = [await run_span(engine.store, debate_id) for debate_id in ids]
+        in_turns = [await turn_seconds(engine.store, debate_id) for debate_id in ids]
     finally:
         await client.close()
         for process in processes:
@@ -109,6 +119,8 @@ async def one_run(admin: str, redis_url: str, debates: int, workers: int, speed:
         "all_answered_s": answered,
         "last_start_s": max((span[0] - t0).total_seconds() for span in spans),
         "debate_s_median": statistics.median(durations), "debate_s_max": max(durations),
+        "in_turns_s_median": statistics.median(in_turns),
+        "between_turns_s_median": statistics.median(d - t for d, t in zip(durations, in_turns, strict=True)),
         "shares": shares, "statuses": statuses, "worker_cpu_s": [round(c, 1) for c in cpu],
         "postgres_cpu_s": round(servers["postgres_cpu_s"], 1), "redis_cpu_s": round(servers["redis_cpu_s"], 1),
     }
@@ -128,7 +140,8 @@ async def run(debates: int, workers: int, speed: float, rounds: int, timeout: fl
 def describe(run: dict[str, Any]) -> str:
     return (f"{run['debates']} debate(s) over {run['workers']} worker(s): wall {run['wall_s']:.1f} s "
             f"(load before {run['load_average']}); all started within {run['last_start_s']:.1f} s "
-            f"(answers back in {run['all_answered_s']:.1f} s); each debate median {run['debate_s_median']:.1f} s, "
+            f"(answers back in {run['all_answered_s']:.1f} s); each debate median {run['debate_s_median']:.1f} s "
+            f"({run['in_turns_s_median']:.1f} s in turns, {run['between_turns_s_median']:.1f} s between), "
             f"max {run['debate_s_max']:.1f} s; shares {run['shares']}; statuses {run['statuses']}; "
             f"worker CPU {run['worker_cpu_s']} s, PostgreSQL {run['postgres_cpu_s']} s, Redis {run['redis_cpu_s']} s")
 

@@ -56,6 +56,8 @@ def test_debates_over_workers_bench(pg_server: str, redis_server: RedisServer) -
     assert many["statuses"] == {"completed": 3}
     assert sum(many["shares"]) <= 3  # the leases seen while they ran (demo-instant debates end at once)
     assert many["wall_s"] >= many["debate_s_max"] > 0
+    assert 0 <= many["in_turns_s_median"] <= many["debate_s_median"]  # a run is turns plus what lies between
+    assert "postgres_cpu_s" in many and "redis_cpu_s" in many
     assert report["ratio"] == many["wall_s"] / single["wall_s"]
 
 
