@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live soak clean lock
+.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live bench-scale soak clean lock
 
 install: $(STAMP)
 
@@ -90,6 +90,11 @@ SOAK_DB ?=
 
 soak: install
 	$(PY) -m bench.soak --debates 50 --kills 30 $(if $(SOAK_DB),--store postgresql --db "$(SOAK_DB)")
+
+# Scale-out (issue 14, about 6 minutes): 50 live debates on PostgreSQL, 400 spectators over 2 web instances,
+# 200 debates over 2 workers; each starts its own throwaway PostgreSQL and Redis.
+bench-scale: install postgres redis
+	$(PY) -m bench.scale_out all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

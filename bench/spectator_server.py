@@ -7,10 +7,12 @@ own pages (sign-in is off on 127.0.0.1):
 
 - `GET  /bench/ready`                 200 once the engine is open
 - `POST /bench/debates?rounds=3`      creates (does not start) a classic debate of demo models; → {"id"}
-- `POST /bench/debates/{id}/start`    starts it as the debate page's Resume button would (actor `local`)
-                                      and starts counting: wall time, process CPU, streamed characters
+- `POST /bench/debates/{id}/start`    starts it as the debate page's Resume button would (actor `local`;
+                                      on a worker with `ROSTRUM_WORKERS=external`) and starts counting:
+                                      wall time, process CPU, streamed characters
 - `GET  /bench/debates/{id}`          status, wall and CPU seconds from the start to the terminal state,
                                       streamed chars/bytes, current and peak RSS, NiceGUI clients
+- `POST /bench/mark`                  the loop-lag window starts now (for an instance that started nothing)
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class Measure:
 
 
 measures: dict[str, Measure] = {}
+lag_mark = 0  # where `GET /bench/debates/{id}` starts its loop-lag window when this process started nothing
 
 
 class LoopLag:
@@ -181,7 +184,14 @@ async def start_debate(debate_id: str) -> dict[str, Any]:
     measure = Measure(session)
     measure.unsubscribe = session.subscribe(measure.listen)
     measures[debate_id] = measure
-    _, result = await engine.continue_debate(debate_id, actor="local")
+    if getattr(engine, "workers", None) is not None:
+        # ROSTRUM_WORKERS=external: the Resume button's path, which hands the debate to a worker
+        # (`continue_debate` would run it in this process).
+        from webapp.engine.api import Command
+
+        result = await engine.command(session, Command.RESUME, actor="local")
+    else:
+        _, result = await engine.continue_debate(debate_id, actor="local")
     asyncio.get_running_loop().create_task(measure.watch())
     return {"id": debate_id, "status": session.status.value, "message": result.message}
 
@@ -208,13 +218,20 @@ async def debate_stats(debate_id: str) -> dict[str, Any]:
         "rss_mb": rss_mb(),
         "peak_rss_mb": peak_rss_mb(),
         "rss_at_start_mb": measure.rss_at_start_mb if measure else None,
-        **(lag.since(measure.lag_start) if measure else {}),
+        **lag.since(measure.lag_start if measure else lag_mark),
         "socket_closes": dict(close_reasons),
         "clients": len(Client.instances),
         "connected_clients": sum(1 for c in Client.instances.values() if c.has_socket_connection),
         # messages kept for a reconnect; the spectators' acks prune them
         "outbox_history": sum(len(c.outbox.message_history) for c in Client.instances.values()),
     }
+
+
+async def mark() -> dict[str, Any]:
+    """Start the loop-lag window now (an instance that only watches a debate started elsewhere)."""
+    global lag_mark
+    lag_mark = len(lag.samples)
+    return {"ok": True}
 
 
 async def element_census() -> dict[str, Any]:
@@ -250,6 +267,7 @@ def main() -> None:
     app.add_api_route("/bench/debates/{debate_id}/start", start_debate, methods=["POST"])
     app.add_api_route("/bench/debates/{debate_id}", debate_stats, methods=["GET"])
     app.add_api_route("/bench/elements", element_census, methods=["GET"])
+    app.add_api_route("/bench/mark", mark, methods=["POST"])
     settings = get_settings()
     assert settings.host == "127.0.0.1" and not settings.auth_enabled, "the bench serves loopback without sign-in"
     ui.run(

@@ -65,12 +65,12 @@ def _unavailable() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[str]:
-    """A PostgreSQL server for this test session; yields the DSN of its (empty) template database."""
-    reason = _unavailable()
-    if reason is not None:
-        pytest.skip(reason)
+@contextlib.contextmanager
+def running_server(*, durable: bool = False) -> Iterator[str]:
+    """A throwaway PostgreSQL server in a temporary directory, on a free loopback port; yields the DSN of
+    its `postgres` database, and stops it (and removes its files) afterwards. `durable`: PostgreSQL's
+    default settings (`fsync`, `synchronous_commit`, `full_page_writes` on: what the benchmarks measure);
+    otherwise they are off, which the tests need no durability from. Check `_unavailable()` first."""
     root = Path(tempfile.mkdtemp(prefix="rostrum-pg-"))
     data = root / "data"
     data.mkdir()
@@ -80,6 +80,7 @@ def pg_server() -> Iterator[str]:
             os.chown(path, user.pw_uid, user.pw_gid)
     port = _free_port()
     log = root / "server.log"
+    options = "" if durable else " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     try:
         subprocess.run(
             _as_postgres([str(PG_BIN / "initdb"), "-D", str(data), "-U", PG_USER, "--auth=trust", "-E", "UTF8",
@@ -88,8 +89,7 @@ def pg_server() -> Iterator[str]:
         )
         subprocess.run(
             _as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o",
-                          f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                          "-c synchronous_commit=off -c full_page_writes=off", "start"]),
+                          f"-p {port} -k {root} -c listen_addresses=127.0.0.1{options}", "start"]),
             check=True, capture_output=True, timeout=120,
         )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
@@ -98,22 +98,40 @@ def pg_server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"could not start the test PostgreSQL: {exc}\n{stderr.decode(errors='replace')}\n"
                            f"{details}") from exc
-    server = f"postgresql://{PG_USER}@127.0.0.1:{port}/{EMPTY_TEMPLATE}"
     try:
-        for template in (EMPTY_TEMPLATE, MIGRATED_TEMPLATE):
-            subprocess.run(
-                [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-q",
-                 "-c", f"CREATE DATABASE {template}"],
-                check=True, capture_output=True, timeout=60,
-            )
-        # Migrated once here, copied for each store test (the tests' event loop may be running: a thread).
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(asyncio.run, _migrate(_with_database(server, MIGRATED_TEMPLATE))).result()
-        yield server
+        yield f"postgresql://{PG_USER}@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
                        capture_output=True, timeout=60)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(admin_dsn: str, name: str) -> str:
+    """Create the database `name` on the server of `admin_dsn` (with psql: no event loop needed);
+    returns its DSN."""
+    host_port = admin_dsn.split("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    subprocess.run(
+        [str(PG_BIN / "psql"), "-h", host, "-p", port, "-U", PG_USER, "-d", "postgres", "-q",
+         "-c", f"CREATE DATABASE {name}"],
+        check=True, capture_output=True, timeout=60,
+    )
+    return _with_database(admin_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A PostgreSQL server for this test session; yields the DSN of its (empty) template database."""
+    reason = _unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_server() as admin:
+        server = create_database(admin, EMPTY_TEMPLATE)
+        create_database(admin, MIGRATED_TEMPLATE)
+        # Migrated once here, copied for each store test (the tests' event loop may be running: a thread).
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, _migrate(_with_database(server, MIGRATED_TEMPLATE))).result()
+        yield server
 
 
 def _with_database(dsn: str, name: str) -> str:

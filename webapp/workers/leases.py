@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,20 @@ class Leases:
             done = await tx.execute("UPDATE debate_leases SET expires_at = ? WHERE debate_id = ? AND owner = ?",
                                     (now() + self.duration, debate_id, self.owner))
         return done.rowcount > 0
+
+    async def renew_all(self, debate_ids: Iterable[str]) -> set[str]:
+        """Extend our leases of `debate_ids` in one statement; the debates whose lease is still ours (a
+        renewed lease cannot be taken, so what the second read sees is what the update kept)."""
+        ids = list(debate_ids)
+        if not ids:
+            return set()
+        marks = ", ".join("?" * len(ids))
+        async with self.store.transaction() as tx:
+            await tx.execute(f"UPDATE debate_leases SET expires_at = ? WHERE owner = ? AND debate_id IN ({marks})",
+                             (now() + self.duration, self.owner, *ids))
+        rows = await self.store.fetchall(
+            f"SELECT debate_id FROM debate_leases WHERE owner = ? AND debate_id IN ({marks})", (self.owner, *ids))
+        return {str(r[0]) for r in rows}
 
     async def release(self, debate_id: str) -> None:
         """Give our lease up (the debate paused or ended, or this worker stops): any worker may take it."""

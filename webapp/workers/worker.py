@@ -52,6 +52,7 @@ REDIS_RETRY = 1.0  # seconds between attempts to reach Redis again
 # worker takes it after this short wait.
 SPREAD_SECONDS = 0.1
 SPREAD_MOST = 4
+JOB_CONCURRENCY = 8  # debates whose jobs one worker answers side by side
 
 
 def commands_channel(debate_id: str) -> str:
@@ -195,15 +196,42 @@ class Worker:
         if not jobs:
             return
         elsewhere = await self.leases.held_elsewhere()
+        loop = asyncio.get_running_loop()
+        # The lock is held for the whole pass; a long one (a hundred debates started at once on a busy
+        # machine: a second or more per job) would keep upkeep from renewing leases until they expired
+        # and another worker took running debates over. So a pass starts no job after `poll` seconds,
+        # and the loop comes straight back for the rest once upkeep has had its turn.
+        deadline = loop.time() + self.poll
+        by_debate: dict[str, list[Job]] = {}
         for job in jobs:
             if job.debate_id in elsewhere or self._leave_to_others(job):
-                continue
-            if not await self._take(job.debate_id):
-                continue  # its worker answers it
-            ok, detail = await self._apply(job)
-            if await self.jobs.finish(job.id, ok, detail) and self._redis is not None:
-                with contextlib.suppress(Exception):  # the web side falls back to reading the table
-                    await self._redis.publish(results_channel(job.debate_id), job.id)
+                continue  # its worker answers it, or a less busy worker is given a moment to
+            by_debate.setdefault(job.debate_id, []).append(job)
+        # Debates side by side, each one's jobs in order: a job is a few commits (lease, transition,
+        # answer), and one after another they made the last of 200 debates started at once wait
+        # a minute or more; side by side their commits share the database's flushes.
+        slots = asyncio.Semaphore(JOB_CONCURRENCY)
+        begun = 0
+
+        async def answer(debate_id: str, its_jobs: list[Job]) -> None:
+            nonlocal begun
+            async with slots:
+                if begun and loop.time() > deadline:
+                    self._wake.set()
+                    return
+                begun += 1
+                if not await self._take(debate_id):
+                    return  # another worker holds it
+                for job in its_jobs:
+                    ok, detail = await self._apply(job)
+                    if await self.jobs.finish(job.id, ok, detail) and self._redis is not None:
+                        with contextlib.suppress(Exception):  # the web side falls back to reading the table
+                            await self._redis.publish(results_channel(job.debate_id), job.id)
+
+        outcomes = await asyncio.gather(*(answer(d, js) for d, js in by_debate.items()), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome  # as before: the loop logs it, and the next pass tries again
 
     def _leave_to_others(self, job: Job) -> bool:
         """Whether to leave a new debate's "run" job, for now, to a worker running fewer debates; when
@@ -265,14 +293,24 @@ class Worker:
                       "event": result.event and result.event.value}
 
     async def _upkeep(self) -> None:
+        # All at once: renewing one lease per transaction costs a worker with a hundred debates a hundred
+        # commits every poll, and on a busy machine that pass outlasted the leases it was renewing.
+        ours = await self.leases.renew_all(self.owned)
         for debate_id in list(self.owned):
-            if not await self.leases.renew(debate_id):
+            if debate_id not in ours:
                 log.warning("worker %s: lost the lease of debate %s; stops running it", self.name, debate_id)
                 self.owned.discard(debate_id)
                 await self.engine.forget(debate_id)
                 continue
             session = self.engine.sessions.get(debate_id)
-            if session is None or not session.running:
+            if session is not None and not session.running and session.status in ACTIVE_STATES:
+                # Stopped while its log says it runs (another process wrote to it: StaleWrite). Deleting the
+                # lease would leave a running debate that no worker ever takes over; expired, the next
+                # takeover (any worker's) continues it from its log.
+                self.owned.discard(debate_id)
+                await self.engine.forget(debate_id)
+                await self.leases.expire(debate_id)
+            elif session is None or not session.running:
                 await self._give_up(debate_id)  # paused, ended or waiting for a person: anyone may resume it
         await self._take_over()
 
