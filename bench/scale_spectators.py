@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,7 @@ from scale_services import (
     wait_terminal,
     worker_ready,
 )
-from spectators import SERVER, free_port, http_json, read_line
+from spectators import SERVER, free_port, http_json, read_line, wait_ready
 
 GENERATOR = Path(__file__).resolve().parent / "spectators.py"
 TARGET_RATIO = 1.2
@@ -68,19 +67,6 @@ def start_instance(dsn: str, redis_url: str, speed: float, log: Path) -> tuple[s
         process = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port)], cwd=log.parent, env=env,
                                    stdout=out, stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}"
-
-
-def wait_ready(process: subprocess.Popen[bytes], base: str, log: Path, timeout: float = 60) -> None:
-    """Until the instance's engine is open (another process: its port is polled)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            http_json(f"{base}/bench/ready", timeout=2)
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"a web instance did not start; see {log}") from None
-            time.sleep(0.1)
 
 
 def send(generator: subprocess.Popen[str], line: str) -> None:

@@ -369,6 +369,19 @@ def stop_process(process: subprocess.Popen[Any], timeout: float = 20) -> None:
             process.wait()
 
 
+def wait_ready(process: subprocess.Popen[Any], base: str, log: Path, timeout: float = 60) -> None:
+    """Until the server's engine is open (another process: its port is polled)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            http_json(f"{base}/bench/ready", timeout=2)
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start; see {log}") from None
+            time.sleep(0.1)
+
+
 def read_line(process: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
     """The next JSON line a generator prints (its stdout is a pipe)."""
     import selectors
@@ -395,15 +408,7 @@ def one_run(clients: int, args: argparse.Namespace) -> dict[str, Any]:
         server = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     generators: list[subprocess.Popen[str]] = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                http_json(f"{base}/bench/ready", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start; see {work / 'server.log'}") from None
-                time.sleep(0.1)
+        wait_ready(server, base, work / "server.log")
         debate_id = http_json(f"{base}/bench/debates?rounds={args.rounds}", "POST")["id"]
         before = http_json(f"{base}/bench/debates/{debate_id}")
         shares = [clients // args.generators + (1 if i < clients % args.generators else 0)
