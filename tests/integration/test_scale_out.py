@@ -181,6 +181,7 @@ class Spectator:
     status: dict[str, Any] = field(default_factory=dict)
     frames: int = 0
     sockets: int = 0  # websockets the page opened: more than one means it reconnected (and missed frames)
+    rejoin: bool = False  # the next start may be the bus re-announcing a turn in flight (Redis is back)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def attach(self, page: Page) -> None:
@@ -204,7 +205,8 @@ class Spectator:
         if kind == live_wire.STARTED:  # a new attempt (a redo after a pause or a takeover): offsets restart
             seen = self.turns.setdefault(item[1], Seen(item[1]))
             seen.text, seen.deltas, seen.started_in = "", 0, self.phase
-            seen.joined = self.frames == 1  # the page's first frame: its resync on joining, or just after
+            # the page's first frame (its resync on joining, or just after), or a turn in flight re-announced
+            seen.joined, self.rejoin = self.frames == 1 or self.rejoin, False
         elif kind == live_wire.TEXT:
             # Text of a turn not announced on the stream: the page's snapshot showed it in flight.
             seen = self.turns.setdefault(item[1], Seen(item[1], self.phase, joined=True))
@@ -340,9 +342,9 @@ async def test_two_instances_two_workers_postgres_and_redis(
         async with asyncio.timeout(WAIT):
             while (await probe.pubsub_numsub(channel_name(debate_id)))[0][1] < 2:  # A's and B's subscriptions
                 await asyncio.sleep(0.05)  # polling another process's state: there is no event to await
-        b.phase = "redis back"
-        streamed_again = await b.until(lambda: next(
-            (s for s in b.finished if s.committed_in == "redis back" and s.started_in == "redis back"), None))
+        b.phase, b.rejoin = "redis back", True  # B's bus replays the turn in flight when it subscribes again
+        streamed_again = await b.until(lambda: next((s for s in b.finished if s.committed_in == s.started_in ==
+                                                     "redis back" and not s.joined and s.deltas > 1), None))
         await b.until(lambda: b.status.get("ended"))
         await expect(watcher.get_by_text(re.compile(r"^Winner: "))).to_be_visible(timeout=UI_WAIT)
         row = await reader.store.get_row(debate_id)
@@ -354,9 +356,12 @@ async def test_two_instances_two_workers_postgres_and_redis(
         log_turns = await turn_log(reader, debate_id)
         keys = [key for key, _ in log_turns]
         assert len(keys) == len(set(keys)) == TURNS
+        shown = await watcher.locator(".rostrum-turn-final .rostrum-turn-text").all_inner_texts()
+        assert [" ".join(t.split()) for t in shown] == [" ".join(t.split()) for _, t in log_turns], \
+            "B's page shows the logged turns"
         before_b = TURNS - len(b.finished)  # finished before B's page joined: in its snapshot, not its stream
         assert [s.final for s in b.finished] == [text for _, text in log_turns[before_b:]], \
-            f"B's page (which opened {b.sockets} socket(s)) shows other text than the log"
+            f"B's page (which opened {b.sockets} socket(s)) was sent other text than the log"
         assert len(kept) == before_b + committed_at_kill, "killed mid-turn: the turn B saw streaming was not logged"
         streamed = []
         away = {"redis down", "redis starting"}  # the phases in which Redis could not carry the stream
