@@ -9,8 +9,9 @@ doubled; Redis is killed mid-debate (B's spectator still gets each finished turn
 the debate finishes) and started again (tokens flow to B again).
 
 The app has no JSON or SSE read API: its live stream is the socket.io event `rl` each debate page
-receives (format in `static/live/index.js`), so B's stream is read from the browser's websocket frames.
-Which worker runs the debate is read from the lease table.
+receives (format in `static/live/index.js`), so B's stream is read from the browser's websocket frames,
+and at the end the turns B's page shows are compared with the log too. Which worker runs the debate is
+read from the lease table.
 """
 
 from __future__ import annotations
