@@ -181,7 +181,7 @@ class Spectator:
     finished: list[Seen] = field(default_factory=list)  # in the order they were committed
     status: dict[str, Any] = field(default_factory=dict)
     frames: int = 0
-    sockets: int = 0  # websockets the page opened: more than one means it reconnected (and missed frames)
+    sockets: int = 0  # websockets the tab opened (its dashboard's first): more than two means a reconnect
     rejoin: bool = False  # the next start may be the bus re-announcing a turn in flight (Redis is back)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
