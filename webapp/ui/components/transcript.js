@@ -141,7 +141,9 @@ export default {
         } else if (type === 1) {
           const [, , attempt, info] = item;
           let t = this.find(kid);
-          if (t && (t.state === "final" || (t.state === "live" && t.attempt === attempt))) continue;
+          // A start of the attempt shown live is a restart too (a worker that took the debate over redoes
+          // the turn under the same attempt number; a resync re-sends it): its text follows from offset 0.
+          if (t && t.state === "final") continue;
           if (!t) {
             t = { kid, cuts: [], notes: [], meta: "", ...info };
             this.items.push(t);
