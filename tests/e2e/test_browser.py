@@ -41,6 +41,11 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
     # a second browser context joins mid-debate
     other_context = browser.new_context(viewport={"width": 1200, "height": 900})
     other = other_context.new_page()
+    console: list[str] = []  # what the late spectator's page said, kept for a failure's diagnosis
+    other.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    other.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    other.on("websocket", lambda ws: (console.append(f"websocket open {ws.url}"),
+                                      ws.on("close", lambda _: console.append("websocket closed"))))
     other.goto(url)
     expect(other.get_by_role("button", name="Pause")).to_be_enabled()
 
@@ -78,7 +83,11 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(server:
     assert len(mine) == 4 and all(mine)
     # The late spectator ends with the same transcript (its turns arrive on the live stream, which is
     # not ordered with the verdict card's update: wait for them rather than read at once).
-    expect(other.locator(".rostrum-turn-final .rostrum-turn-text")).to_have_count(len(mine), timeout=LONG)
+    try:
+        expect(other.locator(".rostrum-turn-final .rostrum-turn-text")).to_have_count(len(mine), timeout=LONG)
+    finally:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "late-spectator-console.log").write_text("\n".join(console), encoding="utf-8")
     assert transcript(other) == mine
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
