@@ -1,6 +1,8 @@
-"""A turn started again under the attempt number the page shows live (a debate worker that took a debate
-over redoes the cut-off turn from its start, as attempt 1 again) restarts the page's text: the page
-shows the redo's text, not the dead attempt's text with the redo's tail appended."""
+"""Live streams the transcript must survive: a turn started again under the attempt number the page shows
+live (a debate worker that took a debate over redoes the cut-off turn from its start, as attempt 1 again)
+restarts the page's text, not the dead attempt's text with the redo's tail appended; and a turn the page
+hears of only when committed, after the next turn started (committed while the live bus was down), takes
+its place in log order."""
 
 from __future__ import annotations
 
@@ -33,4 +35,29 @@ def test_a_second_start_of_the_same_attempt_restarts_the_turn(server: str, brows
     page.evaluate("(items) => window.socket.listeners('rl').forEach((fn) => fn(items))", DONE)
     expect(page.locator(f"[data-key='k{KID}'].rostrum-turn-final .rostrum-turn-text")).to_have_text(
         "The survivor says something else entirely, at greater length than before.")
+    context.close()
+
+
+EARLIER, LATER = 9997, 9998  # two more ids of this test's own
+# The later turn starts streaming; the earlier one (committed while the bus was down) is heard of only now.
+OUT_OF_ORDER = [
+    [[1, LATER, 1, {"speaker": "opposition", "group": "Order"}], [0, LATER, 0, "The later turn streams"]],
+    [[3, EARLIER, {"speaker": "proposition", "group": "Order", "text": "The earlier turn, whole.", "meta": "",
+                   "notes": [], "n": 1_000_000}]],
+    [[3, LATER, {"meta": "", "notes": [], "n": 1_000_001}]],
+]
+
+
+def test_a_turn_heard_of_late_takes_its_place_in_log_order(server: str, browser: Browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    start_from_form(page, server, "Should trams have right of way?")
+    page.wait_for_function("() => window.socket && window.socket.listeners('rl').length > 0")
+    for batch in OUT_OF_ORDER:
+        page.evaluate("(items) => window.socket.listeners('rl').forEach((fn) => fn(items))", batch)
+    later = page.locator(f"[data-key='k{LATER}'].rostrum-turn-final")
+    expect(later).to_have_count(1)
+    order = page.evaluate("""(keys) => [...document.querySelectorAll('[data-key]')]
+        .map((e) => e.dataset.key).filter((k) => keys.includes(k))""", [f"k{EARLIER}", f"k{LATER}"])
+    assert order == [f"k{EARLIER}", f"k{LATER}"]
     context.close()

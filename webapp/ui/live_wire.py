@@ -77,6 +77,10 @@ def committed_info(state: DebateState, turn: Turn, streamed: str | None) -> dict
     info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
     info["meta"] = turn_meta(turn)
     info["notes"] = [*retry_notes(state).get(turn.key, []), *turn.notes]
+    # Its place in the log: the browser keeps finished turns in this order, whatever order it heard of
+    # them in (one committed while the live bus was down arrives after the next turn has started).
+    info["n"] = next((i for i in range(len(state.turns) - 1, -1, -1) if state.turns[i].key == turn.key),
+                     len(state.turns))
     if streamed != turn.text:
         info["text"] = turn.text
     return info
@@ -189,11 +193,11 @@ def snapshot_turns(session: DebateSession, kid: Any) -> list[dict[str, Any]]:
     state = session.state
     notes = retry_notes(state)
     out: list[dict[str, Any]] = []
-    for turn in state.turns:
+    for n, turn in enumerate(state.turns):
         if not turn.visible:
             continue
         info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
-        out.append({**info, "kid": kid(turn.key), "state": "final", "text": turn.text, "meta": turn_meta(turn),
+        out.append({**info, "kid": kid(turn.key), "n": n, "state": "final", "text": turn.text, "meta": turn_meta(turn),
                     "notes": [*notes.get(turn.key, []), *turn.notes], "attempt": turn.attempt})
     for key, live in session.live_turns.items():
         if key in state.turn_keys:

@@ -128,6 +128,15 @@ export default {
     jump() {
       jumpToLive();
     },
+    place(t, n) {
+      // Finished turns stand in log order: a turn committed while the live bus was down can be heard of
+      // after the next turn has started. It goes before the first turn later in the log or unfinished.
+      t.n = n;
+      const from = this.items.indexOf(t);
+      this.items.splice(from, 1);
+      const to = this.items.findIndex((o) => o.state !== "final" || o.n === undefined || o.n > n);
+      this.items.splice(to === -1 ? this.items.length : to, 0, t);
+    },
     apply(items) {
       for (const item of items) {
         const [type, kid] = item;
@@ -163,6 +172,7 @@ export default {
           }
           if (info.text !== undefined && info.text !== null) t.text = info.text;
           Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });
+          if (info.n !== undefined) this.place(t, info.n);
         } else if (type === 4) {
           if (item[1] && "ended" in item[1]) this.over = !!item[1].ended;
         } else if (type === 5) {
