@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.client import PubSub
 
 from tests.redis_fixtures import RedisServer
 from webapp.bus import Changed, RemoteItem
@@ -197,3 +198,35 @@ async def test_streaming_resumes_mid_turn_when_redis_comes_back(
     runner.publish(chunk(debate, "!"))  # the runner re-announces its turn, with all its text so far
     await heard.until(lambda items: heard.text() == "Hello world!")
     assert web.connected and web.live_turns(debate)["r1:pro"].text == "Hello world!"
+
+
+async def test_the_subscriber_outlives_an_error_nobody_foresaw(
+    buses: Callable[..., RedisBus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client error outside Redis's own (here: a reply cut off mid-read) must not end the receive loop:
+    a web instance whose subscriber died would never show live text again, and say nothing."""
+    debate = uuid.uuid4().hex[:12]
+    runner, watcher = buses(), buses()
+    for bus in (runner, watcher):
+        await bus.start()
+    heard = Heard()
+    watcher.watch(debate, heard)
+    await heard.until(has_changed)
+    failed = asyncio.Event()
+    broken: set[int] = set()  # the subscribers of both buses, each broken once
+    original = PubSub.get_message
+
+    async def fails_once(self: PubSub, *args: object, **kwargs: object) -> object:
+        if len(broken) < 2 and id(self) not in broken:
+            broken.add(id(self))
+            if len(broken) == 2:
+                failed.set()
+            raise EOFError("the reply ended early")
+        return await original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PubSub, "get_message", fails_once)
+    await asyncio.wait_for(failed.wait(), WAIT)
+    runner.publish(started(debate))
+    for word in ("Buses ", "every ", "hour."):
+        runner.publish(chunk(debate, word))
+    await heard.until(lambda items: heard.text() == "Buses every hour.")

@@ -210,8 +210,10 @@ class RedisBus:
                     pipe.expire(stream_key(debate_id), STREAM_TTL)
                 self._sending = True
                 await pipe.execute()
-            except REDIS_ERRORS as exc:
-                if not self._resend:
+            except Exception as exc:  # any failure: a dead sender would silence every page's live text
+                if not isinstance(exc, REDIS_ERRORS):
+                    log.exception("live bus: sending failed; sending the turns in flight again")
+                elif not self._resend:
                     log.warning("live bus: Redis is unavailable (%s); streamed text is not shared until it is "
                                 "back (finished turns are in the store)", type(exc).__name__)
                 self._resend = True
@@ -287,8 +289,10 @@ class RedisBus:
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=IDLE_POLL)
                     if message is not None and message.get("type") == "message":
                         self._dispatch(str(message["channel"]), str(message["data"]))
-            except REDIS_ERRORS as exc:
-                if self._connected:
+            except Exception as exc:  # any failure: this loop is every page's bus and must outlive it
+                if not isinstance(exc, REDIS_ERRORS):  # a client error nobody foresaw: say where, then reconnect
+                    log.exception("live bus: the subscriber failed; subscribing again")
+                elif self._connected:
                     log.warning("live bus: lost Redis (%s); pages follow finished turns until it is back",
                                 type(exc).__name__)
                 self._connected = False
