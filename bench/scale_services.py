@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests import pg_fixtures  # noqa: E402  (the repository root is put on sys.path just above)
-from tests.redis_fixtures import REDIS_BIN, RedisServer  # noqa: E402
+from tests.redis_fixtures import REDIS_BIN, running_redis  # noqa: E402
 
 BENCH_ENV_DROP = ("ROSTRUM_", "PYTEST_CURRENT_TEST")
 
@@ -120,12 +120,8 @@ def redis_server() -> Iterator[str]:
     """A Redis server (no persistence) for the block; yields its URL."""
     if not REDIS_BIN.exists():
         raise Unavailable(f"redis-server is not installed ({REDIS_BIN} is missing): run `make redis`")
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server.url
-    finally:
-        server.stop()
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ it are skipped, saying why; nothing else is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -79,15 +80,22 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    """A Redis server for this test session."""
+@contextlib.contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A started Redis server, stopped (and its directory removed) on leaving."""
     server = RedisServer()
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A Redis server for this test session."""
+    with running_redis() as server:
+        yield server
 
 
 @pytest.fixture
@@ -102,9 +110,5 @@ def redis_url(redis_server: RedisServer) -> str:
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
     """A Redis server of this test's own, which it may kill and start again."""
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        server.stop()
