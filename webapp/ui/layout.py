@@ -123,6 +123,17 @@ def heading(text: str, level: int = 1) -> ui.label:
     return label
 
 
+def title_row(title: str, create: tuple[str, str, str] | None = None) -> None:
+    """A list page's title, with its "New …" button on the right when `create` = (label, target, marker)
+    is given (the caller decides whether this person may create)."""
+    with ui.row().classes("w-full items-center justify-between"):
+        heading(title)
+        if create is not None:
+            label, target, marker = create
+            ui.button(label, icon="add", on_click=lambda: ui.navigate.to(target)) \
+                .props("unelevated no-caps").mark(marker)
+
+
 @contextmanager
 def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.element]:
     """Enter the page body (a centred column) below the shared header. The navigation shows what

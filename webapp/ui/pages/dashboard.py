@@ -40,7 +40,7 @@ from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.layout import frame, heading
+from webapp.ui.layout import frame, heading, title_row
 
 PAGE_SIZE = 20
 E = TypeVar("E", bound=ui.element)
@@ -466,11 +466,7 @@ async def page(request: Request) -> Response | None:
         return admitted
     gate = auth_gate(admitted)
     with frame("/", admitted):
-        with ui.row().classes("w-full items-center justify-between"):
-            heading("Debates")
-            if admitted.can(Action.CREATE):
-                ui.button("New debate", icon="add", on_click=lambda: ui.navigate.to("/new")) \
-                    .props("unelevated no-caps").mark("new-debate")
+        title_row("Debates", ("New debate", "/new", "new-debate") if admitted.can(Action.CREATE) else None)
         with ui.row().classes("w-full items-center gap-3"):
             search = ui.input(placeholder="Search topics…").props("clearable outlined dense debounce=300") \
                 .classes("grow min-w-[200px]").mark("search")

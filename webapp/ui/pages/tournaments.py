@@ -32,7 +32,7 @@ from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import money, status_badge
 from webapp.ui.components.form_errors import reword
-from webapp.ui.layout import frame, heading
+from webapp.ui.layout import frame, heading, title_row
 from webapp.ui.pages.leaderboard import render_leaderboard
 
 REFRESH_S = 1.0
@@ -74,11 +74,8 @@ async def list_page(request: Request) -> Response | None:
     store = TournamentStore(engine.store)
     rows = await store.all()
     with frame("/tournaments", admitted):
-        with ui.row().classes("w-full items-center justify-between"):
-            heading("Tournaments")
-            if admitted.can(Action.CREATE):
-                ui.button("New tournament", icon="add", on_click=lambda: ui.navigate.to("/tournaments/new")) \
-                    .props("unelevated no-caps").mark("new-tournament")
+        title_row("Tournaments", ("New tournament", "/tournaments/new", "new-tournament")
+                  if admitted.can(Action.CREATE) else None)
         if not rows:
             ui.label("No tournaments yet.").classes("text-grey-8").mark("no-tournaments")
             return None
