@@ -354,9 +354,9 @@ class DebateChannel:
         turns), every visible turn in flight from offset 0, and the status."""
         state = self.session.state
         wire: list[list[Any]] = []
-        for turn in state.turns[since_turns:]:
+        for n, turn in enumerate(state.turns[since_turns:], start=since_turns):
             if turn.visible:
-                wire.append([live_wire.COMMITTED, self.kid(turn.key), live_wire.committed_info(state, turn, None)])
+                wire.append([live_wire.COMMITTED, self.kid(turn.key), live_wire.committed_info(state, turn, None, n)])
         for key, live in self.live_turns.items():
             info = live_wire.started_info(state, live)
             if info is None or key in state.turn_keys:

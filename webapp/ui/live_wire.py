@@ -72,15 +72,16 @@ def retry_notes(state: DebateState) -> dict[str, list[str]]:
     return out
 
 
-def committed_info(state: DebateState, turn: Turn, streamed: str | None) -> dict[str, Any]:
-    """A finished turn for the browser; its text only when it differs from what was streamed."""
+def committed_info(state: DebateState, turn: Turn, streamed: str | None, n: int | None = None) -> dict[str, Any]:
+    """A finished turn for the browser; its text only when it differs from what was streamed. `n`, its
+    place in the log, is looked up from the end (where a just-committed turn is) unless given."""
     info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
     info["meta"] = turn_meta(turn)
     info["notes"] = [*retry_notes(state).get(turn.key, []), *turn.notes]
     # Its place in the log: the browser keeps finished turns in this order, whatever order it heard of
     # them in (one committed while the live bus was down arrives after the next turn has started).
-    info["n"] = next((i for i in range(len(state.turns) - 1, -1, -1) if state.turns[i].key == turn.key),
-                     len(state.turns))
+    info["n"] = n if n is not None else next(
+        (i for i in range(len(state.turns) - 1, -1, -1) if state.turns[i].key == turn.key), len(state.turns))
     if streamed != turn.text:
         info["text"] = turn.text
     return info
