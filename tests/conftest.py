@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from webapp.settings import get_settings
+
 pytest_plugins = ["tests.fakellm_fixtures", "tests.pg_fixtures", "tests.redis_fixtures"]
 
 LOCAL_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """No test leaves its environment's settings cached for the next (e.g. endpoints it registered)."""
+    yield
+    get_settings.cache_clear()
 
 
 @pytest.fixture(autouse=True)

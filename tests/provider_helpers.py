@@ -14,7 +14,7 @@ from genai_prices import calc_price
 
 from tests.fakellm import RecordedRequest
 from webapp.engine.engine import Engine
-from webapp.settings import Settings
+from webapp.settings import Settings, get_settings
 
 ROUND = re.compile(r"\(round (\d+) of \d+\)")
 
@@ -54,6 +54,20 @@ def use_fake_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **keys: str) 
         monkeypatch.delenv(name, raising=False)
     for name, value in keys.items():
         monkeypatch.setenv(name, value)
+
+
+def register_fake_llm(monkeypatch: pytest.MonkeyPatch, *urls: str, openai_key: str = "OPENAI_API_KEY",
+                      anthropic_key: str = "ANTHROPIC_API_KEY") -> None:
+    """Register fake LLM servers as an admin would (`ROSTRUM_ENDPOINTS`), so that the providers' keys may go
+    to them: each server's `/v1` with `openai_key`, its root (the Anthropic SDK's base URL) with
+    `anthropic_key`. Settings made after this call (and `get_settings()`) see them."""
+    endpoints = []
+    for n, url in enumerate(urls):
+        root = url.rstrip("/").removesuffix("/v1")
+        endpoints += [{"name": f"Fake OpenAI {n}", "base_url": f"{root}/v1", "key_env": openai_key},
+                      {"name": f"Fake Anthropic {n}", "base_url": root, "key_env": anthropic_key}]
+    monkeypatch.setenv("ROSTRUM_ENDPOINTS", json.dumps(endpoints))
+    get_settings.cache_clear()
 
 
 async def open_engine(tmp_path: Path, settings: Settings | None = None, **kwargs: Any) -> Engine:

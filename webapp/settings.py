@@ -18,7 +18,10 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from webapp.providers.endpoints import Endpoint, parse_endpoints
+
 AuthMode = Literal["auto", "on", "off"]
+FreeUrls = Literal["auto", "on", "off"]
 WorkersMode = Literal["local", "external"]
 HeaderRole = Literal["admin", "operator", "viewer"]
 SECRET_FILE_NAME = ".rostrum-storage-secret"
@@ -88,6 +91,22 @@ class Settings(BaseSettings):
     image_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="hosts whose images model output may show inline (default: none)"
     )
+
+    # JSON list: [{"name": "Team vLLM", "base_url": "http://10.0.0.5:8000/v1", "key_env": "VLLM_KEY"}]
+    endpoints: list[Endpoint] = Field(
+        default_factory=list, description="endpoints registered by configuration (name, base_url, key_env)")
+    endpoints_file: Path | None = Field(
+        default=None, description="a TOML file of [[endpoints]] tables (name, base_url, key_env)")
+    allow_free_urls: FreeUrls = Field(
+        default="auto", description="whether operators may type a base URL that is not a registered endpoint "
+                                    "(never with a server key): auto = only on this machine without sign-in")
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _endpoints(cls, value: object) -> object:
+        if isinstance(value, list):
+            return parse_endpoints(value, "ROSTRUM_ENDPOINTS")
+        return value
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 
 from tests.fakellm import FakeLLMServer, Script
+from tests.provider_helpers import register_fake_llm
 from webapp.models import JudgeSpec, Participant
 from webapp.providers import anthropic as anthropic_provider
 from webapp.providers import openai as openai_provider
@@ -555,6 +556,7 @@ async def test_provider_cache_reuses_one_provider_and_its_connection(
     fake_llm: FakeLLMServer, clean_env: pytest.MonkeyPatch
 ) -> None:
     clean_env.setenv("OPENAI_API_KEY", KEY)
+    register_fake_llm(clean_env, fake_llm.url)  # the key goes only to a registered endpoint
     pro = Participant(name="Pro", provider="openai", model="gpt-a", base_url=fake_llm.openai_url)
     con = Participant(name="Con", provider="openai", model="gpt-b", base_url=fake_llm.openai_url)
     judge = JudgeSpec(provider="openai", model="gpt-c", base_url=fake_llm.openai_url)
@@ -579,17 +581,20 @@ async def test_provider_cache_separates_servers_and_builds_each_kind(
 ) -> None:
     clean_env.setenv("OPENAI_API_KEY", KEY)
     clean_env.setenv("ANTHROPIC_API_KEY", KEY)
+    register_fake_llm(clean_env, fake_llm.url, "http://127.0.0.1:9")
     cache = ProviderCache()
     try:
         openai_a = cache.get(Participant(provider="openai", model="m", base_url=fake_llm.openai_url))
         openai_b = cache.get(Participant(provider="openai", model="m", base_url="http://127.0.0.1:9/v1"))
         claude = cache.get(JudgeSpec(provider="anthropic", model="claude", base_url=fake_llm.url))
         local = cache.get(Participant(provider="compatible", preset="ollama", model="llama3"))
-        custom = cache.get(Participant(provider="compatible", base_url=fake_llm.openai_url, model="m"))
+        # The same server under another name is not the registered endpoint: no key goes there.
+        unregistered = f"http://localhost:{fake_llm.port}/v1"
+        custom = cache.get(Participant(provider="compatible", base_url=unregistered, model="m"))
         assert openai_a is not openai_b
         assert isinstance(claude, AnthropicProvider)
         assert isinstance(local, CompatibleProvider) and local.base_url == "http://localhost:11434/v1"
-        assert isinstance(custom, CompatibleProvider) and custom.base_url == fake_llm.openai_url
+        assert isinstance(custom, CompatibleProvider) and custom.base_url == unregistered
         assert len(cache) == 5
         texts, _ = await collect(custom, make_request())
         assert texts

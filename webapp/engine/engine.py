@@ -25,6 +25,7 @@ from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
 from webapp.models import DebateConfig, DebateEvent, utcnow
+from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite
 from webapp.store.protocol import EventStore, open_store
@@ -51,10 +52,10 @@ class DebateNotFound(KeyError):
         return f"no debate with id {self.args[0]!r}"
 
 
-def _default_providers(settings: Settings) -> ProviderSource:
+def _default_providers(settings: Settings, endpoints: EndpointBook) -> ProviderSource:
     from webapp.providers.registry import ProviderCache
 
-    return ProviderCache(settings=settings)
+    return ProviderCache(settings=settings, endpoints=endpoints)
 
 
 class Engine:
@@ -72,7 +73,10 @@ class Engine:
     ) -> None:
         self.store = store
         self.settings = settings or get_settings()
-        self.providers = providers or _default_providers(self.settings)
+        # Where calls may go and with which key: the configuration's endpoints and those registered in
+        # Settings (read again from the store before a debate is created or started).
+        self.endpoints = EndpointBook(self.settings, store)
+        self.providers = providers or _default_providers(self.settings, self.endpoints)
         self.task_factory = task_factory
         self.backoff_base = backoff_base
         self.storage_retry_base = storage_retry_base  # first wait before recording an interruption again
@@ -108,13 +112,14 @@ class Engine:
     def validate(self, config: DebateConfig) -> DebateConfig:
         """Check a config completely (format, cast, rounds, provider keys); raises `ConfigError`."""
         config = prepare_config(config)
-        problem = provider_problem(config)
+        problem = provider_problem(config, self.endpoints.policy())
         if problem is not None:
             raise ConfigError(*problem)
         return config
 
     async def create(self, config: DebateConfig, actor: str | None = None) -> str:
         """Validate and store a new debate (not started); returns its id. `actor`: who created it."""
+        await self.endpoints.refresh()  # an endpoint registered or removed by another process counts
         config = self.validate(config)
         debate_id = uuid.uuid4().hex[:12]
         state = DebateState(debate_id, config, created_at=utcnow())
@@ -172,7 +177,8 @@ class Engine:
                                         task_factory=self.task_factory, backoff_base=self.backoff_base,
                                         on_event=self._relay, on_release=self._maybe_evict,
                                         storage_retry_base=self.storage_retry_base,
-                                        limiter=self.limiter, rng=self.rng, tap=self.all_live.emit)
+                                        limiter=self.limiter, rng=self.rng, tap=self.all_live.emit,
+                                        endpoints=self.endpoints)
             self.sessions[full_id] = session
             return session
 

@@ -79,6 +79,7 @@ from webapp.providers.base import (
     ProviderError,
     ProviderRequest,
 )
+from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
 from webapp.store import StaleWrite, StoreError
 from webapp.store.protocol import EventStore
@@ -149,11 +150,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
         limiter: EndpointLimiter | None = None,
         rng: random.Random | None = None,
         tap: Listener | None = None,
+        endpoints: EndpointBook | None = None,
     ) -> None:
         self.state = state
         self.store = store
         self.providers = providers
         self.settings = settings
+        self.endpoints = endpoints or EndpointBook(settings, store)
         self.backoff_base = backoff_base
         self.limiter = limiter or EndpointLimiter()  # the engine shares one between its debates
         self.rng = rng or random.Random()  # the jitter of retry waits (seeded in tests)
@@ -678,7 +681,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
                                position=self.state.machine.context.position.model_dump())
 
     async def _initialize(self) -> None:
-        problem = provider_problem(self.state.config)
+        problem = provider_problem(self.state.config, await self.endpoints.refresh())
         if problem is not None:
             field, message = problem
             raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")

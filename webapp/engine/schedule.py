@@ -8,13 +8,16 @@ how the log knows a turn is finished and must never be requested again.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from webapp.engine.formats import Format, Phase, get_format
 from webapp.hygiene import has_visible_text
 from webapp.models import TEMPERATURE_IGNORED_BY, DebateConfig, Participant
+
+if TYPE_CHECKING:
+    from webapp.providers.endpoints import EndpointPolicy
 
 # A participant's colour goes into the pages' style attributes: only #rgb or #rrggbb.
 COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
@@ -61,16 +64,17 @@ def model_specs(config: DebateConfig) -> list[tuple[str, Any]]:
     return specs
 
 
-def provider_problem(config: DebateConfig) -> tuple[str, str] | None:
-    """The first participant or judge whose provider cannot be used (no key, no URL…), as
-    (field, message); checked when a debate is created and again each time it starts running,
-    since the environment may have changed in between."""
-    from webapp.providers.registry import check_spec  # the registry imports the providers; load late
+def provider_problem(config: DebateConfig, policy: EndpointPolicy | None = None) -> tuple[str, str] | None:
+    """The first participant or judge whose provider cannot be used (no key, no URL, a URL its key is
+    not bound to, an address not to be called…), as (field, message); checked when a debate is created
+    and again each time it starts running, since the environment and the registered endpoints may have
+    changed in between. `policy`: the endpoint rules (default: the configuration's alone)."""
+    from webapp.providers.registry import spec_problem  # the registry imports the providers; load late
 
     for field, spec in model_specs(config):
-        problem = check_spec(spec)
+        problem = spec_problem(spec, policy)
         if problem:
-            return f"{field}.provider", problem
+            return f"{field}.{problem.field}", problem.message
     return None
 
 

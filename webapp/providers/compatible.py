@@ -10,6 +10,8 @@ not report usage in streams (LM Studio) get estimated usage. A structured answer
 
 from __future__ import annotations
 
+import httpx2
+
 from webapp.providers.openai import OpenAIProvider
 from webapp.providers.presets import DUMMY_KEY, PRESETS, Preset, get_preset
 
@@ -30,6 +32,7 @@ class CompatibleProvider(OpenAIProvider):
         preset: Preset | None = None,
         json_mode: bool | None = None,
         usage_in_stream: bool | None = None,
+        http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         self.preset = preset
         if json_mode is None:
@@ -42,6 +45,7 @@ class CompatibleProvider(OpenAIProvider):
             connect_timeout,
             json_mode=json_mode,
             usage_in_stream=usage_in_stream,
+            http_client=http_client,
         )
 
     @classmethod

@@ -90,8 +90,9 @@ class OpenAIProvider(SDKProvider):
         *,
         json_mode: bool = True,
         usage_in_stream: bool = True,
+        http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        super().__init__(api_key, base_url, connect_timeout)
+        super().__init__(api_key, base_url, connect_timeout, http_client)
         self.json_mode = json_mode
         self.usage_in_stream = usage_in_stream
 

@@ -1,7 +1,10 @@
 """The one place that turns a `Participant` or `JudgeSpec` into a `Provider`.
 
 Keys are read only through `webapp.settings.read_env_var`, at the moment a provider is built, and
-go straight into the SDK client: they never appear in messages, status reports, logs or reprs.
+go straight into the SDK client: they never appear in messages, status reports, logs or reprs. Which
+key may go to which URL, and which URLs may be called at all, is decided by the endpoint policy
+(`webapp.providers.endpoints`); every provider's HTTP client enforces it again at connection time
+(`webapp.providers.netguard`).
 `ProviderCache` hands out one provider (one HTTP client, one connection pool) per provider, base
 URL and key variable, so every turn of a debate reuses the same connections.
 
@@ -13,18 +16,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import re
 from typing import Any
 
 from webapp.models import JudgeSpec, Participant
+from webapp.providers import endpoints
 from webapp.providers.base import ErrorKind, Provider, ProviderError
+from webapp.providers.endpoints import DEFAULT_KEY_ENVS, DEFAULT_URLS, EndpointPolicy, Problem, Route
 from webapp.providers.presets import PRESETS, Preset, get_preset
 from webapp.settings import Settings, get_settings, read_env_var
 
 Spec = Participant | JudgeSpec
 
-DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_KEY_ENVS", "DEFAULT_URLS", "EndpointBook", "ProviderCache", "check_spec", "spec_problem"]
 TITLES = {"demo": "Demo (offline)", "openai": "OpenAI", "anthropic": "Anthropic", "compatible": "Compatible"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -33,47 +39,56 @@ def _preset(spec: Spec) -> Preset | None:
     return get_preset(spec.preset) if spec.provider == "compatible" else None
 
 
-def key_env_for(spec: Spec) -> str | None:
-    """Name of the environment variable holding the spec's key; None when no key is needed."""
-    if spec.provider == "demo":
-        return None
-    if spec.api_key_env:
-        return spec.api_key_env
-    if spec.provider == "compatible":
-        preset = _preset(spec)
-        return preset.key_env if preset else None
-    return DEFAULT_KEY_ENVS[spec.provider]
+def key_env_for(spec: Spec, policy: EndpointPolicy | None = None) -> str | None:
+    """Name of the environment variable holding the spec's key; None when no key is needed. A registered
+    endpoint's own variable counts when `policy` is given."""
+    url = endpoints.effective_url(spec)
+    endpoint = policy.endpoint_for(url) if policy is not None and url else None
+    return endpoints.key_env(spec, endpoint)
 
 
 def base_url_for(spec: Spec) -> str | None:
-    """The URL the provider talks to; None means the SDK's own default."""
-    if spec.provider == "compatible":
-        preset = _preset(spec)
-        return spec.base_url or (preset.default_url if preset else None)
-    return spec.base_url if spec.provider != "demo" else None
+    """The URL the provider talks to (its base URL, its preset's, or its provider's own); None for demo."""
+    return endpoints.effective_url(spec)
 
 
-def check_spec(spec: Spec) -> str | None:
-    """A clear, key-free message saying why this spec cannot run yet, or None when it can."""
+def default_policy(settings: Settings | None = None) -> EndpointPolicy:
+    """The policy from the configuration alone (no endpoints registered in Settings)."""
+    return EndpointPolicy.build(settings or get_settings())
+
+
+def spec_problem(spec: Spec, policy: EndpointPolicy | None = None) -> Problem | None:
+    """Why this spec cannot run here (the field, relative to the spec, and a clear key-free message),
+    or None when it can. `policy`: the endpoint rules (default: the configuration's alone)."""
     if spec.provider == "demo":
         return None
     preset: Preset | None = None
     if spec.provider == "compatible":
         if spec.preset and get_preset(spec.preset) is None:
-            return f"unknown compatible preset {spec.preset!r}; known presets: {', '.join(PRESETS)}"
+            return Problem("preset", f"unknown compatible preset {spec.preset!r}; known presets: {', '.join(PRESETS)}")
         preset = _preset(spec)
         if not spec.base_url and preset is None:
-            return (
-                "a compatible provider needs a base_url (the server's OpenAI-compatible endpoint, "
-                "e.g. http://localhost:11434/v1) or a preset"
-            )
+            return Problem("base_url",
+                           "a compatible provider needs a base_url (the server's OpenAI-compatible endpoint, "
+                           "e.g. http://localhost:11434/v1) or a preset")
     if spec.api_key_env and not _ENV_NAME.match(spec.api_key_env):
-        return "api_key_env must be the name of an environment variable (like MY_API_KEY), not a key"
-    env = key_env_for(spec)
-    if env and not read_env_var(env):
+        return Problem("api_key_env",
+                       "api_key_env must be the name of an environment variable (like MY_API_KEY), not a key")
+    policy = policy or default_policy()
+    found = policy.route(spec)
+    if isinstance(found, Problem):
+        return found
+    if found.key_env and not read_env_var(found.key_env):
         label = preset.name if preset else spec.provider
-        return f"{label} needs an API key: set {env} in the environment or .env"
+        return Problem("api_key_env" if spec.api_key_env else "provider",
+                       f"{label} needs an API key: set {found.key_env} in the environment or .env")
     return None
+
+
+def check_spec(spec: Spec, policy: EndpointPolicy | None = None) -> str | None:
+    """`spec_problem`'s message alone."""
+    problem = spec_problem(spec, policy)
+    return problem.message if problem else None
 
 
 def _status_row(
@@ -106,55 +121,97 @@ def provider_status() -> list[dict[str, Any]]:
     ]
 
 
-def _create(spec: Spec, connect_timeout: float, settings: Settings | None = None) -> Provider:
-    """A new provider for a spec that `check_spec` passed."""
-    if spec.provider == "demo":
-        from webapp.providers.demo import DemoProvider
+def _create_demo(spec: Spec, settings: Settings | None = None) -> Provider:
+    from webapp.providers.demo import DemoProvider
 
-        return DemoProvider(model=spec.model, settings=settings or get_settings())
-    env = key_env_for(spec)
-    api_key = read_env_var(env) if env else None
-    base_url = base_url_for(spec)
+    return DemoProvider(model=spec.model, settings=settings or get_settings())
+
+
+def _create(spec: Spec, route: Route, connect_timeout: float) -> Provider:
+    """A new provider for a spec that `spec_problem` passed, on the route the policy gave it: its key (if
+    any) and a client that connects only to that route's host, on addresses the route allows."""
+    import httpx2
+
+    from webapp.providers.netguard import guarded_client
+
+    api_key = read_env_var(route.key_env) if route.key_env else None
+    base_url = base_url_for(spec) or route.url  # as written (refusals are remembered per URL)
+    client = guarded_client(route.url, route.allow_private, timeout=httpx2.Timeout(600.0, connect=connect_timeout))
     if spec.provider == "openai":
         from webapp.providers.openai import OpenAIProvider
 
-        return OpenAIProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout)
+        return OpenAIProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout,
+                              http_client=client)
     if spec.provider == "anthropic":
         from webapp.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout)
+        return AnthropicProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout,
+                                 http_client=client)
     from webapp.providers.compatible import CompatibleProvider
 
-    return CompatibleProvider(base_url or "", api_key, connect_timeout, preset=_preset(spec))
+    return CompatibleProvider(base_url, api_key, connect_timeout, preset=_preset(spec), http_client=client)
+
+
+class EndpointBook:
+    """The endpoint rules of one process: the configuration's endpoints plus those admins registered in
+    Settings (read from the store by `refresh`, which the engine calls before it creates or starts a
+    debate, so every process sees an endpoint another one registered)."""
+
+    def __init__(self, settings: Settings | None = None, store: Any = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.stored: tuple[endpoints.Endpoint, ...] = ()
+
+    def policy(self) -> EndpointPolicy:
+        return EndpointPolicy.build(self.settings or get_settings(), self.stored)
+
+    async def refresh(self) -> EndpointPolicy:
+        if self.store is not None:
+            from webapp.store.endpoints import EndpointStore
+
+            try:
+                self.stored = tuple(await EndpointStore(self.store).list())
+            except Exception as exc:  # a storage fault: the last list read stays (the write that follows reports it)
+                log.warning("could not read the registered endpoints, using the last list read: %s", exc)
+        return self.policy()
 
 
 class ProviderCache:
     """One provider per (provider, base URL, key variable): a debate's turns share HTTP connections."""
 
-    def __init__(self, connect_timeout: float = 10.0, settings: Settings | None = None) -> None:
+    def __init__(self, connect_timeout: float = 10.0, settings: Settings | None = None,
+                 endpoints: EndpointBook | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.settings = settings  # None: the process-wide settings, read when a provider is made
-        self._providers: dict[tuple[str | None, ...], Provider] = {}
+        self.endpoints = endpoints or EndpointBook(settings)
+        self._providers: dict[tuple[str | bool | None, ...], Provider] = {}
 
-    def _key(self, spec: Spec) -> tuple[str | None, ...]:
-        if spec.provider == "demo":
+    def _key(self, spec: Spec, route: Route | None) -> tuple[str | bool | None, ...]:
+        if spec.provider == "demo" or route is None:
             return ("demo", spec.model)
-        env = key_env_for(spec)
-        secret = read_env_var(env) if env else None
+        secret = read_env_var(route.key_env) if route.key_env else None
         # A changed key gets a new client; only a digest is kept, never the key itself.
         digest = hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else None
         preset = _preset(spec)
-        return (spec.provider, base_url_for(spec), env, preset.name if preset else None, digest)
+        return (spec.provider, base_url_for(spec), route.key_env, preset.name if preset else None, digest,
+                route.allow_private)
 
     def get(self, spec: Spec) -> Provider:
         """The shared provider for `spec`, made on first use; raises a fatal `ProviderError` if not ready."""
-        problem = check_spec(spec)
+        policy = self.endpoints.policy()
+        problem = spec_problem(spec, policy)
         if problem:
-            raise ProviderError(ErrorKind.FATAL, spec.provider, problem, reason="config")
-        key = self._key(spec)
+            raise ProviderError(ErrorKind.FATAL, spec.provider, problem.message, reason="config")
+        route = policy.route(spec) if spec.provider != "demo" else None
+        assert not isinstance(route, Problem)  # spec_problem passed it
+        key = self._key(spec, route)
         provider = self._providers.get(key)
         if provider is None:
-            provider = self._providers[key] = _create(spec, self.connect_timeout, self.settings)
+            if route is None:
+                provider = _create_demo(spec, self.settings)
+            else:
+                provider = _create(spec, route, self.connect_timeout)
+            self._providers[key] = provider
         return provider
 
     def __len__(self) -> int:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import httpx2
 
 from webapp.providers.base import ErrorKind, ProviderError, ProviderRequest, StreamItem
+from webapp.providers.netguard import blocked_cause
 
 MESSAGE_MAX_CHARS = 500
 
@@ -220,13 +221,18 @@ class SDKProvider:
     sdk_client: ClassVar[Callable[..., Any]]
     map_error: ClassVar[Callable[..., ProviderError]]
 
-    def __init__(self, api_key: str, base_url: str | None = None, connect_timeout: float = 10.0) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None, connect_timeout: float = 10.0,
+                 http_client: httpx2.AsyncClient | None = None) -> None:
         self.base_url = base_url
+        timeout = httpx2.Timeout(600.0, connect=connect_timeout)
         self._client = self.sdk_client(
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=httpx2.Timeout(600.0, connect=connect_timeout),
+            timeout=timeout,
+            # The registry always passes a guarded client (`webapp.providers.netguard`): one origin,
+            # pinned addresses, no redirects. None (tests of an adapter alone): the SDK's own client.
+            **({"http_client": http_client} if http_client is not None else {}),
         )
 
     def __repr__(self) -> str:
@@ -262,6 +268,10 @@ class SDKProvider:
         except ProviderError:
             raise
         except Exception as exc:
+            blocked = blocked_cause(exc)
+            if blocked is not None:  # refused here, before anything was sent: retrying cannot help
+                raise ProviderError(ErrorKind.FATAL, self.name, str(blocked), request_id=call.request_id,
+                                    reason="config") from exc
             error = self.map_error(exc, provider=self.name, request_id=call.request_id, base_url=self.base_url)
             raise redact(error, self._client.api_key) from exc
         finally:

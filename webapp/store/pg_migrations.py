@@ -226,6 +226,18 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX worker_jobs_pending ON worker_jobs(created_at) WHERE done_at IS NULL;
     """),
+    # Endpoints admins registered in Settings (`webapp.store.endpoints`): a name operators pick, the base
+    # URL, and the variable whose key goes to it and nowhere else. `name_key` is the name without case.
+    Migration("012_endpoints", """
+    CREATE TABLE endpoints (
+        name_key TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        base_url TEXT NOT NULL,
+        key_env TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -47,9 +47,11 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     # (a tournament's debates name it in their config; its claim is copied as it was and lapses)
     "tournaments": ("id", "name", "spec", "status", "stop_reason", "created_by", "created_at", "updated_at",
                     "owner", "lease_until"),
+    # endpoints admins registered in Settings (`webapp.store.endpoints`)
+    "endpoints": ("name_key", "name", "base_url", "key_env", "created_by", "created_at"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
-            "tournaments": "created_at, id"}
+            "tournaments": "created_at, id", "endpoints": "name_key"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

@@ -1,0 +1,419 @@
+"""Where a provider call may go, and which server key may go with it: the one check every path shares.
+
+A server-held key is bound to its host. `OPENAI_API_KEY` goes only to api.openai.com,
+`ANTHROPIC_API_KEY` only to api.anthropic.com, each hosted preset's variable only to that preset's host,
+and a variable an admin registered with an endpoint only to that endpoint. A debate whose base URL is
+not one its key is bound to is refused before its first call (`EndpointPolicy.check`), whichever way it
+came in: the form, the CLI, a config file, a template or a tournament plan all reach `check_spec` in
+`webapp.providers.registry`, which asks this module.
+
+An endpoint is registered by an admin (Settings, stored in the store) or in the configuration
+(`ROSTRUM_ENDPOINTS`, `ROSTRUM_ENDPOINTS_FILE`). Any other base URL is a *free* URL: allowed only where
+free URLs are (`ROSTRUM_ALLOW_FREE_URLS`, by default only on the single-user instance: bound to loopback,
+no sign-in), and never with a server key.
+
+Addresses: link-local and cloud-metadata addresses are never called; loopback and private addresses only
+for a registered endpoint or on the single-user instance. A host name is checked when it is connected to,
+on the address it resolved to (`webapp.providers.netguard`), so a name cannot change its answer between
+the check and the call.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from webapp.providers.presets import PRESETS, get_preset
+
+if TYPE_CHECKING:
+    from webapp.settings import Settings
+
+DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,59}$")
+
+# Never called, whoever asks: link-local (where clouds serve instance metadata and credentials) and the
+# metadata addresses that are not link-local (AWS over IPv6, Alibaba, Oracle), plus addresses no server
+# is reached at (unspecified, multicast, reserved, "this network").
+BLOCKED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32", "192.0.0.192/32",
+    "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "ff00::/8", "::/128",
+))
+# Addresses of this machine or a private network: only for registered endpoints and the single-user case.
+PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",
+    "fc00::/7", "198.18.0.0/15", "192.0.0.0/24",
+))
+LOCAL_NAMES = ("localhost", "localhost.localdomain")
+
+def _builtin_bindings() -> dict[str, list[str]]:
+    bound: dict[str, list[str]] = {env: [DEFAULT_URLS[p]] for p, env in DEFAULT_KEY_ENVS.items()}
+    for preset in PRESETS.values():
+        if preset.key_env:
+            bound.setdefault(preset.key_env, []).append(preset.default_url)
+    return bound
+
+
+# Each provider's own key variable and the URLs of its own host(s).
+BUILTIN_BINDINGS = _builtin_bindings()
+Reach = Literal["blocked", "private", "public"]
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def unwrap(ip: IPAddress) -> IPAddress:
+    """The IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return ip.ipv4_mapped
+        if ip in ipaddress.ip_network("64:ff9b::/96"):
+            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
+
+
+def reach(ip: IPAddress) -> Reach:
+    """Whether an address is never to be called, private (this machine or a private network), or public."""
+    ip = unwrap(ip)
+    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or any(ip in n for n in BLOCKED_NETWORKS):
+        return "blocked"
+    if ip.is_loopback or ip.is_private or any(ip in n for n in PRIVATE_NETWORKS) or not ip.is_global:
+        return "private"
+    return "public"
+
+
+def literal_reach(host: str) -> Reach | None:
+    """The reach of a host written as an address (or `localhost`); None for a name (known once resolved)."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host in LOCAL_NAMES or host.endswith(".localhost"):
+        return "private"
+    try:
+        return reach(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A base URL taken apart: what keys are bound to (scheme, host, port) and the path below it."""
+
+    scheme: str
+    host: str
+    port: int
+    path: str
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+    @property
+    def url(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}{'' if self.port == default else f':{self.port}'}{self.path}"
+
+    @property
+    def where(self) -> str:
+        """The host as a person names it ("openrouter.ai", "127.0.0.1:9911")."""
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+def parse_url(url: str) -> Target:
+    """Take a base URL apart; raises ValueError with a message naming what is wrong."""
+    text = url.strip()
+    if any(ord(c) < 33 or c == "\\" for c in text):
+        raise ValueError("the base URL must not contain spaces, control characters or backslashes")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError("the base URL must start with http:// or https://")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise ValueError("the base URL must not carry credentials (user:password@); keys come from the environment")
+    if parts.query or parts.fragment:
+        raise ValueError("the base URL must not have a query (?…) or fragment (#…)")
+    host = (parts.hostname or "").lower().rstrip(".")
+    if not host:
+        raise ValueError("the base URL has no host")
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise ValueError("the base URL's port is not a number from 1 to 65535") from None
+    return Target(scheme, host, port, parts.path.rstrip("/"))
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two base URLs name the same endpoint (host, port and path, ignoring case and a final /)."""
+    try:
+        return parse_url(a) == parse_url(b)
+    except ValueError:
+        return False
+
+
+class Endpoint(BaseModel):
+    """An endpoint an admin registered: a name people pick it by, its base URL, and optionally the
+    variable holding its key (which is then sent to this endpoint and nowhere else)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=60)
+    base_url: str = Field(min_length=1, max_length=500)
+    key_env: str | None = None
+    source: Literal["settings", "config"] = "settings"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip()
+        if not ENDPOINT_NAME.match(value):
+            raise ValueError("an endpoint's name is 1 to 60 letters, digits, spaces, dots, dashes or underscores")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        target = parse_url(value)
+        if literal_reach(target.host) == "blocked":
+            raise ValueError(f"{target.where} is a link-local or cloud-metadata address, which is never called")
+        return target.url
+
+    @field_validator("key_env")
+    @classmethod
+    def _key_env(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not ENV_NAME.match(value):
+            raise ValueError("key_env must be the name of an environment variable (like MY_API_KEY), not a key")
+        if value.upper().startswith("ROSTRUM_"):
+            raise ValueError(f"{value} is one of Rostrum's own settings, not a provider key")
+        return value
+
+    @property
+    def target(self) -> Target:
+        return parse_url(self.base_url)
+
+
+_ENDPOINT_LIST = TypeAdapter(list[Endpoint])
+
+
+def parse_endpoints(data: Any, where: str) -> list[Endpoint]:
+    """Endpoints from configuration data (a list of {name, base_url, key_env}); ValueError names `where`."""
+    if isinstance(data, dict):
+        data = data.get("endpoints", [])
+    try:
+        items = _ENDPOINT_LIST.validate_python(
+            [{**item, "source": "config"} if isinstance(item, dict) else item for item in data or []])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where}: endpoint {path}: {first['msg']}") from None
+    names = [e.name.lower() for e in items]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise ValueError(f"{where}: two endpoints are called {duplicate!r}")
+    return items
+
+
+@lru_cache(maxsize=4)
+def _endpoints_file(path: Path, mtime_ns: int) -> tuple[Endpoint, ...]:
+    with path.open("rb") as handle:
+        return tuple(parse_endpoints(tomllib.load(handle), str(path)))
+
+
+def configured_endpoints(settings: Settings) -> list[Endpoint]:
+    """The endpoints the configuration registers: `ROSTRUM_ENDPOINTS` then `ROSTRUM_ENDPOINTS_FILE`."""
+    found = list(settings.endpoints)
+    if settings.endpoints_file is not None:
+        path = Path(settings.endpoints_file)
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError as exc:
+            raise ValueError(f"ROSTRUM_ENDPOINTS_FILE {path}: cannot be read ({exc.strerror})") from None
+        try:
+            found += _endpoints_file(path.resolve(), stamp)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"ROSTRUM_ENDPOINTS_FILE {path}: not valid TOML ({exc})") from None
+    return found
+
+
+Spec = Any  # Participant | JudgeSpec (imported only for type checking: models import nothing from here)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a spec may not run: the field to show it at (relative to the spec) and the message."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a checked spec goes: its URL, the key variable sent there (if any), and whether private
+    addresses may be connected to (a registered endpoint, or the single-user instance)."""
+
+    url: str
+    key_env: str | None
+    allow_private: bool
+
+
+@dataclass(frozen=True)
+class EndpointPolicy:
+    """One snapshot of the rules: the registered endpoints, whether free URLs are allowed, and whether
+    this is the single-user instance (bound to loopback without sign-in)."""
+
+    endpoints: tuple[Endpoint, ...] = ()
+    allow_free_urls: bool = False
+    single_user: bool = False
+
+    @classmethod
+    def build(cls, settings: Settings, stored: tuple[Endpoint, ...] | list[Endpoint] = ()) -> EndpointPolicy:
+        single_user = settings.loopback and not settings.auth_enabled
+        free = settings.allow_free_urls
+        allow = single_user if free == "auto" else free == "on"
+        return cls(tuple(configured_endpoints(settings)) + tuple(stored), allow, single_user)
+
+    # --- what keys are bound to ---------------------------------------------------------------
+
+    def key_bindings(self) -> dict[str, list[str]]:
+        """Each key variable and the base URLs it may be sent to."""
+        bound = {env: list(urls) for env, urls in BUILTIN_BINDINGS.items()}
+        for endpoint in self.endpoints:
+            if endpoint.key_env:
+                bound.setdefault(endpoint.key_env, []).append(endpoint.base_url)
+        return bound
+
+    def key_variables(self) -> list[str]:
+        """The only names `api_key_env` may take: the providers' own and those registered with endpoints."""
+        return list(self.key_bindings())
+
+    def endpoint_for(self, url: str) -> Endpoint | None:
+        """The registered endpoint at `url`, if any."""
+        return next((e for e in self.endpoints if same_endpoint(e.base_url, url)), None)
+
+    def endpoint_named(self, name: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.name.lower() == name.strip().lower()), None)
+
+    def key_may_go(self, env: str, url: str) -> bool:
+        """Whether the key in `env` may be sent to `url`: a provider's key to its own host (any path on
+        it), a registered endpoint's key to that endpoint."""
+        try:
+            target = parse_url(url)
+        except ValueError:
+            return False
+        if any(parse_url(own).origin == target.origin for own in BUILTIN_BINDINGS.get(env, [])):
+            return True
+        return any(e.key_env == env and same_endpoint(e.base_url, url) for e in self.endpoints)
+
+    # --- the check ----------------------------------------------------------------------------
+
+    def route(self, spec: Spec) -> Route | Problem:
+        """Where `spec` goes and with which key variable, or why it may not go anywhere."""
+        preset = get_preset(spec.preset) if spec.provider == "compatible" else None
+        url = effective_url(spec)
+        if not url:
+            return Problem("base_url", "a compatible provider needs a base_url or a preset")
+        field = "base_url" if spec.base_url else ("preset" if preset else "provider")
+        try:
+            target = parse_url(url)
+        except ValueError as exc:
+            return Problem(field, str(exc))
+        endpoint = self.endpoint_for(url)
+        if spec.api_key_env:
+            name = spec.api_key_env.strip()
+            if not ENV_NAME.match(name):
+                return Problem("api_key_env",
+                               "api_key_env must be the name of an environment variable (like MY_API_KEY), not a key")
+            if name not in self.key_bindings():
+                return Problem("api_key_env", f"api_key_env {name} is not a provider key variable; use one of "
+                                              f"{', '.join(self.key_variables())} (an admin registers others "
+                                              "with an endpoint)")
+        env = key_env(spec, endpoint)
+        own = _own_url(spec, preset, url)
+        if endpoint is None and not own and not self.allow_free_urls:
+            return Problem(field, f"{target.url} is not a registered endpoint: pick one an admin registered "
+                                  "(Settings lists them), or ask an admin to register this one")
+        if env and not self.key_may_go(env, url):
+            hosts = ", ".join(dict.fromkeys(parse_url(u).where for u in self.key_bindings().get(env, [])))
+            return Problem(field if spec.base_url or not spec.api_key_env else "api_key_env",
+                           f"{env} is only sent to {hosts}; ask an admin to register this endpoint "
+                           f"({target.where}) to use it there")
+        kind = literal_reach(target.host)
+        if kind == "blocked":
+            return Problem(field, f"{target.where} is a link-local or cloud-metadata address, which Rostrum "
+                                  "never calls")
+        allow_private = endpoint is not None or self.single_user
+        if kind == "private" and not allow_private:
+            return Problem(field, f"{target.where} is an address on this machine or a private network: only "
+                                  "endpoints an admin registered may be there")
+        return Route(target.url, env, allow_private)
+
+    def check(self, spec: Spec) -> Problem | None:
+        """Why `spec` may not run here (the field and a key-free message), or None."""
+        if spec.provider == "demo":
+            return None
+        found = self.route(spec)
+        return found if isinstance(found, Problem) else None
+
+    def url_rule(self, url: str) -> tuple[Route | None, str | None]:
+        """The network rule for a keyless request to `url` ("Test connection", the Settings checks): the
+        route, or why it may not be asked."""
+        try:
+            target = parse_url(url)
+        except ValueError as exc:
+            return None, str(exc)
+        endpoint = self.endpoint_for(url)
+        own = any(same_endpoint(p.default_url, url) for p in PRESETS.values())
+        if endpoint is None and not own and not self.allow_free_urls:
+            return None, f"{target.url} is not a registered endpoint; ask an admin to register it"
+        kind = literal_reach(target.host)
+        if kind == "blocked":
+            return None, f"{target.where} is a link-local or cloud-metadata address, which Rostrum never calls"
+        allow_private = endpoint is not None or self.single_user
+        if kind == "private" and not allow_private:
+            return None, (f"{target.where} is an address on this machine or a private network: only endpoints "
+                          "an admin registered may be there")
+        return Route(target.url, None, allow_private), None
+
+
+def _own_url(spec: Spec, preset: Any, url: str) -> bool:
+    """Whether `url` is the spec's provider's or preset's own address (not one typed over it)."""
+    if spec.provider in DEFAULT_URLS:
+        return same_endpoint(url, DEFAULT_URLS[spec.provider])
+    return preset is not None and same_endpoint(url, preset.default_url)
+
+
+def effective_url(spec: Spec) -> str | None:
+    """The URL a spec's calls go to: its base URL, else its preset's, else its provider's default."""
+    if spec.provider == "demo":
+        return None
+    if spec.base_url:
+        return str(spec.base_url)
+    if spec.provider == "compatible":
+        preset = get_preset(spec.preset)
+        return preset.default_url if preset else None
+    return DEFAULT_URLS.get(spec.provider)
+
+
+def key_env(spec: Spec, endpoint: Endpoint | None = None) -> str | None:
+    """The variable whose key a spec sends: its own `api_key_env`, else its registered endpoint's,
+    else its preset's or provider's; None when no key is sent."""
+    if spec.provider == "demo":
+        return None
+    if spec.api_key_env:
+        return str(spec.api_key_env).strip()
+    if endpoint is not None and endpoint.key_env:
+        return endpoint.key_env
+    if spec.provider == "compatible":
+        preset = get_preset(spec.preset)
+        return preset.key_env if preset else None
+    return DEFAULT_KEY_ENVS.get(spec.provider)
