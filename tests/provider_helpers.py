@@ -14,7 +14,10 @@ from genai_prices import calc_price
 
 from tests.fakellm import RecordedRequest
 from webapp.engine.engine import Engine
+from webapp.providers.endpoints import Endpoint
 from webapp.settings import Settings, get_settings
+from webapp.store.endpoints import EndpointStore
+from webapp.store.protocol import EventStore
 
 ROUND = re.compile(r"\(round (\d+) of \d+\)")
 
@@ -61,13 +64,29 @@ def register_fake_llm(monkeypatch: pytest.MonkeyPatch, *urls: str, openai_key: s
     """Register fake LLM servers as an admin would (`ROSTRUM_ENDPOINTS`), so that the providers' keys may go
     to them: each server's `/v1` with `openai_key`, its root (the Anthropic SDK's base URL) with
     `anthropic_key`. Settings made after this call (and `get_settings()`) see them."""
-    endpoints = []
-    for n, url in enumerate(urls):
-        root = url.rstrip("/").removesuffix("/v1")
-        endpoints += [{"name": f"Fake OpenAI {n}", "base_url": f"{root}/v1", "key_env": openai_key},
-                      {"name": f"Fake Anthropic {n}", "base_url": root, "key_env": anthropic_key}]
-    monkeypatch.setenv("ROSTRUM_ENDPOINTS", json.dumps(endpoints))
+    endpoints = fake_endpoints(*urls, openai_key=openai_key, anthropic_key=anthropic_key)
+    monkeypatch.setenv("ROSTRUM_ENDPOINTS", json.dumps([e.model_dump(exclude={"source"}) for e in endpoints]))
     get_settings.cache_clear()
+
+
+def fake_endpoints(*urls: str, openai_key: str = "OPENAI_API_KEY",
+                   anthropic_key: str = "ANTHROPIC_API_KEY") -> list[Endpoint]:
+    """Fake LLM servers as registered endpoints: each server's `/v1` with `openai_key`, its root (the
+    Anthropic SDK's base URL) with `anthropic_key`."""
+    found = []
+    for url in urls:
+        root = url.rstrip("/").removesuffix("/v1")
+        port = root.rsplit(":", 1)[-1]
+        found += [Endpoint(name=f"Fake OpenAI {port}", base_url=f"{root}/v1", key_env=openai_key),
+                  Endpoint(name=f"Fake Anthropic {port}", base_url=root, key_env=anthropic_key)]
+    return found
+
+
+async def register_in_store(store: EventStore, *urls: str, **keys: str) -> None:
+    """Register fake LLM servers as an admin does in Settings (in the store): an engine reads them before it
+    creates or starts a debate, so the providers' keys may go to them."""
+    for endpoint in fake_endpoints(*urls, **keys):
+        await EndpointStore(store).add(endpoint, "admin")
 
 
 async def open_engine(tmp_path: Path, settings: Settings | None = None, **kwargs: Any) -> Engine:

@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
-from tests.provider_helpers import genai_cost, open_engine, round_of, use_fake_keys, verdict_json
+from tests.provider_helpers import genai_cost, open_engine, register_in_store, round_of, use_fake_keys, verdict_json
 from webapp.engine import budget as money
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import Budget, DebateConfig, EventKind, JudgeConfig, JudgeSpec, Participant, Usage
+from webapp.providers.endpoints import Endpoint
 from webapp.settings import PriceOverride, Settings
+from webapp.store.endpoints import EndpointStore
 
 MODEL = "gpt-4o-mini"
 CRITERIA = ["clarity"]
@@ -92,8 +94,9 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+async def engine(tmp_path: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
     eng = await open_engine(tmp_path)
+    await register_in_store(eng.store, server.url)  # the keys go only to registered endpoints
     try:
         yield eng
     finally:
@@ -135,6 +138,7 @@ async def test_warn_at_fires_exactly_once_even_as_spending_keeps_rising(
 async def test_warn_at_survives_a_reload_and_does_not_fire_again(server: FakeLLMServer, tmp_path: Path) -> None:
     server.enqueue(*turn_scripts(4))
     engine = await open_engine(tmp_path)
+    await register_in_store(engine.store, server.url)
     session = await engine.start(make_config(server.url, budget=Budget(warn_at=TURN_COST / 2)))
     assert await session.join() is State.AWAITING_ACK
     debate_id = session.id
@@ -194,8 +198,12 @@ async def test_unpriced_models_are_reported_never_guessed(server: FakeLLMServer,
 async def test_a_hosted_preset_is_priced_by_its_service(server: FakeLLMServer, engine: Engine) -> None:
     url = server.url
     server.enqueue(*turn_scripts(2))
+    # The fake server stands in for OpenRouter: registered (under another name) with OpenRouter's key.
+    stand_in = f"http://localhost:{server.port}"
+    await EndpointStore(engine.store).add(
+        Endpoint(name="OpenRouter stand-in", base_url=f"{stand_in}/v1", key_env="OPENROUTER_API_KEY"), "admin")
     people = [
-        participant("Ada", "pro", url, provider="compatible", preset="openrouter", model="openai/gpt-4o-mini"),
+        participant("Ada", "pro", stand_in, provider="compatible", preset="openrouter", model="openai/gpt-4o-mini"),
         participant("Brook", "con", url),
     ]
     session = await engine.start(make_config(url, rounds=1, participants=people))
@@ -230,6 +238,7 @@ async def test_price_override_table_from_settings(server: FakeLLMServer, tmp_pat
     people = [participant("Ada", "pro", url, provider="compatible", model="llama3.2"),  # local, yet priced
               participant("Brook", "con", url)]  # genai-prices knows it, the override wins
     engine = await open_engine(tmp_path, settings)
+    await register_in_store(engine.store, url)
     try:
         session = await engine.start(make_config(url, rounds=1, participants=people))
         assert await session.join() is State.COMPLETED

@@ -27,7 +27,7 @@ import pytest
 
 from tests.doubles import mid_second_turn
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
-from tests.provider_helpers import genai_cost, open_engine, use_fake_keys, verdict_json
+from tests.provider_helpers import genai_cost, open_engine, register_in_store, use_fake_keys, verdict_json
 from webapp.engine import budget as money
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -97,8 +97,9 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+async def engine(tmp_path: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
     eng = await open_engine(tmp_path, Settings(_env_file=None, db=tmp_path / "db.sqlite3"))
+    await register_in_store(eng.store, server.url)  # the key goes only to registered endpoints
     try:
         yield eng
     finally:
@@ -217,6 +218,7 @@ def cost_notes(state: Any) -> list[dict[str, Any]]:
 async def test_a_cut_off_call_is_billed_estimated_and_recorded(engine: Engine) -> None:
     partial = "alpha beta gamma delta epsilon"
     with FakeLLMServer(json_reply=VERDICT_JSON) as server:
+        await register_in_store(engine.store, server.url)
         server.enqueue(Script(text=f"{partial} zeta eta theta", cut_after=5), Script(), Script())
         session = await engine.start(config(server.url, budget=Budget(), rounds=1))
         assert await session.join() is State.COMPLETED
@@ -238,6 +240,7 @@ async def test_a_cut_off_call_is_billed_estimated_and_recorded(engine: Engine) -
 async def test_a_timed_out_call_is_billed_for_its_input(engine: Engine) -> None:
     never = threading.Event()
     with FakeLLMServer(json_reply=VERDICT_JSON) as server:
+        await register_in_store(engine.store, server.url)
         server.enqueue(Script.held(never))
         session = await engine.start(config(server.url, budget=Budget(), rounds=1,
                                             timeouts=Timeouts(first_token=0.3, turn=10)))
@@ -258,6 +261,7 @@ async def test_the_turn_timeout_names_itself(engine: Engine) -> None:
     (it used to say "timed out waiting for the first token after 60 s")."""
     never = threading.Event()
     with FakeLLMServer(json_reply=VERDICT_JSON) as server:
+        await register_in_store(engine.store, server.url)
         server.enqueue(Script.held(never), Script.held(never))
         session = await engine.start(config(server.url, budget=Budget(), rounds=1,
                                             timeouts=Timeouts(first_token=60, turn=0.3)))
@@ -288,6 +292,7 @@ async def test_clarification_costs_are_recorded_as_each_call_completes(engine: E
     with FakeLLMServer(json_reply=questions) as ada, FakeLLMServer() as brook:
         ada.enqueue(Script(input_tokens=300, output_tokens=20))
         brook.enqueue(Script(hold=gate, stream_error="invalid_request_error", text="x"))
+        await register_in_store(engine.store, ada.url, brook.url)
         session = await engine.start(clarifying(ada.url, brook.url))
 
         def release(message: Any) -> None:  # Brook fails only once Ada's cost is in the log
@@ -313,6 +318,7 @@ async def test_a_failed_clarification_call_cancels_the_others(engine: Engine) ->
     with FakeLLMServer() as ada, FakeLLMServer() as brook:
         ada.enqueue(Script.held(never))
         brook.enqueue(Script.unauthorized())
+        await register_in_store(engine.store, ada.url, brook.url)
         session = await engine.start(clarifying(ada.url, brook.url))
         try:
             assert await asyncio.wait_for(session.join(), 20) is State.ERROR

@@ -18,6 +18,7 @@ import pytest
 
 from tests.child_env import child_env
 from tests.fakellm import FakeLLMServer
+from tests.provider_helpers import register_fake_llm
 from tests.integration.test_cli import count_debates, debate_id, read_until, run
 from webapp.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from webapp.settings import get_settings
@@ -135,6 +136,7 @@ def test_an_anthropic_temperature_is_noted_not_refused_and_not_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fake_llm: FakeLLMServer
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    register_fake_llm(monkeypatch, fake_llm.url)  # the key goes only to registered endpoints
     code, out = run("debate", "Temperature", "--format", "oxford", "--rounds", "1", "--no-judge",
                     "--participant", f"name=Ada,provider=anthropic,model=claude-test,"
                                      f"base_url={fake_llm.anthropic_url},temperature=0.7,position=pro",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeLLMServer, Script
-from tests.provider_helpers import open_engine, use_fake_keys
+from tests.provider_helpers import open_engine, register_fake_llm, use_fake_keys
 from webapp.engine.engine import Engine
 from webapp.engine.judge import assign_labels
 from webapp.engine.machine import State
@@ -51,8 +51,9 @@ class Providers:
 
 
 @pytest.fixture(autouse=True)
-def openai_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def openai_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     use_fake_keys(monkeypatch, tmp_path, OPENAI_API_KEY="fake-key-not-real")
+    register_fake_llm(monkeypatch, fake_llm.url)  # the key goes only to registered endpoints
 
 
 @pytest.fixture

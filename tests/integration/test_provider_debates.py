@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeLLMServer, RecordedRequest, Script
-from tests.provider_helpers import genai_cost, open_engine, round_of, use_fake_keys, verdict_json
+from tests.provider_helpers import genai_cost, open_engine, register_in_store, round_of, use_fake_keys, verdict_json
 from webapp.engine.calls import AUTO_RETRIES
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -120,8 +120,9 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-async def engine(tmp_path: Path, settings: Settings) -> AsyncIterator[Engine]:
+async def engine(tmp_path: Path, settings: Settings, server: FakeLLMServer) -> AsyncIterator[Engine]:
     eng = await open_engine(tmp_path, settings)
+    await register_in_store(eng.store, server.url)  # the keys go only to registered endpoints
     try:
         yield eng
     finally:

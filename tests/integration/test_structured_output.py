@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.fakellm import FakeLLMServer, Script
-from tests.provider_helpers import use_fake_keys
+from tests.provider_helpers import register_fake_llm, use_fake_keys
 from webapp.engine import termination
 from webapp.engine.judge import assign_labels, judge_debate, rule_one
 from webapp.engine.state import DebateState
@@ -45,10 +45,11 @@ def keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 
 @pytest.fixture
-def grammar_server() -> Iterator[FakeLLMServer]:
+def grammar_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
     server = FakeLLMServer()
     server.grammar = True
     with server:
+        register_fake_llm(monkeypatch, server.url)  # the keys go only to registered endpoints
         yield server
 
 

@@ -628,6 +628,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 self._on_release(self)
 
     async def _drive(self) -> None:
+        # The registered endpoints as they are now (another process may have changed them): the
+        # provider calls of this run are checked against them.
+        await self.endpoints.refresh()
         while True:
             status = self.state.status
             if status in TERMINAL_STATES or status in WAITING_STATES:
@@ -681,7 +684,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
                                position=self.state.machine.context.position.model_dump())
 
     async def _initialize(self) -> None:
-        problem = provider_problem(self.state.config, await self.endpoints.refresh())
+        problem = provider_problem(self.state.config, self.endpoints.policy())
         if problem is not None:
             field, message = problem
             raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")
