@@ -18,8 +18,8 @@ import pytest
 
 from tests.child_env import child_env
 from tests.fakellm import FakeLLMServer
-from tests.provider_helpers import register_fake_llm
 from tests.integration.test_cli import count_debates, debate_id, read_until, run
+from tests.provider_helpers import register_fake_llm
 from webapp.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from webapp.settings import get_settings
 
