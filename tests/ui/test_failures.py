@@ -10,6 +10,7 @@ import pytest
 from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer, Script
+from tests.provider_helpers import register_in_store
 from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, one, start_demo
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
@@ -26,6 +27,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
     fake_llm.enqueue(Script.unauthorized())
     data = quick_demo_config("Should keys expire?").model_dump()
     data["participants"][1].update(provider="openai", model="gpt-4o-mini", base_url=fake_llm.openai_url)
+    await register_in_store((await engine()).store, fake_llm.url)  # as an admin does in Settings
     session = await (await engine()).start(DebateConfig.model_validate(data))
     assert await session.join() is State.ERROR
     assert fake_llm.model_requests and fake_llm.model_requests[-1].headers["authorization"] == f"Bearer {KEY}"

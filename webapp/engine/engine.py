@@ -96,7 +96,9 @@ class Engine:
     async def open(cls, db: str | Path | None = None, **kwargs: Any) -> Engine:
         settings = kwargs.pop("settings", None) or get_settings()
         store = await open_store(db or settings.db)  # a SQLite file, or a postgresql:// URL
-        return cls(store, settings=settings, **kwargs)
+        engine = cls(store, settings=settings, **kwargs)
+        await engine.endpoints.refresh()
+        return engine
 
     async def close(self) -> None:
         """Stop every runner without recording anything (like a crash), close providers and the store."""

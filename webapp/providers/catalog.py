@@ -12,10 +12,12 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-import httpx
+import httpx2
 from pydantic import BaseModel
 
 from webapp.engine.budget import HOSTED_PRESET_PROVIDER
+from webapp.providers.endpoints import EndpointPolicy, configured_policy
+from webapp.providers.netguard import BlockedAddress, guarded_client
 from webapp.providers.presets import get_preset
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
@@ -102,21 +104,29 @@ def server_url(preset: str | None, base_url: str | None) -> str:
     return chosen.rstrip("/")
 
 
-async def list_server_models(base_url: str, api_key: str | None = None,
-                             timeout: float = PROBE_TIMEOUT) -> ServerAnswer:
+async def list_server_models(base_url: str, api_key: str | None = None, timeout: float = PROBE_TIMEOUT,
+                             policy: EndpointPolicy | None = None) -> ServerAnswer:
     """Ask an OpenAI-compatible server at `base_url` (e.g. http://localhost:11434/v1) which models it
-    serves. Never raises: a server that does not answer, or answers something else, is reported."""
+    serves, if `policy` lets this server ask that address (the same guard as a debate's calls: registered
+    endpoints, free URLs, no metadata or private addresses where they are not allowed). `api_key`: sent
+    only when the caller checked it may go there. Never raises: a server that does not answer, answers
+    something else, or may not be asked, is reported."""
     url = base_url.rstrip("/")
     if not url.startswith(("http://", "https://")):
         return ServerAnswer(url=url, answers=False, message=f"{url or 'The base URL'} is not an http:// or "
                                                             "https:// address")
+    route, refused = (policy or configured_policy()).url_rule(url)
+    if route is None:
+        return ServerAnswer(url=url, answers=False, message=f"Not asked: {refused}")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        async with guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout)) as client:
             response = await client.get(f"{url}/models", headers=headers)
-    except httpx.TimeoutException:
+    except BlockedAddress as exc:
+        return ServerAnswer(url=url, answers=False, message=f"Not asked: {exc}")
+    except httpx2.TimeoutException:
         return ServerAnswer(url=url, answers=False, message=f"{url} does not answer (no reply within {timeout:g} s)")
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         reason = REASONS.get(type(exc).__name__, type(exc).__name__)
         return ServerAnswer(url=url, answers=False, message=f"{url} does not answer ({reason})")
     if response.status_code != 200:

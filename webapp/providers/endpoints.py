@@ -385,6 +385,13 @@ class EndpointPolicy:
         return Route(target.url, None, allow_private), None
 
 
+def configured_policy() -> EndpointPolicy:
+    """The rules from the process's configuration alone (without the endpoints registered in Settings)."""
+    from webapp.settings import get_settings  # settings import this module for the Endpoint model
+
+    return EndpointPolicy.build(get_settings())
+
+
 def _own_url(spec: Spec, preset: Any, url: str) -> bool:
     """Whether `url` is the spec's provider's or preset's own address (not one typed over it)."""
     if spec.provider in DEFAULT_URLS:

@@ -14,6 +14,8 @@ import httpx2
 from pydantic import BaseModel
 
 from webapp.models import utcnow
+from webapp.providers.endpoints import EndpointPolicy, configured_policy
+from webapp.providers.netguard import BlockedAddress, guarded_client
 
 CHECK_TIMEOUT_S = 3.0
 
@@ -41,12 +43,19 @@ class ServerCheck(BaseModel):
                 + (f" ({shown})" if count else " (pull or load one before debating)"))
 
 
-async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S) -> ServerCheck:
-    """Ask `base_url`/models once; never raises for a server that is down, slow or odd."""
+async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S,
+                       policy: EndpointPolicy | None = None) -> ServerCheck:
+    """Ask `base_url`/models once, if `policy` lets this server ask that address (the guard every debate
+    call goes through); never raises for a server that is down, slow, odd or not to be asked."""
     url = base_url.rstrip("/")
+    route, refused = (policy or configured_policy()).url_rule(url)
+    if route is None:
+        return ServerCheck(url=url, answers=False, problem=f"not asked: {refused}", checked_at=utcnow())
     try:
-        async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout)) as client:
+        async with guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout)) as client:
             response = await client.get(f"{url}/models")
+    except BlockedAddress as exc:
+        return ServerCheck(url=url, answers=False, problem=f"not asked: {exc}", checked_at=utcnow())
     except httpx2.TimeoutException:
         return ServerCheck(url=url, answers=False, problem=f"no answer within {timeout:g} s", checked_at=utcnow())
     except (httpx2.HTTPError, OSError) as exc:

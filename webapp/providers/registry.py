@@ -54,7 +54,7 @@ def base_url_for(spec: Spec) -> str | None:
 
 def default_policy(settings: Settings | None = None) -> EndpointPolicy:
     """The policy from the configuration alone (no endpoints registered in Settings)."""
-    return EndpointPolicy.build(settings or get_settings())
+    return EndpointPolicy.build(settings) if settings is not None else endpoints.configured_policy()
 
 
 def spec_problem(spec: Spec, policy: EndpointPolicy | None = None) -> Problem | None:

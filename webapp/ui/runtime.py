@@ -17,6 +17,7 @@ from webapp.access.throttle import LoginThrottle
 from webapp.bus import BusPublisher, LiveBus, open_bus
 from webapp.engine.engine import Engine
 from webapp.live import LiveHub
+from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
@@ -140,3 +141,16 @@ def reset() -> Runtime:
 
 def current() -> Runtime:
     return runtime
+
+
+async def endpoint_policy() -> EndpointPolicy:
+    """The endpoint rules as they are now (the registered endpoints read again from the store): what
+    "Test connection" and the Settings checks may ask, like a debate's calls."""
+    engine = await current().engine()
+    return await engine.endpoints.refresh()
+
+
+def known_policy() -> EndpointPolicy:
+    """The endpoint rules as last read (no store read: for building a form)."""
+    engine = current().engine_
+    return engine.endpoints.policy() if engine is not None else configured_policy()

@@ -18,9 +18,11 @@ from nicegui import ui
 
 from webapp.models import TEMPERATURE_IGNORED_BY
 from webapp.providers.catalog import ServerAnswer, genai_provider, list_server_models, priced_models, server_url
+from webapp.providers.endpoints import EndpointPolicy
 from webapp.providers.presets import PRESETS, get_preset
 from webapp.providers.registry import TITLES, provider_status
 from webapp.settings import read_env_var
+from webapp.ui import runtime
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.presets import DEFAULT_MODELS
 
@@ -63,9 +65,17 @@ def provider_options(status_rows: list[dict[str, Any]]) -> tuple[dict[str, str],
     return options, missing
 
 
-def preset_options(status_rows: list[dict[str, Any]]) -> dict[str, str]:
+ENDPOINT_OPTION = "endpoint:"  # a preset select's option for a registered endpoint: "endpoint:<name>"
+
+
+def preset_options(status_rows: list[dict[str, Any]], policy: EndpointPolicy | None = None) -> dict[str, str]:
+    """The compatible-server picker: the endpoints an admin registered, then the presets; "Custom base URL"
+    is offered only where free URLs are allowed (or kept as the choice a row already has)."""
     rows = {row["preset"]: row for row in status_rows if row["preset"]}
-    options = {"": "Custom base URL"}
+    options = {"": "Custom base URL" if policy is None or policy.allow_free_urls
+               else "Custom base URL (only a registered endpoint's)"}
+    for endpoint in policy.endpoints if policy is not None else ():
+        options[f"{ENDPOINT_OPTION}{endpoint.name}"] = f"Registered: {endpoint.name} ({endpoint.base_url})"
     for name, preset in PRESETS.items():
         row = rows.get(name, {})
         label = f"{preset.title} ({preset.default_url})"
@@ -87,7 +97,8 @@ class FormFields:
         self.server_answers: dict[str, ServerAnswer] = {}  # row prefix -> what its server said last
         status = provider_status()  # reads the environment and .env: once per form, not per select
         self.providers, self.missing_keys = provider_options(status)
-        self.presets = preset_options(status)
+        self.policy = runtime.known_policy()
+        self.presets = preset_options(status, self.policy)
 
     def render(self) -> None:
         raise NotImplementedError
@@ -209,11 +220,14 @@ class FormFields:
         if row["provider"] == "compatible":
             with ui.row().classes("w-full items-center gap-2"):
                 row["preset"] = row.get("preset") or ""
-                preset = ui.select(self.presets, label="Server preset") \
+                preset = ui.select(self.presets, label="Server preset or registered endpoint") \
                     .props("outlined dense options-dense").classes("w-96")
                 self.field(f"{prefix}.preset", preset.bind_value(row, "preset"))
+                preset.on_value_change(lambda e: self.pick_endpoint(row, e.value))
+                hint = "empty = the preset's URL" if self.policy.allow_free_urls else \
+                    "empty = the preset's URL; any other must be a registered endpoint"
                 url = ui.input("Base URL", placeholder="http://localhost:11434/v1") \
-                    .props('outlined dense hint="empty = the preset\'s URL"').classes("grow")
+                    .props(f'outlined dense hint="{hint}"').classes("grow")
                 self.field(f"{prefix}.base_url", url.bind_value(row, "base_url"))
                 ui.button("Test connection", icon="lan", on_click=lambda: self.test_connection(prefix, row)) \
                     .props("outline dense no-caps").mark(f"test-connection-{prefix}")
@@ -239,14 +253,29 @@ class FormFields:
                 if len(answer.models) > 12:
                     ui.label(f"and {len(answer.models) - 12} more in the model picker").classes("text-sm text-grey-8")
 
+    async def pick_endpoint(self, row: dict[str, Any], value: str | None) -> None:
+        """A registered endpoint picked in the preset select: its URL becomes the row's base URL (the
+        endpoint is known by its URL wherever the debate is checked; its key goes with it)."""
+        if not (value or "").startswith(ENDPOINT_OPTION):
+            return
+        await asyncio.sleep(0)  # let the select finish its own update before the form is re-rendered
+        endpoint = self.policy.endpoint_named(str(value)[len(ENDPOINT_OPTION):])
+        row["preset"] = ""
+        if endpoint is not None:
+            row["base_url"] = endpoint.base_url
+        self.render()
+
     async def test_connection(self, prefix: str, row: dict[str, Any]) -> None:
-        """Ask the row's server for its models (from this server, never the browser: a key stays here)."""
+        """Ask the row's server for its models (from this server, never the browser: a key stays here),
+        through the same guard as a debate's calls."""
         preset = get_preset(row.get("preset"))
         url = server_url(row.get("preset"), row.get("base_url"))
-        # A hosted preset's key goes to that service's own address only, never to a URL typed over it.
-        own = preset is not None and url == preset.default_url.rstrip("/")
-        key = read_env_var(preset.key_env) if preset and preset.key_env and own else None
-        self.server_answers[prefix] = await list_server_models(url, key)
+        policy = await runtime.endpoint_policy()
+        endpoint = policy.endpoint_for(url) if url else None
+        env = endpoint.key_env if endpoint is not None and endpoint.key_env else (preset.key_env if preset else None)
+        # A key goes only where it is bound: its provider's own host, or the endpoint registered with it.
+        key = read_env_var(env) if env and policy.key_may_go(env, url) else None
+        self.server_answers[prefix] = await list_server_models(url, key, policy=policy)
         self.render()
 
     async def change_provider(self, row: dict[str, Any], provider: str, prefix: str = "") -> None:

@@ -1,6 +1,7 @@
-"""Settings `/settings`: which providers are ready (never a key, only whether one is set), the
-compatible-server presets (local ones checked on demand: does the server answer now?), the defaults
-the new-debate form starts from, and the team's saved profiles and templates.
+"""Settings `/settings`: which providers are ready (never a key, only whether one is set), the endpoints
+admins registered (where a key may go besides its provider's own host), the compatible-server presets
+(local ones checked on demand: does the server answer now?), the defaults the new-debate form starts
+from, and the team's saved profiles and templates.
 
 Defaults live in NiceGUI's general storage (a JSON file beside the app), shared by every user of
 this server; keys stay in the environment or `.env`, where the operator put them.
@@ -19,11 +20,14 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.providers.demo import DEMO_MODELS
+from webapp.providers.endpoints import Endpoint
 from webapp.providers.presets import PRESETS, Preset
 from webapp.providers.probe import CHECK_TIMEOUT_S, ServerCheck, check_server
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
+from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.protocol import redacted
+from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.library import LibrarySection
@@ -109,8 +113,8 @@ class LocalServers:
         label, button = self.results[preset.name], self.buttons[preset.name]
         button.props("loading")
         label.text = f"Checking {preset.default_url} …"
-        try:
-            result = await check_server(preset.default_url)
+        try:  # through the same guard as a debate's calls (hosted: only registered endpoints)
+            result = await check_server(preset.default_url, policy=await runtime.endpoint_policy())
         finally:
             button.props(remove="loading")
         at = result.checked_at.strftime("%H:%M:%S UTC")
@@ -122,6 +126,95 @@ class LocalServers:
 
     async def check_all(self) -> None:
         await asyncio.gather(*(self.check(PRESETS[name]) for name in self.results if name in PRESETS))
+
+
+class EndpointsCard:
+    """Admins register endpoints here: a name, a base URL and optionally the variable whose key goes to
+    it (never the key itself). Each addition and removal is audited; those from the configuration
+    (`ROSTRUM_ENDPOINTS`, `ROSTRUM_ENDPOINTS_FILE`) are listed but changed only there."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.values: dict[str, str] = {"name": "", "base_url": "", "key_env": ""}
+        with ui.card().classes("w-full").mark("endpoints"):
+            heading("Endpoints", 2)
+            policy = runtime.known_policy()
+            ui.label("A provider key is sent only to its provider's own host, or to an endpoint registered here "
+                     "with that key variable. Operators pick these endpoints on the new-debate form; "
+                     + ("they may also type other base URLs (never with a server key)."
+                        if policy.allow_free_urls else "other base URLs are refused (ROSTRUM_ALLOW_FREE_URLS)."))\
+                .classes("text-sm text-grey-7")
+            self.list = ui.column().classes("w-full gap-1")
+            with ui.row().classes("w-full items-start gap-2"):
+                ui.input("Name").props("outlined dense").classes("w-48").bind_value(self.values, "name") \
+                    .mark("endpoint-name")
+                ui.input("Base URL", placeholder="http://10.0.0.5:8000/v1").props("outlined dense") \
+                    .classes("grow").bind_value(self.values, "base_url").mark("endpoint-url")
+                ui.input("Key variable (optional)", placeholder="TEAM_VLLM_KEY").props("outlined dense") \
+                    .classes("w-56").bind_value(self.values, "key_env").mark("endpoint-key-env")
+                ui.button("Register", icon="add_link", on_click=self.add).props("unelevated no-caps") \
+                    .mark("endpoint-add")
+            self.problem = ui.label().classes("text-negative text-sm").mark("endpoint-problem")
+
+    async def refresh(self) -> None:
+        policy = await runtime.endpoint_policy()
+        self.list.clear()
+        with self.list:
+            if not policy.endpoints:
+                ui.label("No endpoint is registered.").classes("text-sm text-grey-7")
+            for endpoint in policy.endpoints:
+                with ui.row().classes("w-full items-center gap-3").mark(f"endpoint-{endpoint.name}"):
+                    ui.label(endpoint.name).classes("font-medium w-48")
+                    ui.label(endpoint.base_url).classes("font-mono text-xs grow")
+                    ui.label(endpoint.key_env or "no key").classes("font-mono text-xs w-48")
+                    if endpoint.source == "config":
+                        ui.badge("configuration", color="blue-grey-8")
+                    else:
+                        ui.button(icon="delete", on_click=lambda e=endpoint: self.remove(e)) \
+                            .props(f'flat round dense aria-label="Remove the endpoint {endpoint.name}"') \
+                            .mark(f"endpoint-remove-{endpoint.name}")
+
+    async def add(self) -> None:
+        try:  # checked on the server: a hidden card is no protection
+            await self.gate.authorize(Action.SERVER_SETTINGS, detail="register endpoint")
+        except PermissionError as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
+        actor = self.gate.principal.actor
+        try:
+            endpoint = Endpoint(name=self.values["name"], base_url=self.values["base_url"],
+                                key_env=self.values["key_env"] or None)
+            policy = await runtime.endpoint_policy()
+            if policy.endpoint_named(endpoint.name) is not None:
+                raise EndpointTaken(f"an endpoint called “{endpoint.name}” is registered already")
+            await EndpointStore(self.gate.engine.store).add(endpoint, actor)
+        except (ValueError, EndpointTaken) as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ") if hasattr(exc, "errors") else str(exc)
+            self.problem.text = message
+            await self.gate.accounts.audit(actor, "endpoint_add", outcome="refused",
+                                           detail={"name": self.values["name"][:60], "problem": message[:300]})
+            return
+        self.problem.text = ""
+        await self.gate.accounts.audit(actor, "endpoint_add", detail=endpoint.model_dump(exclude={"source"}))
+        self.values.update(name="", base_url="", key_env="")
+        ui.notify(f"Endpoint {endpoint.name} registered", type="positive")
+        await self.refresh()
+
+    async def remove(self, endpoint: Endpoint) -> None:
+        try:
+            await self.gate.authorize(Action.SERVER_SETTINGS, detail="remove endpoint")
+        except PermissionError as exc:
+            ui.notify(f"Not done: {exc}", type="negative")
+            return
+        try:
+            removed = await EndpointStore(self.gate.engine.store).remove(endpoint.name)
+        except UnknownEndpoint as exc:
+            ui.notify(str(exc), type="warning")
+        else:
+            await self.gate.accounts.audit(self.gate.principal.actor, "endpoint_remove",
+                                           detail=removed.model_dump(exclude={"source"}))
+            ui.notify(f"Endpoint {removed.name} removed", type="positive")
+        await self.refresh()
 
 
 def _defaults_card(gate: Gate) -> None:
@@ -193,6 +286,8 @@ def _server_card() -> None:
                 ("Longest Retry-After honoured", f"{settings.retry_after_cap:g} s"),
                 ("Price overrides", ", ".join(settings.price_overrides) or "none"),
                 ("Images shown inline from", ", ".join(settings.image_hosts) or "no host (images are links)"),
+                ("Free base URLs", "allowed (never with a server key)" if runtime.known_policy().allow_free_urls
+                 else "refused: registered endpoints only"),
             ):
                 ui.label(label).classes("text-grey-7")
                 ui.label(value).classes("font-mono")
@@ -206,8 +301,10 @@ async def page(request: Request) -> Response | None:
     admin = admitted.can(Action.SERVER_SETTINGS)
     with frame("/settings", admitted):
         heading("Settings")
+        endpoints = None
         if admin:  # which keys are set and where the database lives are for admins only
             _providers_card()
+            endpoints = EndpointsCard(gate)
         if admitted.can(Action.CREATE):  # those who pick models for debates
             LocalServers()
         _defaults_card(gate)
@@ -215,4 +312,6 @@ async def page(request: Request) -> Response | None:
         if admin:
             _server_card()
     await library.refresh()
+    if endpoints is not None:
+        await endpoints.refresh()
     return None
