@@ -231,6 +231,12 @@ class FormFields:
                 self.field(f"{prefix}.base_url", url.bind_value(row, "base_url"))
                 ui.button("Test connection", icon="lan", on_click=lambda: self.test_connection(prefix, row)) \
                     .props("outline dense no-caps").mark(f"test-connection-{prefix}")
+            endpoint = self.policy.endpoint_for(row["base_url"]) if row.get("base_url") else None
+            if endpoint is not None:
+                with ui.row().classes("items-center gap-1 text-grey-8 text-sm").mark(f"endpoint-note-{prefix}"):
+                    ui.icon("verified").props('aria-hidden="true"')
+                    ui.label(f"Registered endpoint {endpoint.name}"
+                             + (": the server's key for it is sent there." if endpoint.key_env else "."))
             self._server_answer(prefix, row)
 
     def _server_answer(self, prefix: str, row: dict[str, Any]) -> None:
