@@ -17,9 +17,11 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
+from webapp.providers.endpoints import Endpoint
 from webapp.results.records import load_results
 from webapp.store import Store
 from webapp.store.accounts import Accounts
+from webapp.store.endpoints import EndpointStore
 from webapp.store.library import Library
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore
@@ -72,6 +74,8 @@ async def _source(path: Path) -> list[str]:
         await library.save("template", "Two rounds", {"topic": "", "format": "oxford", "rounds": 2}, "Admin")
         await TournamentStore(engine.store).create(Tournament(
             models=[Contender.parse("alpha"), Contender.parse("beta")], topics=["Tea?"], created_by="Admin"))
+        await EndpointStore(engine.store).add(
+            Endpoint(name="Team vLLM", base_url="http://10.0.0.5:8000/v1", key_env="TEAM_KEY"), "Admin")
     finally:
         await engine.close()
     return ids
@@ -100,6 +104,7 @@ async def test_every_debate_and_account_is_copied_and_verified(tmp_path: Path, p
         assert await load_results(copy) == await load_results(source) and len(await load_results(copy)) == 2
         assert await TournamentStore(copy).all() == await TournamentStore(source).all()
         assert await Library(copy).items() == await Library(source).items()
+        assert await EndpointStore(copy).list() == await EndpointStore(source).list() != []
         assert [i.name for i in await Library(copy).items("profile")] == ["<b>Loud</b> ünïcode", "Calm demo"]
         for table in (*COPIED, *DERIVED):  # the derived verdict digests were remade, one per judged debate
             want = (await source.fetchone(f"SELECT count(*) FROM {table}"))[0]

@@ -1,7 +1,8 @@
 """The store conformance suite: what every store (`webapp.store.protocol.EventStore`) must do, run
 against each of them (`any_store`: SQLite, PostgreSQL): append and fold, idempotency keys, the
 stale-write check across processes, listing, search and paging, series and spending queries, deletion,
-the accounts, share links and audit rows kept beside the log, and the queries written per database:
+the accounts, share links, audit rows and registered endpoints kept beside the log, and the queries
+written per database:
 the verdict digests, the leaderboard, the tournament store and the topic-and-tag search. The tests of
 one store's own machinery (SQLite's file, pragmas and group commit) stay in test_store.py."""
 
@@ -22,11 +23,13 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind, utcnow
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
+from webapp.providers.endpoints import Endpoint
 from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import Accounts, UnknownUser, UserExists
+from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
@@ -287,6 +290,24 @@ async def test_the_audit_trail_pages_newest_first(any_store: EventStore) -> None
     assert total == 5 and [r.debate_id for r in rows] == ["d3", "d2"]
     rows, total = await accounts.audit_page(actor="alice")
     assert total == 2 and [r.detail for r in rows] == ['{"n": 3}', '{"n": 1}']
+
+
+async def test_registered_endpoints_are_kept_listed_and_removed(any_store: EventStore) -> None:
+    """Endpoints admins registered: names unique without case, listed by name, removed by name."""
+    endpoints = EndpointStore(any_store)
+    assert await endpoints.list() == []
+    team = Endpoint(name="Team vLLM", base_url="http://10.0.0.5:8000/v1/", key_env="TEAM_KEY")
+    await endpoints.add(team, "admin")
+    await endpoints.add(Endpoint(name="ollama box", base_url="http://192.168.1.9:11434/v1"), "admin")
+    with pytest.raises(EndpointTaken):
+        await endpoints.add(Endpoint(name="TEAM VLLM", base_url="http://10.0.0.6/v1"), "admin")
+    listed = await endpoints.list()
+    assert [(e.name, e.base_url, e.key_env) for e in listed] == [
+        ("ollama box", "http://192.168.1.9:11434/v1", None), ("Team vLLM", "http://10.0.0.5:8000/v1", "TEAM_KEY")]
+    assert (await endpoints.remove("team vllm")).key_env == "TEAM_KEY"
+    with pytest.raises(UnknownEndpoint):
+        await endpoints.remove("team vllm")
+    assert [e.name for e in await endpoints.list()] == ["ollama box"]
 
 
 # --- leaderboard, tournaments and tag search (queries written per database) ------------------------
