@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from webapp.providers.endpoints import Endpoint, parse_endpoints
+from webapp.providers.endpoints import Endpoint, configured_endpoints, parse_endpoints
 
 AuthMode = Literal["auto", "on", "off"]
 FreeUrls = Literal["auto", "on", "off"]
@@ -107,6 +107,13 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             return parse_endpoints(value, "ROSTRUM_ENDPOINTS")
         return value
+
+    @model_validator(mode="after")
+    def _endpoints_file_readable(self) -> Settings:
+        """A missing or broken endpoints file stops the start with its own message."""
+        if self.endpoints_file is not None:
+            configured_endpoints(self)
+        return self
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

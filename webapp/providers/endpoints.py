@@ -21,6 +21,7 @@ the check and the call.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import tomllib
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from webapp.providers.presets import PRESETS, get_preset
 if TYPE_CHECKING:
     from webapp.settings import Settings
 
+log = logging.getLogger(__name__)
 DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -280,7 +282,12 @@ class EndpointPolicy:
         single_user = settings.loopback and not settings.auth_enabled
         free = settings.allow_free_urls
         allow = single_user if free == "auto" else free == "on"
-        return cls(tuple(configured_endpoints(settings)) + tuple(stored), allow, single_user)
+        try:
+            configured = configured_endpoints(settings)
+        except ValueError as exc:  # the file was changed since start-up and is broken now: register less
+            log.error("%s; its endpoints are not registered until it is fixed", exc)
+            configured = list(settings.endpoints)
+        return cls(tuple(configured) + tuple(stored), allow, single_user)
 
     # --- what keys are bound to ---------------------------------------------------------------
 
