@@ -6,7 +6,9 @@ once and connected to at that address; a model server's redirect to another host
 
 from __future__ import annotations
 
+import asyncio
 import re
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -292,3 +294,46 @@ async def test_a_redirect_to_another_host_is_not_followed(fake_llm: FakeLLMServe
             await client.get(f"http://localhost:{fake_llm.port}/v1/models")
         redirect = await client.get(f"{fake_llm.openai_url}/models", follow_redirects=False)
         assert redirect.status_code == 200 and isinstance(redirect, httpx2.Response)
+
+
+async def test_a_pinned_https_connection_still_verifies_the_certificate_of_the_name(tmp_path: Path) -> None:
+    """Connected to the resolved address, the TLS handshake still names the host (SNI) and the certificate
+    is checked against the name, not the address."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=tls.example.test", "-addext", "subjectAltName=DNS:tls.example.test",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    server_side.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,misc]
+    hosts: list[str] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        hosts.extend(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
+                     if line.lower().startswith(b"host:"))
+        body = b'{"data": []}'
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_side)
+    port = server.sockets[0].getsockname()[1]
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    trusting = ssl.create_default_context(cafile=str(cert))
+    base = f"https://tls.example.test:{port}/v1"
+    async with server:
+        async with guarded_client(base, True, resolver=resolver, ssl_context=trusting) as client:
+            response = await client.get(f"{base}/models")
+        assert response.status_code == 200 and names == ["tls.example.test"]
+        assert hosts == [f"tls.example.test:{port}"]
+        # a name the certificate does not carry is refused, though it resolves to the same address
+        other = f"https://other.example.test:{port}/v1"
+        async with guarded_client(other, True, resolver=resolver, ssl_context=trusting) as client:
+            with pytest.raises(httpx2.ConnectError, match=r"certificate|hostname"):
+                await client.get(f"{other}/models")

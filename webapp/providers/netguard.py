@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -100,13 +101,13 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
     """httpx2's transport, connecting through `PinnedBackend` and only to `base_url`'s origin."""
 
     def __init__(self, base_url: str, allow_private: bool, resolver: Resolver | None = None,
-                 limits: httpx2.Limits = LIMITS) -> None:
+                 limits: httpx2.Limits = LIMITS, ssl_context: ssl.SSLContext | None = None) -> None:
         super().__init__(trust_env=False, limits=limits)
         self.origin = parse_url(base_url).origin
         # The pool httpx2 made has the default network backend: replace it with one that pins addresses
         # (httpx2's transport takes no backend argument; its pool is the one attribute it reads).
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(),  # SSL_CERT_FILE is honoured
+            ssl_context=ssl_context or httpx2.create_ssl_context(),  # SSL_CERT_FILE is honoured
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -122,11 +123,11 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 
 
-def guarded_client(base_url: str, allow_private: bool, *, timeout: Any = None,
-                   resolver: Resolver | None = None) -> httpx2.AsyncClient:
-    """An httpx2 client for one endpoint: pinned addresses, its own origin only, no redirects, no
-    proxy or certificate settings taken from the environment."""
-    return httpx2.AsyncClient(transport=GuardedTransport(base_url, allow_private, resolver),
+def guarded_client(base_url: str, allow_private: bool, *, timeout: Any = None, resolver: Resolver | None = None,
+                   ssl_context: ssl.SSLContext | None = None) -> httpx2.AsyncClient:
+    """An httpx2 client for one endpoint: pinned addresses, its own origin only, no redirects, no proxy
+    taken from the environment. `resolver` and `ssl_context`: tests (a stub resolver, a test CA)."""
+    return httpx2.AsyncClient(transport=GuardedTransport(base_url, allow_private, resolver, ssl_context=ssl_context),
                               timeout=timeout if timeout is not None else httpx2.Timeout(600.0, connect=10.0),
                               follow_redirects=False, trust_env=False)
 
