@@ -337,3 +337,23 @@ async def test_a_pinned_https_connection_still_verifies_the_certificate_of_the_n
         async with guarded_client(other, True, resolver=resolver, ssl_context=trusting) as client:
             with pytest.raises(httpx2.ConnectError, match=r"certificate|hostname"):
                 await client.get(f"{other}/models")
+
+
+async def test_a_hosted_engine_calls_this_machine_only_for_a_registered_endpoint(
+        tmp_path: Path, fake_llm: FakeLLMServer, trap: KeyTrap) -> None:
+    db = tmp_path / "hosted.sqlite3"
+    hosted = await open_engine(tmp_path, Settings(_env_file=None, db=db, host="0.0.0.0", auth="on"))
+    try:
+        local = Participant(name="Ada", position="pro", provider="compatible", model="m",
+                            base_url=fake_llm.openai_url)
+        with pytest.raises(ConfigError, match="is not a registered endpoint") as refused:
+            await hosted.start(debate(local))
+        assert refused.value.field == "participants[0].base_url"
+        with pytest.raises(ConfigError, match=KEPT_HOME):  # the key's own reason comes first
+            await hosted.start(debate(openrouter_at(trap.url)))
+        await EndpointStore(hosted.store).add(Endpoint(name="Box", base_url=fake_llm.openai_url), "admin")
+        session = await hosted.start(debate(local))
+        assert await session.join() is State.COMPLETED
+    finally:
+        await hosted.close()
+    assert stolen(trap) == [] and fake_llm.model_requests

@@ -247,7 +247,9 @@ def configured_endpoints(settings: Settings) -> list[Endpoint]:
     return found
 
 
-Spec = Any  # Participant | JudgeSpec (imported only for type checking: models import nothing from here)
+# A Participant or JudgeSpec: typed loosely because `webapp.settings` imports this module (for `Endpoint`)
+# and must not pull in the debate models.
+Spec = Any
 
 
 @dataclass(frozen=True)
@@ -346,14 +348,14 @@ class EndpointPolicy:
                                               "with an endpoint)")
         env = key_env(spec, endpoint)
         own = _own_url(spec, preset, url)
-        if endpoint is None and not own and not self.allow_free_urls:
-            return Problem(field, f"{target.url} is not a registered endpoint: pick one an admin registered "
-                                  "(Settings lists them), or ask an admin to register this one")
-        if env and not self.key_may_go(env, url):
+        if env and not self.key_may_go(env, url):  # said first: the most specific reason
             hosts = ", ".join(dict.fromkeys(parse_url(u).where for u in self.key_bindings().get(env, [])))
             return Problem(field if spec.base_url or not spec.api_key_env else "api_key_env",
                            f"{env} is only sent to {hosts}; ask an admin to register this endpoint "
                            f"({target.where}) to use it there")
+        if endpoint is None and not own and not self.allow_free_urls:
+            return Problem(field, f"{target.url} is not a registered endpoint: pick one an admin registered "
+                                  "(Settings lists them), or ask an admin to register this one")
         kind = literal_reach(target.host)
         if kind == "blocked":
             return Problem(field, f"{target.where} is a link-local or cloud-metadata address, which Rostrum "
