@@ -10,6 +10,9 @@ from genai_prices import Usage, calc_price
 
 from tests.fakellm import FakeLLMServer
 from webapp.providers.catalog import genai_provider, list_server_models, priced_models, server_url
+from webapp.providers.endpoints import Endpoint, EndpointPolicy
+from webapp.providers.probe import check_server
+from webapp.settings import Settings
 
 
 def test_a_provider_offers_its_priced_text_models_at_genai_prices_prices() -> None:
@@ -52,3 +55,19 @@ async def test_a_server_that_does_not_answer_is_named_with_the_reason(kind: str)
     answer = await list_server_models(url)
     assert not answer.answers and answer.models == []
     assert answer.message == expected
+
+
+async def test_test_connection_and_the_settings_check_go_through_the_endpoint_guard(fake_llm: FakeLLMServer) -> None:
+    """Hosted, this machine is asked only as a registered endpoint; metadata addresses never are."""
+    hosted = Settings(_env_file=None, host="0.0.0.0", allow_free_urls="on")
+    refused = await list_server_models(fake_llm.openai_url, policy=EndpointPolicy.build(hosted))
+    assert not refused.answers and "only endpoints an admin registered" in refused.message
+    checked = await check_server(fake_llm.openai_url, policy=EndpointPolicy.build(hosted))
+    assert not checked.answers and "only endpoints an admin registered" in checked.problem
+    assert fake_llm.requests == []
+    registered = EndpointPolicy.build(hosted, [Endpoint(name="Box", base_url=fake_llm.openai_url)])
+    assert (await list_server_models(fake_llm.openai_url, policy=registered)).models == ["fake-model"]
+    assert (await check_server(fake_llm.openai_url, policy=registered)).models == ["fake-model"]
+    metadata = await list_server_models("http://169.254.169.254/latest", policy=EndpointPolicy.build(Settings(
+        _env_file=None)))
+    assert not metadata.answers and "cloud-metadata" in metadata.message
