@@ -12,6 +12,7 @@ from nicegui.testing import User
 from tests.fakellm import FakeLLMServer
 from tests.keytrap import KeyTrap
 from tests.ui.helpers import assert_nowhere_on_page, engine, notified, one
+from tests.ui.test_access import accounts, add_users, audit_rows, browser, signed_in
 from webapp.engine.machine import State
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
@@ -88,3 +89,27 @@ async def test_an_admin_registers_an_endpoint_operators_pick_it_and_its_key_goes
     [session] = (await engine()).sessions.values()
     assert session.state.status is State.COMPLETED
     assert {r.headers["authorization"] for r in fake_llm.model_requests} == {f"Bearer {TEAM_KEY}"}
+
+
+@pytest.fixture
+def sign_in_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROSTRUM_AUTH", "on")
+    get_settings.cache_clear()
+
+
+async def test_only_an_admin_registers_endpoints_checked_on_the_server(user: User, sign_in_on: None) -> None:
+    await add_users(("boss", "admin"), ("ops", "operator"))
+    await signed_in(user, "ops", page="/settings")
+    await user.should_not_see(marker="endpoints")  # not shown to operators
+    other = browser()
+    await signed_in(other, "boss", page="/settings")
+    await other.should_see(marker="endpoints")
+    with other:
+        one(other, "endpoint-name").value = "Team vLLM"
+        one(other, "endpoint-url").value = "http://10.0.0.5:8000/v1"
+    await (await accounts()).set_role("boss", "operator")  # demoted while the page is open
+    refused = notified("Not done", other)
+    other.find(marker="endpoint-add").click()
+    await asyncio.wait_for(refused.wait(), 5)
+    assert await EndpointStore((await engine()).store).list() == []
+    assert [(r.actor, r.outcome) for r in await audit_rows("server_settings")][:1] == [("boss", "refused")]
