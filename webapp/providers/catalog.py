@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from webapp.engine.budget import HOSTED_PRESET_PROVIDER
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
-from webapp.providers.netguard import BlockedAddress, guarded_client
 from webapp.providers.presets import get_preset
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
@@ -118,6 +117,8 @@ async def list_server_models(base_url: str, api_key: str | None = None, timeout:
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
         return ServerAnswer(url=url, answers=False, message=f"Not asked: {refused}")
+    from webapp.providers.netguard import BlockedAddress, guarded_client  # httpcore2: loaded when first asked
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         async with guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout)) as client:

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 
 from webapp.models import utcnow
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
-from webapp.providers.netguard import BlockedAddress, guarded_client
 
 CHECK_TIMEOUT_S = 3.0
 
@@ -51,6 +50,8 @@ async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S,
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
         return ServerCheck(url=url, answers=False, problem=f"not asked: {refused}", checked_at=utcnow())
+    from webapp.providers.netguard import BlockedAddress, guarded_client  # httpcore2: loaded when first asked
+
     try:
         async with guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout)) as client:
             response = await client.get(f"{url}/models")
