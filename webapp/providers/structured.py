@@ -77,6 +77,12 @@ def record_mode(provider: str, base_url: str | None, mode: OutputMode) -> None:
         _best[endpoint_key(provider, base_url)] = mode
 
 
+def forget_endpoint(provider: str, base_url: str | None) -> None:
+    """Forget what one endpoint refused (a probe starts again from the top)."""
+    with _lock:
+        _best.pop(endpoint_key(provider, base_url), None)
+
+
 def forget_refusals() -> None:
     """Forget every remembered refusal (tests; a server that was upgraded in place)."""
     with _lock:
