@@ -82,6 +82,7 @@ from webapp.terminal import (
     terminal_output,
 )
 from webapp.tournament import commands as tournament_commands
+from webapp.wording import counted
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
@@ -311,7 +312,7 @@ def report_end(state: DebateState, out: TextIO) -> int:
         err = state.error or {}
         out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
     if status not in TERMINAL_STATES:
-        out.write(f"The transcript so far ({len(state.turns)} turns) is saved. "
+        out.write(f"The transcript so far ({counted(len(state.turns), 'turn')}) is saved. "
                   f"Continue with: python -m webapp resume {state.id}\n")
         return EXIT_FAILED
     return EXIT_STOPPED
@@ -379,7 +380,8 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
         if session.state.status in TERMINAL_STATES:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
             return EXIT_OK if session.state.status is State.COMPLETED else EXIT_STOPPED
-        out.write(f"Resuming {session.id} ({session.state.status.value}, {len(session.state.turns)} turns kept)\n")
+        kept = counted(len(session.state.turns), "turn")
+        out.write(f"Resuming {session.id} ({session.state.status.value}, {kept} kept)\n")
 
         async def begin() -> None:
             try:
@@ -447,7 +449,7 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
     if not report.judges:
         out.write("No verdicts yet: judge health is computed from the stored verdicts.\n")
         return EXIT_OK
-    out.write(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}\n\n")
+    out.write(f"Judge health over {counted(report.debates, 'judged debate')}\n\n")
     out.write(f"{'judge':<32} {'rulings':>7}  {'parse failures':<15} {'picked 1st / 2nd':<18} "
               f"{'flipped on swap':<16} {'agreement':<15} kappa\n")
     for j in report.judges:
@@ -460,7 +462,7 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
     if report.pairs:
         out.write("\nPairs of judges on the same debates\n")
         for pair in report.pairs:
-            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {pair.debates} debates, identical winners "
+            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {counted(pair.debates, 'debate')}, identical winners "
                       f"{_pct(pair.agreement)}, kappa {_kappa(pair.kappa)}\n")
     return EXIT_OK
 
@@ -491,8 +493,8 @@ async def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
         out.write("No rated debates: the leaderboard counts completed, judged debates between two models"
                   f"{' (with these filters)' if filters != type(filters)() else ''}.\n")
         return EXIT_OK
-    units = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
-    out.write(f"Leaderboard over {board.comparisons} {units} ({board.debates} debates), Bradley-Terry ratings "
+    out.write(f"Leaderboard over {counted(board.comparisons, board.unit)} ({counted(board.debates, 'debate')}), "
+              "Bradley-Terry ratings "
               "with 95% bootstrap intervals; avg cost is the whole debate's (both sides and the judges)\n\n")
 
     def table(lines: Any) -> None:

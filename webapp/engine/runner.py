@@ -82,6 +82,7 @@ from webapp.providers.base import (
 from webapp.settings import Settings
 from webapp.store import StaleWrite, StoreError
 from webapp.store.protocol import EventStore
+from webapp.wording import counted
 
 # A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
 # full, I/O, …), and a raw SQLite operational error should one ever escape unclassified.
@@ -876,7 +877,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 first_usd, second_usd = result.cost_usd, second.cost_usd
                 result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
                 text, kept = second.text.strip(), second
-                notes.append(f"the shorter answer has {word_count(text)} words")
+                notes.append(f"the shorter answer has {counted(word_count(text), 'word')}")
             text, note = truncate(text, limit)
             if note is not None:
                 notes.append(note)

@@ -23,6 +23,7 @@ from webapp.providers import structured
 from webapp.providers.base import Message, ProviderError, ProviderRequest, TextDelta
 from webapp.providers.presets import Preset
 from webapp.providers.structured import OutputMode
+from webapp.wording import counted
 
 CHECK_TIMEOUT_S = 3.0
 
@@ -46,7 +47,7 @@ class ServerCheck(BaseModel):
             return f"Answers at {self.url}, but its /models answer is not usable ({said}{self.problem})"
         count = len(self.models)
         shown = ", ".join(self.models[:5]) + (" …" if count > 5 else "")
-        return (f"Answers at {self.url}: {count} model{'' if count == 1 else 's'}"
+        return (f"Answers at {self.url}: {counted(count, 'model')}"
                 + (f" ({shown})" if count else " (pull or load one before debating)"))
 
 

@@ -19,6 +19,7 @@ from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.safe_markdown import render as markdown_html
+from webapp.wording import counted
 
 NEUTRAL = "#94a3b8"  # the colour of a participant the cast does not know
 MARKDOWN_EXTRAS = "fenced-code-blocks tables"  # as `ui.markdown`'s defaults
@@ -295,7 +296,7 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
         rows.append(mean)
         ui.table(columns=columns, rows=rows, row_key="id").props("flat dense").classes("w-full")
         if verdict.disagreement is not None:
-            ui.label(f"Disagreement between judges: {verdict.disagreement:g} points").classes("text-sm") \
+            ui.label(f"Disagreement between judges: {counted(verdict.disagreement, 'point')}").classes("text-sm") \
                 .mark("disagreement")
 
 

@@ -18,6 +18,7 @@ from webapp.engine.judge_health import HealthReport, JudgeStats, judge_health
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted
 
 EXPLAIN = (
     "Per judge model, over the last verdict of every stored debate. Parse failures: rulings that failed or "
@@ -48,7 +49,7 @@ def judge_row(stats: JudgeStats) -> dict[str, Any]:
 
 def render_health(report: HealthReport) -> None:
     with ui.card().classes("w-full gap-2").mark("judge-health"):
-        heading(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}", 2) \
+        heading(f"Judge health over {counted(report.debates, 'judged debate')}", 2) \
             .mark("judge-health-title")
         ui.label(EXPLAIN).classes("text-sm text-grey-7")
         if not report.judges:

@@ -28,6 +28,7 @@ from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted
 
 MUTED = "text-slate-600 dark:text-slate-400"
 _TOOLTIP = {"renderMode": "richText"}  # model names are user input: never HTML in a tooltip
@@ -179,10 +180,9 @@ class HeadToHead:
 def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
     """A computed board: ratings (plain or style-controlled) with their chart, ratings over time and the
     head-to-head matrix. Usable on any page."""
-    unit = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
     with ui.card().classes("w-full gap-2").mark("leaderboard"):
         title = "Style-controlled ratings" if style else "Ratings"
-        heading(f"{title} over {board.comparisons} {unit}", 2).mark("leaderboard-title")
+        heading(f"{title} over {counted(board.comparisons, board.unit)}", 2).mark("leaderboard-title")
         ui.label(STYLE_EXPLAIN if style else EXPLAIN).classes(f"text-sm {MUTED}")
         if not board.ratings:
             ui.label("No rated debates yet: finished, judged debates between two different models count here.") \
