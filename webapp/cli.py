@@ -59,7 +59,7 @@ from webapp.bus import BusPublisher, open_bus
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
-from webapp.engine.judge_health import judge_health
+from webapp.engine.judge_health import RELIABILITY_RULE, judge_health
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, config_notes
@@ -459,6 +459,11 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
         agreement = f"{_pct(j.agreement)} ({j.compared})" if j.compared else "–"
         out.write(f"{j.judge[:32]:<32} {j.rulings:>7}  {failures:<15} {order:<18} {swap:<16} {agreement:<15} "
                   f"{_kappa(j.kappa)}\n")
+    notes = report.unreliable_notes()
+    if notes:
+        out.write(f"\nUnreliable judges ({RELIABILITY_RULE})\n")
+        for judge, note in notes.items():
+            out.write(f"  {judge}: {note}\n")
     if report.pairs:
         out.write("\nPairs of judges on the same debates\n")
         for pair in report.pairs:

@@ -70,3 +70,13 @@ async def test_the_leaderboard_judge_filter_marks_an_unreliable_judge(user: User
     one(user, "filter-judge").value = None
     await user.should_see("Ratings over 10 debates", retries=100)
     await user.should_not_see(marker="judge-filter-note")
+
+
+async def test_the_judges_page_lists_the_unreliable_judge(user: User) -> None:
+    await bad_verdicts("compatible:gemma", 5, parse_failures=1)
+    await bad_verdicts("compatible:tiny", 2, start=5)  # two debates: too few to say
+    await user.open("/judges")
+    await user.should_see(marker="judges-table")
+    rows = [e.text for e in user.find(marker="unreliable-judge-row").elements]
+    assert rows == ["compatible:gemma: Unreliable judge: 100% of its rulings failed to parse or needed a repair "
+                    "(5 of 5)"]
