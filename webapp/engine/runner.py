@@ -387,8 +387,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if not manual:
             message = f"Retrying the failed step automatically{what}."
         elif exhausted:
-            message = (f"Retried by {actor}: the failed step{what} runs again. Its {state.max_retries} automatic "
-                       f"retries had been used up; it has a fresh budget of {state.max_retries}.")
+            used = counted(state.max_retries, "automatic retry")
+            message = (f"Retried by {actor}: the failed step{what} runs again. Its {used} had been used up; it has "
+                       f"a fresh budget of {state.max_retries}.")
         else:
             message = f"Retried by {actor}: the failed step{what} runs again."
         return CommandResult(Command.RETRY, Event.RETRY, message)

@@ -42,7 +42,7 @@ from webapp.models import JudgeSpec, Participant, Turn
 from webapp.providers.base import Message, ProviderError, ProviderRequest
 from webapp.providers.lexical import content_words, lexical_on_topic  # noqa: F401 (importable from here too)
 from webapp.providers.structured import mode_for
-from webapp.wording import counted
+from webapp.wording import counted, every
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
@@ -160,7 +160,7 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
     if kind == "fixed":
         planned = min(cap, state.config.rounds or state.format.termination.default_rounds)
         if round_no >= planned:
-            return {"stop": True, "reason": f"all {planned} planned rounds completed", "cap": True}, []
+            return {"stop": True, "reason": f"{every(planned, 'planned round')} completed", "cap": True}, []
         return {"stop": False, "reason": f"fixed rounds: {round_no} of {planned} done"}, []
     if round_no >= cap:
         return {"stop": True, "reason": f"reached the hard cap of {counted(cap, 'round')}", "cap": True}, []
