@@ -5,13 +5,16 @@ nothing; and the providers table no longer calls a local server "ready" because 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
 from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer
-from tests.ui.helpers import one
+from tests.ui.helpers import engine, one
+from webapp.engine.limits import endpoint_key
+from webapp.models import JudgeSpec
 from webapp.providers import structured
 from webapp.providers.presets import PRESETS
 
@@ -73,3 +76,29 @@ async def test_check_all_checks_every_local_server(user: User, fake_llm: FakeLLM
     assert "1 model" in one(user, "check-result-ollama").text
     for name in ("llamacpp", "lmstudio"):  # checked too
         assert one(user, f"check-result-{name}").text != "Not checked yet."
+
+
+async def test_the_probe_waits_for_a_debates_call_to_the_same_server(
+        user: User, fake_llm: FakeLLMServer, servers: str) -> None:
+    """A server that serves one request at a time must not have a running turn interrupted by the probe:
+    it queues on the endpoint's slot like a debate's call (the slot is held here as a turn would)."""
+    limiter = (await engine()).limiter
+    key = endpoint_key(JudgeSpec(provider="compatible", preset="ollama", model="fake-model"))
+    release = asyncio.Event()
+    holding = asyncio.Event()
+
+    async def a_turn() -> None:
+        async with limiter.slot(key, 1):
+            holding.set()
+            await release.wait()
+
+    turn = asyncio.create_task(a_turn())
+    await holding.wait()
+    await user.open("/settings")
+    user.find(marker="check-ollama").click()
+    await user.should_see("Waiting for a debate's call to Ollama to finish", retries=100)
+    assert [r.path for r in fake_llm.requests] == ["/v1/models"]  # no model request while the turn runs
+    release.set()
+    await turn
+    await user.should_see("Structured output:", retries=100)
+    assert len(fake_llm.model_requests) == 1

@@ -147,6 +147,9 @@ async def probe_structured(base_url: str, model: str, *, preset: Preset | None =
     except ProviderError as exc:
         structured.record_mode(provider.name, provider.base_url, previous)
         return StructuredCheck(url=url, model=model, problem=exc.message[:300], checked_at=utcnow())
+    except BaseException:  # cancelled (the page gave up waiting): what was known stays known
+        structured.record_mode(provider.name, provider.base_url, previous)
+        raise
     finally:
         await provider.aclose()
     mode = provider.output_mode(request) or "prompt"

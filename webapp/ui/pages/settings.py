@@ -80,6 +80,7 @@ def _providers_card() -> None:
         ''')
 
 
+PROBE_WAIT_S = 120.0  # for a debate's call to the same server to end, and the probe itself
 # Readable on the light and the dark page (AA contrast), unlike Quasar's positive/negative text colours.
 RESULT_COLOURS = {"answers": "text-green-800 dark:text-green-300", "odd": "text-amber-800 dark:text-amber-300",
                   "down": "text-red-700 dark:text-red-300"}
@@ -134,8 +135,12 @@ class LocalServers:
                                          else "odd" if result.answers else "down"])
             if result.answers and result.models and not result.problem:
                 mode.text = f"Asking {result.models[0]} for a tiny structured answer …"
-                found = await self._probe(preset, result.models[0], mode)
-                mode.text = found.describe()
+                try:
+                    found = await asyncio.wait_for(self._probe(preset, result.models[0], mode), PROBE_WAIT_S)
+                    mode.text = found.describe()
+                except TimeoutError:
+                    mode.text = (f"Structured output not checked: {preset.title} was still busy after "
+                                 f"{PROBE_WAIT_S:g} s (a debate's call, or a slow model). Check again later.")
         finally:
             button.props(remove="loading")
         return result
