@@ -16,16 +16,19 @@ async def store_result(store: EventStore, debate_id: str, a: str, b: str, winner
                        judges: tuple[str, ...] = ("demo:judge",), picks: tuple[str | None, ...] | None = None,
                        tags: tuple[str, ...] = (), series: str | None = None, fmt: str = "classic",
                        words: tuple[int, int] = (400, 400), cost: float = 0.02, created: str | None = None,
-                       status: str = "completed", topic: str | None = None) -> None:
+                       status: str = "completed", topic: str | None = None,
+                       ruling_extra: dict[str, Any] | None = None) -> None:
     """A completed debate between models `a` (side "a", pro) and `b` (side "b", con), won by "a", "b" or
-    None (a tie); `picks`: each judge's own winner, for a panel."""
+    None (a tie); `picks`: each judge's own winner, for a panel; `ruling_extra`: more fields of every
+    ruling (parse failures, a flip on the side swap)."""
     cast = [{"id": "a", "name": "Side A", "provider": a.split(":")[0], "model": a.split(":")[1], "position": "pro"},
             {"id": "b", "name": "Side B", "provider": b.split(":")[0], "model": b.split(":")[1], "position": "con"}]
     config: dict[str, Any] = {"topic": topic or f"Topic {debate_id}", "format": fmt, "participants": cast,
                               "tags": list(tags), "series": series}
     await store.create_debate(debate_id, config["topic"], fmt, config, {"status": status, "participants": cast})
     chosen = picks if picks is not None else tuple(winner for _ in judges)
-    rulings = [JudgeRuling(judge=j, winner=w, reasoning="because " * 50) for j, w in zip(judges, chosen, strict=True)]
+    rulings = [JudgeRuling(judge=j, winner=w, reasoning="because " * 50, **(ruling_extra or {}))
+               for j, w in zip(judges, chosen, strict=True)]
     verdict = Verdict(winner=winner, rulings=rulings, word_counts={"a": words[0], "b": words[1]},
                       reasoning="long reasoning " * 20)
     await store.append(debate_id, EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": []},

@@ -24,6 +24,9 @@
     tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
     worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
                              SIGTERM or Ctrl-C
+    check [URL|PRESET ...] [--model M] [--json]
+                             whether each OpenAI-compatible server answers, and which structured-output
+                             mode it accepts (one tiny probe); default: every local preset
 
 Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
 twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
@@ -56,7 +59,7 @@ from webapp.bus import BusPublisher, open_bus
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
-from webapp.engine.judge_health import judge_health
+from webapp.engine.judge_health import RELIABILITY_RULE, judge_health
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed, to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, config_notes
@@ -79,6 +82,7 @@ from webapp.terminal import (
     terminal_output,
 )
 from webapp.tournament import commands as tournament_commands
+from webapp.wording import counted
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
@@ -308,7 +312,7 @@ def report_end(state: DebateState, out: TextIO) -> int:
         err = state.error or {}
         out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
     if status not in TERMINAL_STATES:
-        out.write(f"The transcript so far ({len(state.turns)} turns) is saved. "
+        out.write(f"The transcript so far ({counted(len(state.turns), 'turn')}) is saved. "
                   f"Continue with: python -m webapp resume {state.id}\n")
         return EXIT_FAILED
     return EXIT_STOPPED
@@ -376,7 +380,8 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
         if session.state.status in TERMINAL_STATES:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
             return EXIT_OK if session.state.status is State.COMPLETED else EXIT_STOPPED
-        out.write(f"Resuming {session.id} ({session.state.status.value}, {len(session.state.turns)} turns kept)\n")
+        kept = counted(len(session.state.turns), "turn")
+        out.write(f"Resuming {session.id} ({session.state.status.value}, {kept} kept)\n")
 
         async def begin() -> None:
             try:
@@ -444,7 +449,7 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
     if not report.judges:
         out.write("No verdicts yet: judge health is computed from the stored verdicts.\n")
         return EXIT_OK
-    out.write(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}\n\n")
+    out.write(f"Judge health over {counted(report.debates, 'judged debate')}\n\n")
     out.write(f"{'judge':<32} {'rulings':>7}  {'parse failures':<15} {'picked 1st / 2nd':<18} "
               f"{'flipped on swap':<16} {'agreement':<15} kappa\n")
     for j in report.judges:
@@ -454,10 +459,15 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
         agreement = f"{_pct(j.agreement)} ({j.compared})" if j.compared else "–"
         out.write(f"{j.judge[:32]:<32} {j.rulings:>7}  {failures:<15} {order:<18} {swap:<16} {agreement:<15} "
                   f"{_kappa(j.kappa)}\n")
+    notes = report.unreliable_notes()
+    if notes:
+        out.write(f"\nUnreliable judges ({RELIABILITY_RULE})\n")
+        for judge, note in notes.items():
+            out.write(f"  {judge}: {note}\n")
     if report.pairs:
         out.write("\nPairs of judges on the same debates\n")
         for pair in report.pairs:
-            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {pair.debates} debates, identical winners "
+            out.write(f"  {pair.judges[0]} + {pair.judges[1]}: {counted(pair.debates, 'debate')}, identical winners "
                       f"{_pct(pair.agreement)}, kappa {_kappa(pair.kappa)}\n")
     return EXIT_OK
 
@@ -488,8 +498,8 @@ async def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
         out.write("No rated debates: the leaderboard counts completed, judged debates between two models"
                   f"{' (with these filters)' if filters != type(filters)() else ''}.\n")
         return EXIT_OK
-    units = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
-    out.write(f"Leaderboard over {board.comparisons} {units} ({board.debates} debates), Bradley-Terry ratings "
+    out.write(f"Leaderboard over {counted(board.comparisons, board.unit)} ({counted(board.debates, 'debate')}), "
+              "Bradley-Terry ratings "
               "with 95% bootstrap intervals; avg cost is the whole debate's (both sides and the judges)\n\n")
 
     def table(lines: Any) -> None:
@@ -685,6 +695,36 @@ async def cmd_migrate_store(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+async def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    """Check servers like Settings' "Check": their /models, then one tiny structured-output probe."""
+    from webapp.providers.presets import PRESETS, get_preset
+    from webapp.providers.probe import check_server, probe_structured
+
+    targets = args.targets or [p.name for p in PRESETS.values() if p.local]
+    ok, reports = True, []
+    for target in targets:
+        preset = get_preset(target)
+        if preset is None and not re.match(r"^https?://", target):
+            raise UsageError(f"check: {target!r} is neither a URL (http://…) nor a preset "
+                             f"({', '.join(PRESETS)})")
+        url = preset.default_url if preset is not None else target
+        server = await check_server(url)
+        model = args.model or (server.models[0] if server.models else None)
+        found = None
+        if server.answers and model and not server.problem:
+            found = await probe_structured(url, model, preset=preset)
+        ok = ok and found is not None and found.mode is not None
+        reports.append({"target": target, "server": server.model_dump(mode="json"),
+                        "structured": found.model_dump(mode="json") if found else None})
+        if not args.json:
+            out.write(f"{target}: {server.describe()}\n")
+            if found is not None:
+                out.write(f"  {found.describe()}\n")
+    if args.json:
+        exact_output(out).write(json.dumps(reports, indent=2) + "\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m webapp", description="Rostrum: debates between LLMs.")
     common = argparse.ArgumentParser(add_help=False)
@@ -791,6 +831,11 @@ def build_parser() -> argparse.ArgumentParser:
                        ("passwd", "set a new password (from stdin or a prompt)")):
         users_sub.add_parser(name, parents=[common], help=text).add_argument("name")
     tournament_commands.add_parser(sub, common)
+    check = sub.add_parser("check", help="whether OpenAI-compatible servers answer, and their structured-output mode")
+    check.add_argument("targets", nargs="*", metavar="URL|PRESET",
+                       help="a server's OpenAI-compatible URL (…/v1) or a preset name (default: every local preset)")
+    check.add_argument("--model", help="the model to probe (default: the first the server lists)")
+    check.add_argument("--json", action="store_true")
     worker = sub.add_parser("worker", parents=[common], help="run debates for web processes (leases, jobs)")
     worker.add_argument("--lease", type=float, default=15.0,
                         help="seconds a debate stays this worker's without renewal (default 15)")
@@ -885,6 +930,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             return cmd_diagram(args, out)
         if args.command == "migrate-store":
             return asyncio.run(cmd_migrate_store(args, out))
+        if args.command == "check":
+            return asyncio.run(cmd_check(args, out))
         return asyncio.run(COMMANDS[args.command](args, out))
     except UsageError as exc:
         _error(f"error: {exc}")

@@ -141,6 +141,11 @@ async def test_free_form_runs_to_the_hard_cap_when_the_judge_never_stops(open_en
     assert len(provider.of("round_check")) == 2  # nobody is asked at the cap
 
 
+async def test_a_one_round_cap_is_worded_in_the_singular(open_engine: Opener) -> None:
+    session = await run(open_engine, ScriptedDemo(), format="free-form", rounds=1, participants=pair())
+    assert session.state.ended_because == "reached the hard cap of 1 round"  # not "1 rounds"
+
+
 async def test_convergence_ends_when_agreement_reaches_the_threshold(open_engine: Opener) -> None:
     provider = ScriptedDemo()  # demo agreement: ~55 after round 1, ~70 after round 2
     session = await run(open_engine, provider, format="convergence", rounds=6, participants=pair(),

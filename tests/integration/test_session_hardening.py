@@ -377,7 +377,7 @@ async def test_a_persons_retry_runs_the_step_after_the_automatic_retries_are_use
         _, result = await engine.continue_debate(session.id, actor="cli")
         assert result.command is Command.RETRY
         assert "simulated invalid API key" in result.message
-        assert "1 automatic retries had been used up" in result.message and "fresh budget of 1" in result.message
+        assert "Its 1 automatic retry had been used up" in result.message and "fresh budget of 1" in result.message
         assert session.state.retries_used == 0
         assert await session.join() is State.COMPLETED
         retry = [t for t in session.state.transitions if t["event"] == "RETRY"][-1]

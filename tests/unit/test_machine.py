@@ -26,6 +26,7 @@ from webapp.engine.machine import (
     TransitionNotAllowed,
     to_mermaid,
 )
+from webapp.wording import every
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -262,7 +263,9 @@ def test_retries_are_capped_per_debate(max_retries: int):
     machine.send(Event.ERROR, error={"kind": "fatal"})
     before = machine.context.model_dump()
     assert not machine.can(Event.RETRY)
-    with pytest.raises(TransitionNotAllowed, match=f"all {max_retries} automatic retries.*a person can retry"):
+    # "all 3 automatic retries … are used", but "the only automatic retry … is used" (not "all 1 … retries")
+    used = every(max_retries, "automatic retry")
+    with pytest.raises(TransitionNotAllowed, match=f"{used} of this debate (is|are) used; a person can retry"):
         machine.send(Event.RETRY)
     assert machine.context.model_dump() == before
     # Out of retries, the user can still end the debate (and get a verdict on what exists).

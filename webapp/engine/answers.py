@@ -30,6 +30,8 @@ from pydantic import (
     model_validator,
 )
 
+from webapp.wording import counted
+
 SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "enum", "minimum",
                              "maximum", "items", "maxItems", "description"})
 
@@ -190,7 +192,7 @@ def questions_model(most: int) -> type[Answer]:
     return create_model(
         "Questions", __base__=Answer, __doc__="Questions for the user.",
         questions=(Annotated[list[Annotated[str, AfterValidator(str.strip)]], Field(max_length=most)],
-                   Field(description=f"at most {most} questions, each a full sentence; empty if none")),
+                   Field(description=f"at most {counted(most, 'question')}, each a full sentence; empty if none")),
     )
 
 

@@ -12,11 +12,17 @@ Derived from the stored verdict events (the last verdict of each debate), never 
   is compared — the share of identical winners, and Cohen's kappa over the winners' positions ("pro",
   "con", …, "tie"), which discounts the agreement two judges would reach by chance.
 
+A judge is flagged **unreliable** (`JudgeStats.unreliable`, shown on its verdict cards and in the
+leaderboard's judge filter) when more than 20 % of its rulings failed or needed a repair, or when its
+winner changed in more than 50 % of the debates re-judged with the sides swapped — but only with enough
+data (`RELIABILITY_RULE`): one bad debate does not brand a judge.
+
 `JudgeHealth(store).report()` caches the figures until a verdict is stored or a debate deleted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import weakref
 from collections import Counter
@@ -30,6 +36,14 @@ from webapp.models import EventKind, JudgeRuling, Verdict
 from webapp.store.protocol import EventStore
 
 TIE = "tie"
+# Small models, honestly: where a judge's verdicts are shown, a judge that cannot be trusted says so.
+UNRELIABLE_FAILURE_RATE = 0.20  # above this share of rulings failed or needing a repair
+UNRELIABLE_FLIP_RATE = 0.50  # above this share of sides-swapped re-judgings changing the winner
+MIN_DEBATES = 3  # never from fewer debates than this
+MIN_RULINGS = 5  # rulings before the failure rate counts
+MIN_REJUDGED = 3  # sides-swapped re-judgings before the flip rate counts
+RELIABILITY_RULE = (f"judged only with enough data: at least {MIN_DEBATES} debates, and {MIN_RULINGS} rulings for "
+                    f"the failure rate or {MIN_REJUDGED} sides-swapped re-judgings for the flip rate")
 
 
 def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float | None:
@@ -88,10 +102,31 @@ class JudgeStats(BaseModel):
     def agreement(self) -> float | None:
         return _rate(self.agreed, self.compared)
 
+    def unreliable(self) -> list[str]:
+        """Why this judge's verdicts are unreliable, each with its figure; empty when they are not, or when
+        there is too little data to say (`RELIABILITY_RULE`)."""
+        if self.debates < MIN_DEBATES:
+            return []
+        reasons = []
+        failures, flips = self.failure_rate, self.flip_rate
+        if self.rulings >= MIN_RULINGS and failures is not None and failures > UNRELIABLE_FAILURE_RATE:
+            reasons.append(f"{failures:.0%} of its rulings failed to parse or needed a repair "
+                           f"({self.failed} of {self.rulings})")
+        if self.rejudged >= MIN_REJUDGED and flips is not None and flips > UNRELIABLE_FLIP_RATE:
+            reasons.append(f"its winner flipped when the sides were swapped in {flips:.0%} of re-judged debates "
+                           f"({self.flipped} of {self.rejudged})")
+        return reasons
+
+    def unreliable_note(self) -> str | None:
+        """"Unreliable judge: …" with the figures, or None."""
+        reasons = self.unreliable()
+        return f"Unreliable judge: {'; '.join(reasons)}" if reasons else None
+
     def public(self) -> dict[str, Any]:
         """The figures and their rates, as `judges --json` prints them."""
         return {**self.model_dump(), "failure_rate": self.failure_rate, "first_rate": self.first_rate,
-                "second_rate": self.second_rate, "flip_rate": self.flip_rate, "agreement": self.agreement}
+                "second_rate": self.second_rate, "flip_rate": self.flip_rate, "agreement": self.agreement,
+                "unreliable": self.unreliable()}
 
 
 class PairStats(BaseModel):
@@ -118,6 +153,10 @@ class HealthReport(BaseModel):
     def public(self) -> dict[str, Any]:
         return {"debates": self.debates, "judges": [j.public() for j in self.judges],
                 "pairs": [p.public() for p in self.pairs]}
+
+    def unreliable_notes(self) -> dict[str, str]:
+        """judge → its "Unreliable judge: …" note, for the judges that have one."""
+        return {j.judge: note for j in self.judges if (note := j.unreliable_note()) is not None}
 
 
 @dataclass
@@ -222,8 +261,21 @@ class JudgeHealth:
         self.store = store
         self._marker: tuple[Any, ...] | None = None
         self._report: HealthReport | None = None
+        self._pending: asyncio.Future[HealthReport] | None = None
 
     async def report(self) -> HealthReport:
+        """The current report. Callers arriving while one is being read share it: every spectator's page
+        of a debate asks at the moment its verdict arrives, and one check (and recomputation) serves all."""
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self._read())
+            self._pending.add_done_callback(self._done)
+        return await asyncio.shield(self._pending)
+
+    def _done(self, future: asyncio.Future[HealthReport]) -> None:
+        if self._pending is future:
+            self._pending = None
+
+    async def _read(self) -> HealthReport:
         marker = tuple(await self.store.fetchone(MARKER_SQL) or ())
         if self._report is None or marker != self._marker:
             self._report = health(await stored_verdicts(self.store))
@@ -239,3 +291,8 @@ def judge_health(store: EventStore) -> JudgeHealth:
     if store not in _reports:
         _reports[store] = JudgeHealth(store)
     return _reports[store]
+
+
+async def unreliable_judges(store: EventStore) -> dict[str, str]:
+    """judge → its "Unreliable judge: …" note, for every judge that has one (from the cached report)."""
+    return (await judge_health(store).report()).unreliable_notes()

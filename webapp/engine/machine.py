@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from webapp.models import utcnow
+from webapp.wording import every, noun
 
 
 class State(StrEnum):
@@ -344,7 +345,8 @@ class DebateMachine:
                 return "the debate has ended"
             return "no such transition"
         if event is Event.RETRY:
-            return (f"all {self.context.max_retries} automatic retries of this debate are used; "
+            allowed = self.context.max_retries
+            return (f"{every(allowed, 'automatic retry')} of this debate {noun(allowed, 'is', 'are')} used; "
                     "a person can retry after fixing the cause")
         failed = ", ".join(t.guard or "" for t in candidates if t.guard)
         return f"guard failed ({failed})"

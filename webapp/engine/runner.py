@@ -83,6 +83,7 @@ from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
 from webapp.store import StaleWrite, StoreError
 from webapp.store.protocol import EventStore
+from webapp.wording import counted
 
 # A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
 # full, I/O, …), and a raw SQLite operational error should one ever escape unclassified.
@@ -389,8 +390,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if not manual:
             message = f"Retrying the failed step automatically{what}."
         elif exhausted:
-            message = (f"Retried by {actor}: the failed step{what} runs again. Its {state.max_retries} automatic "
-                       f"retries had been used up; it has a fresh budget of {state.max_retries}.")
+            used = counted(state.max_retries, "automatic retry")
+            message = (f"Retried by {actor}: the failed step{what} runs again. Its {used} had been used up; it has "
+                       f"a fresh budget of {state.max_retries}.")
         else:
             message = f"Retried by {actor}: the failed step{what} runs again."
         return CommandResult(Command.RETRY, Event.RETRY, message)
@@ -882,7 +884,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 first_usd, second_usd = result.cost_usd, second.cost_usd
                 result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
                 text, kept = second.text.strip(), second
-                notes.append(f"the shorter answer has {word_count(text)} words")
+                notes.append(f"the shorter answer has {counted(word_count(text), 'word')}")
             text, note = truncate(text, limit)
             if note is not None:
                 notes.append(note)

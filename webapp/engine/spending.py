@@ -21,6 +21,7 @@ from webapp.engine import budget as money
 from webapp.engine.machine import Event, State
 from webapp.models import EventKind, JudgeSpec, Participant, Usage
 from webapp.providers.base import ProviderRequest, estimate_request_tokens
+from webapp.wording import counted
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
@@ -247,7 +248,7 @@ class SpendingGuard:
         """Say on the turn that its answer was capped by the budget (the runner keeps the request's
         "compression" notes with the turn; a copy of the request shares them)."""
         limit = self.state.config.budget.cost_limit or 0.0
-        note = (f"capped at {tokens} tokens (of {request.max_tokens}) to fit the money left under the "
+        note = (f"capped at {counted(tokens, 'token')} (of {request.max_tokens}) to fit the money left under the "
                 f"${limit:.4f} limit")
         notes = request.context.get("compression")
         if isinstance(notes, list):

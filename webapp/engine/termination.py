@@ -42,6 +42,7 @@ from webapp.models import JudgeSpec, Participant, Turn
 from webapp.providers.base import Message, ProviderError, ProviderRequest
 from webapp.providers.lexical import content_words, lexical_on_topic  # noqa: F401 (importable from here too)
 from webapp.providers.structured import mode_for
+from webapp.wording import counted, every
 
 if TYPE_CHECKING:
     from webapp.engine.state import DebateState
@@ -159,10 +160,10 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
     if kind == "fixed":
         planned = min(cap, state.config.rounds or state.format.termination.default_rounds)
         if round_no >= planned:
-            return {"stop": True, "reason": f"all {planned} planned rounds completed", "cap": True}, []
+            return {"stop": True, "reason": f"{every(planned, 'planned round')} completed", "cap": True}, []
         return {"stop": False, "reason": f"fixed rounds: {round_no} of {planned} done"}, []
     if round_no >= cap:
-        return {"stop": True, "reason": f"reached the hard cap of {cap} rounds", "cap": True}, []
+        return {"stop": True, "reason": f"reached the hard cap of {counted(cap, 'round')}", "cap": True}, []
     transcript = _labelled(state)
     if kind == "judge":
         return await _decide_free_form(call, state, round_no, transcript)
@@ -352,9 +353,9 @@ async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) 
         follow_up = iteration > 1
         prompt = (f"Problem: {config.topic}\nYou are {participant.name} ({participant.position}).\n"
                   + (f"What the user already told us:\n{known}\n" if known else "")
-                  + (f"Ask at most {config.clarification_questions} follow-up questions, only about what is "
+                  + (f"Ask at most {counted(config.clarification_questions, 'follow-up question')}, only about what is "
                      "still unclear; ask none if you have what you need. " if follow_up else
-                     f"Ask at most {config.clarification_questions} questions whose answers you need before "
+                     f"Ask at most {counted(config.clarification_questions, 'question')} whose answers you need before "
                      "proposing a solution; ask none if you need nothing. ")
                   + "\n\n" + answer_fields(model))
         request = ProviderRequest(

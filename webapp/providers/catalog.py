@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from webapp.engine.budget import HOSTED_PRESET_PROVIDER
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.providers.presets import get_preset
+from webapp.wording import counted
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
 MAX_SERVER_MODELS = 200
@@ -140,5 +141,5 @@ async def list_server_models(base_url: str, api_key: str | None = None, timeout:
     except (ValueError, AttributeError, TypeError):
         return ServerAnswer(url=url, answers=True, message=f"{url} answers, but not with a list of models")
     models = models[:MAX_SERVER_MODELS]
-    count = f"{len(models)} model{'s' if len(models) != 1 else ''}"
+    count = counted(len(models), "model")
     return ServerAnswer(url=url, answers=True, models=models, message=f"{url} answers: {count}")

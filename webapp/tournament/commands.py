@@ -20,6 +20,7 @@ from webapp.models import JudgeConfig, JudgeSpec
 from webapp.tournament.plan import Contender, Slot, Tournament, sample_configs, schedule
 from webapp.tournament.runner import TournamentRunner, progress, standings
 from webapp.tournament.store import TournamentBusy, TournamentRow, TournamentStore
+from webapp.wording import counted
 
 
 class TournamentUsage(ValueError):
@@ -119,7 +120,7 @@ async def run(engine: Engine, args: argparse.Namespace, actor: str, out: TextIO)
         out.write(f"Tournament {tournament.id} — {tournament.name}\n")
     total = len(schedule(tournament))
     budget = f", budget ${tournament.budget_usd:.2f}" if tournament.budget_usd is not None else ""
-    out.write(f"{total} debates, {tournament.concurrency} at a time{budget}\n")
+    out.write(f"{counted(total, 'debate')}, {tournament.concurrency} at a time{budget}\n")
 
     def on_debate(slot: Slot, session: DebateSession, ended: bool) -> None:
         if ended:

@@ -29,6 +29,7 @@ from webapp.models import (
     utcnow,
 )
 from webapp.settings import Settings
+from webapp.wording import counted
 
 MAX_MODELS = 8
 MAX_TOPICS = 50
@@ -101,7 +102,7 @@ class Tournament(Strict):
         if len(set(labels)) != len(labels):
             raise ValueError("models: each model may take part once")
         if not self.name:
-            self.name = f"{len(self.models)} models × {len(self.topics)} topic{'s' if len(self.topics) > 1 else ''}"
+            self.name = f"{counted(len(self.models), 'model')} × {counted(len(self.topics), 'topic')}"
         return self
 
 

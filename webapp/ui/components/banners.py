@@ -14,6 +14,7 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.badges import money
 from webapp.ui.components.failure import explain_error, explain_stop
+from webapp.wording import counted, every, noun
 
 Command = Callable[..., Awaitable[None]]
 
@@ -81,11 +82,12 @@ def _error_panel(view: SessionView, state: DebateState, run: Command, clone: boo
             ui.button(story.retry_label, icon="replay", on_click=lambda: run("retry")) \
                 .props("unelevated no-caps color=orange-8").mark("error-retry")
             if left == 0:
-                ui.label(f"All {view.max_retries} automatic retries were used. Fix the cause (a key, a server, "
+                used = f"{every(view.max_retries, 'automatic retry')} {noun(view.max_retries, 'was', 'were')} used"
+                ui.label(f"{used[0].upper()}{used[1:]}. Fix the cause (a key, a server, "
                          "a model name) and retry, or stop the debate to get a verdict on what was said.") \
                     .classes("text-sm").mark("retries-used")
             else:
-                ui.label(f"{left} automatic retr{'y' if left == 1 else 'ies'} left.").classes("text-sm")
+                ui.label(f"{counted(left, 'automatic retry')} left.").classes("text-sm")
             if clone:
                 _rerun_links(state.id, "error")
 

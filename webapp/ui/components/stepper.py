@@ -16,6 +16,7 @@ from nicegui import ui
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.html_parts import shared_prop
+from webapp.wording import counted, noun
 
 # What a pill shows and says (title attribute and screen-reader text) in each condition; how it looks
 # is the CSS class `rostrum-pill-<condition>` (static/styles.css), so an update carries no styling.
@@ -139,14 +140,14 @@ def _round_text(state: DebateState, block: list[str], current_round: int) -> str
         if not held:
             return None
         cap = f" (at most {total})" if not fixed and held < total else ""
-        return f"{held} round{'s' if held != 1 else ''}{cap}"
+        return f"{counted(held, 'round')}{cap}"
     if state.position.phase in block and status is not State.IDLE:
         if status is State.STOPPED:
             return f"Stopped in round {current_round} {of_total}"
         return f"Round {current_round} {of_total}"
     if status is State.STOPPED:
         held = max(state.round_marks, default=0)
-        return f"{held} {of_total} rounds completed" if held else None
+        return f"{held} {of_total} {noun(total if fixed else held, 'round')} completed" if held else None
     return None
 
 

@@ -4,6 +4,7 @@ synthesis) and the per-round score chart. Rendered from state, whatever the engi
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
@@ -11,6 +12,7 @@ from typing import Any
 
 from nicegui import ui
 
+from webapp.engine.judge_health import RELIABILITY_RULE
 from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.settings import image_hosts
@@ -19,6 +21,7 @@ from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.safe_markdown import render as markdown_html
+from webapp.wording import counted
 
 NEUTRAL = "#94a3b8"  # the colour of a participant the cast does not know
 MARKDOWN_EXTRAS = "fenced-code-blocks tables"  # as `ui.markdown`'s defaults
@@ -144,7 +147,9 @@ def panel_tally(verdict: Verdict) -> PanelTally | None:
     return PanelTally(len(good), tuple(counts.most_common()))
 
 
-def render_verdict(state: DebateState) -> None:
+def render_verdict(state: DebateState, unreliable: Mapping[str, str] | None = None) -> None:
+    """The verdict card; `unreliable` (judge → "Unreliable judge: …", from judge health) puts a visible note
+    on the card for each of the verdict's judges that has one."""
     verdict = state.verdict
     if verdict is None:
         return
@@ -163,6 +168,7 @@ def render_verdict(state: DebateState) -> None:
             top.text("What the judge answered:", "text-sm text-grey-7")
             top.text(verdict.raw_text, "whitespace-pre-wrap font-mono text-xs p-2 rounded bg-grey-2 w-full "
                      "overflow-auto", "raw-text")
+        _unreliable(top, verdict, unreliable)
         _notes(top, verdict)
         _card(top)
         _synthesis(verdict)
@@ -186,6 +192,7 @@ def render_verdict(state: DebateState) -> None:
     top.add('<div class="row gap-4">' + "".join(
         f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
         for pid in _ordered(state, verdict.scores)) + "</div>")
+    _unreliable(top, verdict, unreliable)
     _bias_checks(top, state, verdict)
     if verdict.reasoning:  # escaped Markdown, rendered once on the server (and DOMPurify in the browser)
         top.add(f'<div class="nicegui-markdown w-full" data-mark="reasoning">'
@@ -237,6 +244,19 @@ def _bias_checks(top: HtmlParts, state: DebateState, verdict: Verdict) -> None:
         top.add(f'<div class="column gap-0 text-sm" data-mark="undecided"><div class="font-medium">Undecided: the '
                 f'winner flipped when the order was reversed</div>{judges}</div>', "undecided")
     _notes(top, verdict)
+
+
+def _unreliable(top: HtmlParts, verdict: Verdict, unreliable: Mapping[str, str] | None) -> None:
+    """A warning per judge of this verdict whose record says its verdicts cannot be trusted."""
+    judges = dict.fromkeys(r.judge for r in verdict.rulings if unreliable and r.judge in unreliable)
+    if not judges or unreliable is None:
+        return
+    lines = "".join(f'<div data-mark="unreliable-judge"><span class="font-medium">{escape(judge)}</span> · '
+                    f'{escape(unreliable[judge])}</div>' for judge in judges)
+    top.add(f'<div class="row items-start gap-1 text-sm text-amber-800 dark:text-amber-300 no-wrap" role="note" '
+            f'data-mark="unreliable-judges">{icon("report_problem")}<div class="column gap-0">{lines}'
+            f'<div class="text-xs">From the judge\'s record across stored debates; {escape(RELIABILITY_RULE)}.'
+            '</div></div></div>', "unreliable-judges")
 
 
 def _notes(top: HtmlParts, verdict: Verdict) -> None:
@@ -295,7 +315,7 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
         rows.append(mean)
         ui.table(columns=columns, rows=rows, row_key="id").props("flat dense").classes("w-full")
         if verdict.disagreement is not None:
-            ui.label(f"Disagreement between judges: {verdict.disagreement:g} points").classes("text-sm") \
+            ui.label(f"Disagreement between judges: {counted(verdict.disagreement, 'point')}").classes("text-sm") \
                 .mark("disagreement")
 
 

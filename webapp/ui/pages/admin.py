@@ -14,6 +14,7 @@ from webapp.access.roles import ROLE_HELP, Action, Principal, Role
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted
 
 PAGE_SIZE = 25
 AUDIT_COLUMNS = [
@@ -46,7 +47,7 @@ class AuditLog:
         rows, total = await self.gate.accounts.audit_page((self.page - 1) * PAGE_SIZE, PAGE_SIZE)
         self.container.clear()
         with self.container:
-            ui.label(f"{total} recorded action{'s' if total != 1 else ''}").classes("text-sm text-grey-7") \
+            ui.label(counted(total, "recorded action")).classes("text-sm text-grey-7") \
                 .mark("audit-count")
             ui.table(columns=AUDIT_COLUMNS, row_key="id", rows=[{
                 "id": r.id, "at": r.at.strftime("%Y-%m-%d %H:%M:%S"), "actor": r.actor, "action": r.action,

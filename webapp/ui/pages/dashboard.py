@@ -41,6 +41,7 @@ from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
 from webapp.ui.components.presets import quick_demo_config
 from webapp.ui.layout import frame, heading, title_row
+from webapp.wording import counted
 
 PAGE_SIZE = 20
 E = TypeVar("E", bound=ui.element)
@@ -127,7 +128,7 @@ def _progress(row: DebateRow) -> str:
         parts.append(titles.get(row.phase, row.phase))
     if fmt is not None and fmt.has_rounds and row.total_rounds:
         parts.append(f"Round {max(row.round, 1)} of {row.total_rounds}")
-    parts.append(f"{row.turn_count} turn{'s' if row.turn_count != 1 else ''}")
+    parts.append(counted(row.turn_count, "turn"))
     return " · ".join(parts)
 
 
@@ -300,7 +301,7 @@ class Dashboard:
             else:
                 _empty_state(self.gate)
             return
-        ui.label(f"{total} debate{'s' if total != 1 else ''}").classes(f"text-sm {MUTED}").mark("debate-count")
+        ui.label(counted(total, "debate")).classes(f"text-sm {MUTED}").mark("debate-count")
         now = utcnow()
         with ui.card().classes("w-full p-0 gap-0").props("flat bordered") \
                 .mark("debate-list", f"sorted-{self.order}"):

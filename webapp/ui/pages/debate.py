@@ -21,6 +21,7 @@ from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
+from webapp.engine.judge_health import unreliable_judges
 from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
@@ -97,6 +98,10 @@ class DebateView:
         self.seen_seq = 0
         self.acknowledged_warning = -1
         self.rerun: ui.link | None = None
+        # judge → "Unreliable judge: …" from judge health, for the verdict card: read when there is a verdict
+        # (before the page is built, or once one arrives); None until then.
+        self.unreliable: dict[str, str] | None = None
+        self.reading_unreliable = False
 
     @property
     def state(self):
@@ -235,8 +240,12 @@ class DebateView:
                 self.sections["past"] = ui.column().classes("w-full").move(self.left, 0)
         if "past" in self.sections:
             self._section("past", len(state.answers), lambda: render_past_clarifications(state))
+        if state.verdict is not None and self.unreliable is None and not self.reading_unreliable:
+            self.reading_unreliable = True
+            background_tasks.create(self._read_unreliable(), name="judge-health")
         self._section("after", (aux_notes_signature(state, live), len(state.round_scores), state.verdict,
-                                state.ended_because), lambda: self._render_after(state, live))
+                                state.ended_because, self.unreliable),
+                      lambda: self._render_after(state, live, self.unreliable))
         if "cost-warning" not in self.sections and (state.cost_warned or state.warnings):
             with self.right:  # made when first needed, above the cost card
                 self.sections["cost-warning"] = ui.element("div").move(self.right, 1)
@@ -302,11 +311,18 @@ class DebateView:
         ui.notify("Debate deleted", type="positive")
         ui.navigate.to("/")
 
+    async def _read_unreliable(self) -> None:
+        """The verdict arrived while the page was open: read which judges are unreliable, then show it."""
+        engine = await runtime.current().engine()
+        self.unreliable = await unreliable_judges(engine.store)
+        if not self.top_card.is_deleted:
+            self.sync()
+
     @staticmethod
-    def _render_after(state: DebateState, live: Any) -> None:
+    def _render_after(state: DebateState, live: Any, unreliable: dict[str, str] | None = None) -> None:
         render_aux_notes(state, live)
         render_round_scores(state)
-        render_verdict(state)
+        render_verdict(state, unreliable)
 
     def open_exports(self) -> None:
         if self.export_menu is None:
@@ -394,9 +410,13 @@ def not_found(principal: Principal | None, message: str, status: int = 404, titl
 async def show_debate(session: DebateSession, principal: Principal, base_url: str) -> None:
     """Render the debate for `principal` and follow it live (also used by share links)."""
     hub = await runtime.current().hub()
+    unreliable = None
+    if session.state.verdict is not None:  # a judged debate: its card says which judges are unreliable
+        unreliable = await unreliable_judges((await runtime.current().engine()).store)
     # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
     with frame("", principal):
         view = DebateView(session, auth_gate(principal), base_url)
+        view.unreliable = unreliable
         channel = hub.channel(session)
         view.build(channel)
         hub.watch(session, view.on_batch, lambda: view.transcript.finished_turns)

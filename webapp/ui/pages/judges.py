@@ -14,10 +14,11 @@ from fastapi.responses import Response
 from nicegui import ui
 
 from webapp.access.roles import Action, Principal
-from webapp.engine.judge_health import HealthReport, JudgeStats, judge_health
+from webapp.engine.judge_health import RELIABILITY_RULE, HealthReport, JudgeStats, judge_health
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted
 
 EXPLAIN = (
     "Per judge model, over the last verdict of every stored debate. Parse failures: rulings that failed or "
@@ -48,7 +49,7 @@ def judge_row(stats: JudgeStats) -> dict[str, Any]:
 
 def render_health(report: HealthReport) -> None:
     with ui.card().classes("w-full gap-2").mark("judge-health"):
-        heading(f"Judge health over {report.debates} judged debate{'s' if report.debates != 1 else ''}", 2) \
+        heading(f"Judge health over {counted(report.debates, 'judged debate')}", 2) \
             .mark("judge-health-title")
         ui.label(EXPLAIN).classes("text-sm text-grey-7")
         if not report.judges:
@@ -66,6 +67,12 @@ def render_health(report: HealthReport) -> None:
         ]
         ui.table(columns=columns, rows=[judge_row(j) for j in report.judges], row_key="judge") \
             .props("flat dense").classes("w-full").mark("judges-table")
+        for judge, note in report.unreliable_notes().items():
+            ui.label(f"{judge}: {note}").classes("text-sm text-amber-800 dark:text-amber-300") \
+                .mark("unreliable-judge-row")
+        if report.unreliable_notes():
+            ui.label(f"Unreliable: more than 20 % parse failures or more than 50 % flips on the side swap, "
+                     f"{RELIABILITY_RULE}.").classes("text-xs text-grey-8")
     if report.pairs:
         with ui.card().classes("w-full gap-2").mark("judge-pairs"):
             heading("Pairs of judges on the same debates", 2)

@@ -21,6 +21,7 @@ from nicegui import background_tasks, ui
 
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
+from webapp.engine.judge_health import RELIABILITY_RULE, unreliable_judges
 from webapp.results.head_to_head import PairRecord
 from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, ModelRating, choices, leaderboard
 from webapp.ui import runtime
@@ -28,6 +29,7 @@ from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted
 
 MUTED = "text-slate-600 dark:text-slate-400"
 _TOOLTIP = {"renderMode": "richText"}  # model names are user input: never HTML in a tooltip
@@ -179,10 +181,9 @@ class HeadToHead:
 def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
     """A computed board: ratings (plain or style-controlled) with their chart, ratings over time and the
     head-to-head matrix. Usable on any page."""
-    unit = board.unit + ("s" if board.comparisons != 1 and board.unit == "debate" else "")
     with ui.card().classes("w-full gap-2").mark("leaderboard"):
         title = "Style-controlled ratings" if style else "Ratings"
-        heading(f"{title} over {board.comparisons} {unit}", 2).mark("leaderboard-title")
+        heading(f"{title} over {counted(board.comparisons, board.unit)}", 2).mark("leaderboard-title")
         ui.label(STYLE_EXPLAIN if style else EXPLAIN).classes(f"text-sm {MUTED}")
         if not board.ratings:
             ui.label("No rated debates yet: finished, judged debates between two different models count here.") \
@@ -221,6 +222,11 @@ class LeaderboardView:
             self.until = ui.input("To").props("type=date outlined dense clearable").mark("filter-until")
             self.series = ui.switch("Side-swapped series only").mark("filter-series")
             self.style_switch = ui.switch("Style-controlled").mark("style-control")
+        # A judge whose record says its verdicts cannot be trusted is marked in the filter, with the figure.
+        self.unreliable: dict[str, str] = {}
+        self.judge_note = ui.label("").classes("text-sm text-amber-800 dark:text-amber-300") \
+            .mark("judge-filter-note")
+        self.judge_note.set_visibility(False)
         for element in (self.format, self.tag, self.judge, self.since, self.until, self.series):
             element.on_value_change(self.apply)
         self.style_switch.on_value_change(self.apply)
@@ -231,12 +237,24 @@ class LeaderboardView:
         return ui.select({}, label=label, value=None, clearable=True).props("outlined dense") \
             .classes("min-w-[160px]").mark(marker)
 
-    def set_options(self, options: dict[str, list[str]]) -> None:
-        """What the filters offer: the formats, tags and judges of the rated debates."""
+    def set_options(self, options: dict[str, list[str]], unreliable: dict[str, str] | None = None) -> None:
+        """What the filters offer: the formats, tags and judges of the rated debates (an unreliable judge
+        with its note, from judge health)."""
+        self.unreliable = unreliable or {}
         self.format.set_options({f: FORMATS[f].title if f in FORMATS else f for f in options["formats"]})
         self.tag.set_options({t: t for t in options["tags"]})
-        self.judge.set_options({j: j for j in options["judges"]})
+        self.judge.set_options({j: f"{j} — {self.unreliable[j]}" if j in self.unreliable else j
+                                for j in options["judges"]})
         self.options_set = True
+        self._judge_note()
+
+    def _judge_note(self) -> None:
+        """The note under the filters while an unreliable judge is chosen."""
+        judge = self.judge.value
+        note = self.unreliable.get(judge) if judge else None
+        self.judge_note.text = f"{judge}: {note}. Ratings judged by it may not mean much ({RELIABILITY_RULE})." \
+            if note else ""
+        self.judge_note.set_visibility(bool(note))
 
     def _filters(self) -> LeaderboardFilters:
         return LeaderboardFilters(format=self.format.value or None, tag=self.tag.value or None,
@@ -244,6 +262,7 @@ class LeaderboardView:
                                   until=_date(self.until.value), series_only=bool(self.series.value))
 
     async def apply(self) -> None:
+        self._judge_note()
         self.filters = self._filters()
         self.style = bool(self.style_switch.value)
         await self.load()
@@ -251,7 +270,7 @@ class LeaderboardView:
     async def load(self) -> None:
         engine = await runtime.current().engine()
         if not self.options_set:  # read with the first board, not before the page answers
-            self.set_options(await choices(engine.store))
+            self.set_options(await choices(engine.store), await unreliable_judges(engine.store))
         filters = self.filters
         board = await leaderboard(engine.store, filters)
         if self.container.is_deleted or filters != self.filters:  # gone, or filters changed meanwhile

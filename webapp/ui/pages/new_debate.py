@@ -53,6 +53,7 @@ from webapp.ui.components.presets import (
     participant_row,
 )
 from webapp.ui.layout import frame, heading
+from webapp.wording import counted, noun
 
 POSITION_SUGGESTIONS = ["pro", "con", "moderator"]
 # A participant's settings kept under "Advanced" (the compact row has name, provider, model, position).
@@ -406,11 +407,11 @@ class DebateForm(FormFields):
                  else f"{estimate.turns_low}–{estimate.turns_high}")
         calls = (f"{estimate.judge_calls_high}" if estimate.judge_calls_low == estimate.judge_calls_high
                  else f"{estimate.judge_calls_low}–{estimate.judge_calls_high}")
-        basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; from short "
+        counts = f"{turns} {noun(estimate.turns_high, 'turn')}, {calls} {noun(estimate.judge_calls_high, 'judge call')}"
+        basis = (f"{counts}; from short "
                  f"answers ({LOW_TURN_TOKENS} tokens) to full ones (each turn's max tokens or word limit)")
         if estimate.free:
-            basis = (f"{turns} turns, {calls} judge call{'s' if estimate.judge_calls_high != 1 else ''}; demo and "
-                     "local models cost nothing")
+            basis = f"{counts}; demo and local models cost nothing"
         self.estimate_note.text = basis
 
     # --- self-preference: judges of a debater's family ----------------------------------------
@@ -496,7 +497,7 @@ class DebateForm(FormFields):
         with self.banner, ui.card().classes("w-full bg-red-50 text-negative").props("flat bordered role=alert") \
                 .mark("form-errors"):
             count = len(self.errors)
-            ui.label(f"Please fix {count} problem{'s' if count != 1 else ''}:").classes("font-medium")
+            ui.label(f"Please fix {counted(count, 'problem')}:").classes("font-medium")
             for path in self.error_order():
                 ui.button(self.errors[path], icon="arrow_downward", on_click=lambda p=path: self.focus(p)) \
                     .props("flat dense no-caps align=left color=negative").classes("text-sm") \
@@ -702,7 +703,7 @@ class DebateForm(FormFields):
             first = self.error_order()[0]
             self.focus(first)
             more = len(errors) - 1
-            ui.notify(errors[first] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
+            ui.notify(errors[first] + (f" (and {counted(more, 'more problem')})" if more else ""),
                       type="negative")
         finally:
             self.submitting = False

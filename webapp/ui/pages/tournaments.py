@@ -34,6 +34,7 @@ from webapp.ui.components.badges import money, status_badge
 from webapp.ui.components.form_errors import reword
 from webapp.ui.layout import frame, heading, title_row
 from webapp.ui.pages.leaderboard import render_leaderboard
+from webapp.wording import counted
 
 REFRESH_S = 1.0
 STATUS_TEXT = {"planned": "Planned", "running": "Playing", "stopped": "Stopped", "completed": "Completed"}
@@ -270,7 +271,7 @@ class TournamentView:
                 " (no budget)"
             ui.label(f"Cost so far: {money(state.spent)}{budget}").mark("tournament-cost")
             ui.label(f"Time left (estimate): {_duration(state.eta_seconds)}").mark("tournament-eta")
-            ui.label(f"{len(tournament.models)} models · {len(tournament.topics)} topics · format "
+            ui.label(f"{len(tournament.models)} models · {counted(len(tournament.topics), 'topic')} · format "
                      f"{tournament.format} · {'sides swapped' if tournament.swap_sides else 'one side each'} · "
                      f"{tournament.concurrency} at a time · judge "
                      f"{', '.join(j.label for j in tournament.judge.judges)}").classes("text-sm text-grey-7")
