@@ -76,9 +76,10 @@ async def resolve_target(url: str, allow_private: bool) -> Target:
     if not allow_private:
         for ip in addresses:
             if not is_public(ip):
+                what = f"{host} is" if str(ip) == host else f"{host} resolves to {ip},"
                 raise WebhookRefused(
-                    f"url: {host} resolves to {ip}, a loopback or private address; webhooks go only to public "
-                    "addresses unless an admin allows private ones (ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
+                    f"url: {what} a loopback or private address; webhooks go only to public addresses unless "
+                    "an admin allows private ones (ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
     address = str(addresses[0])
     netloc = parsed.netloc.decode("ascii")
     extensions: dict[str, Any] = {"sni_hostname": host} if parsed.scheme == "https" else {}

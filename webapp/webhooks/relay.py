@@ -26,13 +26,15 @@ from typing import Any
 from webapp.engine.engine import Engine
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveMessage
+from webapp.models import DebateEvent
 from webapp.store.webhooks import WebhookStore
 from webapp.webhooks.events import debate_payload, webhook_event
 from webapp.webhooks.sender import RETRY_WINDOW
 
 log = logging.getLogger(__name__)
 
-Queued = tuple[str, str, str, dict[str, Any]]  # event, event key, subject, payload
+# event, the log event, its payload (None: made from the log when storing)
+Tapped = tuple[str, DebateEvent, dict[str, Any] | None]
 
 
 class WebhookRelay:
@@ -46,7 +48,7 @@ class WebhookRelay:
         self.on_queued = on_queued
         self.window = window
         self.clock = clock
-        self._queue: asyncio.Queue[Queued] = asyncio.Queue()
+        self._queue: asyncio.Queue[Tapped] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -55,7 +57,8 @@ class WebhookRelay:
         self._unsubscribe = self.engine.all_live.subscribe(self._tap)
 
     def _tap(self, message: LiveMessage) -> None:
-        """On the debate's own path: a type check for every message, a dict for a webhook event."""
+        """On the debate's own path: a type check for every message; for a webhook event, its payload made
+        from the state as it is now (the next commit changes it) and put on the queue."""
         if not isinstance(message, LiveEvent) or message.replayed:
             return
         event = message.event
@@ -63,35 +66,38 @@ class WebhookRelay:
         if name is None:
             return
         session = self.engine.sessions.get(message.debate_id)
-        state: DebateState | None = session.state if session is not None else None
-        if state is None or state.last_seq < event.seq:
-            return  # cannot happen: the session that committed it is loaded (and has folded it in)
-        payload = debate_payload(name, event, state, self.base_url)
-        self._queue.put_nowait((name, f"{event.debate_id}:{event.seq}", event.debate_id, payload))
+        payload = None
+        if session is not None and session.state.last_seq == event.seq:
+            payload = debate_payload(name, event, session.state, self.base_url)
+        self._queue.put_nowait((name, event, payload))
 
     async def _drain(self) -> None:
         while True:
-            name, key, subject, payload = await self._queue.get()
+            name, event, payload = await self._queue.get()
             try:
-                await self._store(name, key, subject, payload)
+                await self._store(name, event, payload)
             finally:
                 self._queue.task_done()
 
-    async def _store(self, name: str, key: str, subject: str, payload: dict[str, Any]) -> None:
+    async def _store(self, name: str, event: DebateEvent, payload: dict[str, Any] | None) -> None:
         delay = 0.5
         for _ in range(5):  # a busy store: try a few times (the debate has long moved on)
             try:
-                queued = await self.webhooks.enqueue(name, key, payload, subject=subject, now=self.clock(),
-                                                     window=self.window)
+                if payload is None:  # (the session was not at hand: its log up to the event says the same)
+                    events = await self.engine.store.events(event.debate_id)
+                    state = DebateState.from_events([e for e in events if e.seq <= event.seq])
+                    payload = debate_payload(name, event, state, self.base_url)
+                queued = await self.webhooks.enqueue(name, f"{event.debate_id}:{event.seq}", payload,
+                                                     subject=event.debate_id, now=self.clock(), window=self.window)
             except Exception:
-                log.exception("webhooks: queueing %s (%s) failed", name, key)
+                log.exception("webhooks: queueing %s (%s:%s) failed", name, event.debate_id, event.seq)
                 await asyncio.sleep(delay)
                 delay *= 2
                 continue
             if queued and self.on_queued is not None:
                 self.on_queued()
             return
-        log.error("webhooks: %s (%s) was not queued: the store kept failing", name, key)
+        log.error("webhooks: %s (%s:%s) was not queued: the store kept failing", name, event.debate_id, event.seq)
 
     async def flush(self) -> None:
         """Until everything tapped so far is in the store."""

@@ -84,12 +84,24 @@ class WebhookSender:
 
     # --- life cycle --------------------------------------------------------------------------
 
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # No proxies from the environment (the address was checked; a proxy would go elsewhere) and no
+            # redirects (a redirect could point anywhere, a private address included).
+            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, trust_env=False,
+                                             headers={"User-Agent": USER_AGENT})
+        return self._client
+
     async def start(self) -> None:
-        # No proxies from the environment (the address was checked; a proxy would go elsewhere) and no
-        # redirects (a redirect could point anywhere, a private address included).
-        self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, trust_env=False,
-                                         headers={"User-Agent": USER_AGENT})
+        """Send in the background until `close`."""
+        self._http()
         self._task = asyncio.create_task(self._loop(), name="webhook-sender")
+
+    async def run_once(self) -> int:
+        """Claim what is due now, send it and record the outcomes; how many were sent (without `start`)."""
+        claimed = await self.pump()
+        await self.settled()
+        return claimed
 
     async def close(self) -> None:
         """Stop: sends in flight are cancelled (their leases lapse and another sender sends them later)."""
@@ -106,6 +118,10 @@ class WebhookSender:
     def wake(self) -> None:
         """Look at the queue now (something was just queued in this process)."""
         self._wake.set()
+
+    async def settled(self) -> None:
+        """Until the sends in flight now have finished and been recorded."""
+        await asyncio.gather(*list(self._inflight), return_exceptions=True)
 
     async def drain(self, timeout: float) -> None:
         """Until nothing is due and nothing is in flight, or `timeout` seconds (a CLI command's last
@@ -174,7 +190,6 @@ class WebhookSender:
 
     async def attempt(self, claimed: Claimed) -> tuple[int | None, str | None]:
         """POST one delivery: (status code, None) when delivered, else (status code or None, the error)."""
-        assert self._client is not None, "start() the sender first"
         delivery = claimed.delivery
         body = body_of(claimed)
         timestamp = str(int(self.clock()))
@@ -191,7 +206,7 @@ class WebhookSender:
             SIGNATURE_HEADER: signature(claimed.secret, timestamp, body),
         }
         try:
-            async with self._client.stream("POST", target.url, content=body, headers=headers,
+            async with self._http().stream("POST", target.url, content=body, headers=headers,
                                            extensions=target.extensions) as response:
                 if 200 <= response.status_code < 300:
                     return response.status_code, None
