@@ -230,6 +230,35 @@ async def test_a_receiver_that_answers_500_first_gets_the_same_delivery_again(
     assert (row.status, row.attempts, row.last_status, row.last_error) == ("delivered", 2, 200, "HTTP 500: not today")
 
 
+async def test_an_error_and_a_spending_warning_are_queued_with_their_detail(store: EventStore) -> None:
+    engine = Engine(store, settings=SETTINGS, providers=OneProvider(
+        RecordingDemoProvider("demo-instant", speed=0, failures={5: "auth!"})))  # turn 5 fails every time
+    await _register(engine, "http://127.0.0.1:9/a", "debate.error,debate.warning")
+    relay = Webhooks(engine, SETTINGS, send=False).relay  # queued only: nothing is sent here
+    relay.start()
+    try:
+        failing = await engine.start(DebateConfig(topic="Can a key be missing?", format="classic", max_retries=0))
+        assert await asyncio.wait_for(failing.join(), TIMEOUT) is State.ERROR
+        engine.providers = OneProvider(RecordingDemoProvider("demo-instant", speed=0))
+        warned = await engine.start(DebateConfig(topic="Is it worth it?", format="oxford",
+                                                 budget={"warn_at": 0.001}))
+        assert await asyncio.wait_for(warned.join(), TIMEOUT) is State.AWAITING_ACK
+        await relay.flush()
+    finally:
+        await relay.close()
+        for session in list(engine.sessions.values()):
+            await session.shutdown()
+    rows, _ = await WebhookStore(store).deliveries()
+    by_event = {r.event: r for r in rows}
+    assert sorted(by_event) == ["debate.error", "debate.warning"] and len(rows) == 2
+    error = by_event["debate.error"].payload
+    assert (error["debate_id"], error["status"], error["outcome"]) == (failing.id, "error", None)
+    assert error["detail"]["error"]["kind"] == "fatal" and error["detail"]["error"]["message"]
+    warning = by_event["debate.warning"].payload
+    assert warning["debate_id"] == warned.id and warning["detail"]["type"] == "cost_warning"
+    assert warning["detail"]["warn_at"] == 0.001 and warning["cost_usd"] > 0
+
+
 # --- no slowing down, no sending twice ---------------------------------------------------------------
 
 

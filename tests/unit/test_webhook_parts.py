@@ -1,0 +1,59 @@
+"""The pure parts of webhooks: which addresses are public, which URLs are refused before any lookup,
+the signature, the event names a command line may give, and the Slack message."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from webapp.webhooks.events import EVENTS, format_slack, parse_events
+from webapp.webhooks.guard import WebhookRefused, check_url, is_public
+from webapp.webhooks.signing import SECRET_PREFIX, new_secret, signature, verify
+
+
+@pytest.mark.parametrize(("address", "public"), [
+    ("93.184.216.34", True), ("2606:4700:4700::1111", True), ("8.8.8.8", True),
+    ("127.0.0.1", False), ("10.0.0.1", False), ("172.16.5.4", False), ("192.168.1.1", False),
+    ("169.254.169.254", False), ("100.64.0.1", False), ("0.0.0.0", False), ("224.0.0.1", False),
+    ("::1", False), ("fe80::1", False), ("fc00::1", False), ("::ffff:127.0.0.1", False),
+    ("::ffff:93.184.216.34", True), ("2002:c0a8:0101::1", False),  # 6to4 of 192.168.1.1
+])
+def test_only_internet_addresses_are_public(address: str, public: bool) -> None:
+    assert is_public(ipaddress.ip_address(address)) is public
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/x", "file:///etc/passwd", "https:///nohost", "not a url",
+                                 "javascript:alert(1)"])
+def test_urls_that_are_not_http_with_a_host_are_refused(url: str) -> None:
+    with pytest.raises(WebhookRefused, match="url:"):
+        check_url(url)
+
+
+def test_the_signature_covers_the_timestamp_and_the_body() -> None:
+    secret = new_secret()
+    assert secret.startswith(SECRET_PREFIX) and len(secret) > 40 and new_secret() != secret
+    header = signature(secret, "1764210000", b'{"a":1}')
+    assert header.startswith("sha256=") and len(header) == len("sha256=") + 64
+    assert verify(secret, "1764210000", b'{"a":1}', header, now=1764210100)
+    assert not verify(secret, "1764210001", b'{"a":1}', header, now=1764210100)  # another timestamp
+    assert not verify(secret, "1764210000", b'{"a":2}', header, now=1764210100)  # another body
+    assert not verify(secret, "1764210000", b'{"a":1}', header, now=1764210000 + 301)  # too late: a replay
+    assert not verify(secret, "soon", b'{"a":1}', header)
+
+
+def test_event_names_are_checked() -> None:
+    assert parse_events("debate.completed, debate.error,debate.completed") == ["debate.completed", "debate.error"]
+    assert parse_events(list(EVENTS)) == list(EVENTS)
+    with pytest.raises(ValueError, match=r"unknown event 'debate\.finished'"):
+        parse_events("debate.finished")
+    with pytest.raises(ValueError, match="name at least one"):
+        parse_events(" , ")
+
+
+def test_a_slack_message_links_the_debate_and_escapes_the_topic() -> None:
+    message = format_slack({"event": "debate.completed", "topic": "A <b> & C", "url": "https://r.example/debate/x",
+                            "status": "completed", "outcome": {"headline": "Pro wins"}, "cost_usd": 0.5,
+                            "detail": {"ended_because": None}})
+    assert message == {"text": "*debate.completed* · <https://r.example/debate/x|A &lt;b&gt; &amp; C> · "
+                               "status: completed · Pro wins · cost $0.5000"}
