@@ -270,6 +270,25 @@ async def test_an_address_that_became_private_is_not_sent_to(store: EventStore, 
     assert row.status == "pending" and row.attempts == 1 and "loopback or private" in (row.last_error or "")
 
 
+async def test_a_host_name_is_resolved_once_and_the_request_keeps_it_in_its_host_header(
+        store: EventStore, receiver: Receiver) -> None:
+    """The sender connects to an address it resolved `localhost` to and checked (trying the next one if
+    there are several and one refuses), and says the name it was given in the `Host` header."""
+    port = receiver.url.split(":")[2].split("/")[0]
+    hooks = WebhookStore(store)
+    await hooks.add_endpoint(f"http://localhost:{port}/hooks/rostrum", ["debate.completed"], "whsec_pin", "ada")
+    await hooks.enqueue("debate.completed", "d:1", {"event": "debate.completed"}, now=time.time(), window=3600)
+    sender = WebhookSender(store, allow_private=True)
+    try:
+        assert await sender.run_once() == 1
+    finally:
+        await sender.close()
+    [got] = receiver.received
+    assert got.headers["Host"] == f"localhost:{port}" and verify_signature("whsec_pin", got.headers, got.body)
+    [row], _ = await hooks.deliveries()
+    assert (row.status, row.last_status) == ("delivered", 200)
+
+
 def test_the_cli_refuses_a_private_endpoint_and_prints_the_secret_of_an_allowed_one_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "cli.sqlite3")

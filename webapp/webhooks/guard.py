@@ -28,11 +28,11 @@ class WebhookRefused(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """Where one request goes: `url` with its host replaced by the pinned address, and what keeps the
+    """Where one request goes: `urls`, the URL with its host replaced by each checked address in the
+    order the resolver gave them (tried in turn when one cannot be connected to), and what keeps the
     host name (the `Host` header, TLS's server name)."""
 
-    url: httpx.URL
-    address: str
+    urls: tuple[httpx.URL, ...]
     host_header: str
     extensions: dict[str, Any]
 
@@ -59,7 +59,7 @@ def check_url(url: str) -> httpx.URL:
 
 
 async def resolve_target(url: str, allow_private: bool) -> Target:
-    """Resolve `url`'s host once and check every address; the target to connect to (the first address)."""
+    """Resolve `url`'s host once and check every address; the addresses to connect to."""
     parsed = check_url(url)
     host = parsed.host
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -80,7 +80,7 @@ async def resolve_target(url: str, allow_private: bool) -> Target:
                 raise WebhookRefused(
                     f"url: {what} a loopback or private address; webhooks go only to public addresses unless "
                     "an admin allows private ones (ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
-    address = str(addresses[0])
     netloc = parsed.netloc.decode("ascii")
     extensions: dict[str, Any] = {"sni_hostname": host} if parsed.scheme == "https" else {}
-    return Target(parsed.copy_with(host=address), address, netloc.rsplit("@", 1)[-1], extensions)
+    urls = tuple(parsed.copy_with(host=str(ip)) for ip in addresses)
+    return Target(urls, netloc.rsplit("@", 1)[-1], extensions)

@@ -205,17 +205,25 @@ class WebhookSender:
             TIMESTAMP_HEADER: timestamp,
             SIGNATURE_HEADER: signature(claimed.secret, timestamp, body),
         }
-        try:
-            async with self._http().stream("POST", target.url, content=body, headers=headers,
-                                           extensions=target.extensions) as response:
-                if 200 <= response.status_code < 300:
-                    return response.status_code, None
-                text = ""
-                async for chunk in response.aiter_text():
-                    text += chunk
-                    if len(text) >= RESPONSE_KEPT:
-                        break
-                answer = " ".join(text.split())[:RESPONSE_KEPT]
-                return response.status_code, f"HTTP {response.status_code}" + (f": {answer}" if answer else "")
-        except httpx.HTTPError as exc:
-            return None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        error = "no address"
+        for url in target.urls:
+            try:
+                return await self._post(url, body, headers, target.extensions)
+            except httpx.ConnectError as exc:  # this address cannot be reached: try the next one
+                error = f"ConnectError: {exc}" if str(exc) else "ConnectError"
+            except httpx.HTTPError as exc:
+                return None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return None, error
+
+    async def _post(self, url: httpx.URL, body: bytes, headers: dict[str, str],
+                    extensions: dict[str, object]) -> tuple[int | None, str | None]:
+        async with self._http().stream("POST", url, content=body, headers=headers, extensions=extensions) as response:
+            if 200 <= response.status_code < 300:
+                return response.status_code, None
+            text = ""
+            async for chunk in response.aiter_text():
+                text += chunk
+                if len(text) >= RESPONSE_KEPT:
+                    break
+            answer = " ".join(text.split())[:RESPONSE_KEPT]
+            return response.status_code, f"HTTP {response.status_code}" + (f": {answer}" if answer else "")
