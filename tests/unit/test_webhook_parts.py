@@ -8,7 +8,7 @@ import ipaddress
 import pytest
 
 from webapp.webhooks.events import EVENTS, format_slack, parse_events
-from webapp.webhooks.guard import WebhookRefused, check_url, is_public
+from webapp.webhooks.guard import WebhookRefused, check_url, is_public, shown_url
 from webapp.webhooks.signing import SECRET_PREFIX, new_secret, signature, verify
 
 
@@ -57,3 +57,8 @@ def test_a_slack_message_links_the_debate_and_escapes_the_topic() -> None:
                             "detail": {"ended_because": None}})
     assert message == {"text": "*debate.completed* · <https://r.example/debate/x|A &lt;b&gt; &amp; C> · "
                                "status: completed · Pro wins · cost $0.5000"}
+
+
+def test_logs_and_the_audit_trail_show_an_endpoint_without_its_path() -> None:
+    assert shown_url("https://hooks.slack.com/services/T000/B000/secretpart?x=1") == "https://hooks.slack.com/…"
+    assert shown_url("http://127.0.0.1:8080/a") == "http://127.0.0.1:8080/…"

@@ -47,6 +47,17 @@ def is_public(ip: IPAddress) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
+def shown_url(url: str) -> str:
+    """`url` as logs and the audit trail show it: scheme, host and port only. A path or query may be a
+    credential itself (a Slack incoming-webhook URL is one)."""
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, TypeError):
+        return "(not a URL)"
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}/…"
+
+
 def check_url(url: str) -> httpx.URL:
     """The URL parsed, or `WebhookRefused` saying what is wrong with it."""
     try:

@@ -14,7 +14,7 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action
 from webapp.store.webhooks import DeliveryRow, EndpointFormat, EndpointRow, WebhookStore
 from webapp.webhooks.events import parse_events
-from webapp.webhooks.guard import resolve_target
+from webapp.webhooks.guard import resolve_target, shown_url
 from webapp.webhooks.sender import RETRY_WINDOW
 from webapp.webhooks.signing import new_secret
 
@@ -51,7 +51,8 @@ class WebhookAdmin:
         secret = new_secret()
         row = await self.webhooks.add_endpoint(url, names, secret, principal.actor, format)
         await self.gate.accounts.audit(principal.actor, "webhook_add",
-                                       detail={"endpoint": row.id, "url": url[:300], "events": names, "format": format})
+                                       detail={"endpoint": row.id, "url": shown_url(url), "events": names,
+                                               "format": format})
         return Registered(row, secret)
 
     async def endpoints(self) -> list[EndpointRow]:
@@ -63,7 +64,8 @@ class WebhookAdmin:
         row = await self.webhooks.endpoint(endpoint_id.strip())
         if row is None or not await self.webhooks.remove_endpoint(row.id):
             raise UnknownWebhook(f"no webhook endpoint with id {endpoint_id.strip()!r}")
-        await self.gate.accounts.audit(principal.actor, "webhook_remove", detail={"endpoint": row.id, "url": row.url})
+        await self.gate.accounts.audit(principal.actor, "webhook_remove",
+                                       detail={"endpoint": row.id, "url": shown_url(row.url)})
         return row
 
     async def deliveries(self, offset: int = 0, limit: int = 50,

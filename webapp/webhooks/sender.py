@@ -29,7 +29,7 @@ import httpx
 from webapp.store.protocol import EventStore
 from webapp.store.webhooks import Claimed, WebhookStore
 from webapp.webhooks.events import format_slack
-from webapp.webhooks.guard import WebhookRefused, resolve_target
+from webapp.webhooks.guard import WebhookRefused, resolve_target, shown_url
 from webapp.webhooks.signing import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -180,8 +180,8 @@ class WebhookSender:
             wait = min(self.backoff_cap, self.backoff * 2 ** (attempts - 1)) * self.rng.uniform(0.8, 1.2)
             if now + wait <= claimed.delivery.give_up_at:
                 retry_at = now + wait
-            log.warning("webhook %s to %s: attempt %d failed (%s)%s", claimed.delivery.event, claimed.url, attempts,
-                        error, "" if retry_at else "; giving up")
+            log.warning("webhook %s to %s: attempt %d failed (%s)%s", claimed.delivery.event, shown_url(claimed.url),
+                        attempts, error, "" if retry_at else "; giving up")
         try:
             await self.webhooks.finish(claimed.delivery.id, self.owner, now=now, status_code=status, error=error,
                                        retry_at=retry_at)
