@@ -322,3 +322,33 @@ def test_the_cli_refuses_a_private_endpoint_and_prints_the_secret_of_an_allowed_
         assert json.loads(run("webhooks", "list", "--json")[1]) == []
     finally:
         get_settings.cache_clear()
+
+
+def test_a_debate_run_from_the_cli_sends_its_webhook_before_the_command_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI is a process that commits events too: it queues them and gives them their first attempt
+    before it exits (the receiver has the request when `main` returns)."""
+    db = str(tmp_path / "cli.sqlite3")
+    monkeypatch.setenv("ROSTRUM_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
+    monkeypatch.setenv("ROSTRUM_PUBLIC_URL", "https://rostrum.example")
+    get_settings.cache_clear()
+    loop = asyncio.new_event_loop()  # (the receiver's queue belongs to a loop; `main` runs its own)
+    receiver = Receiver(loop)
+    receiver.start()
+    try:
+        out = io.StringIO()
+        assert main(["webhooks", "add", receiver.url, "--events", "debate.completed", "--db", db], out=out) == EXIT_OK
+        secret = next(line for line in out.getvalue().splitlines() if line.startswith("secret: ")).split(" ", 1)[1]
+        assert main(["debate", "Should cities ban cars downtown?", "--format", "classic", "--db", db],
+                    out=io.StringIO()) == EXIT_OK
+        [got] = receiver.received
+        assert got.json["event"] == "debate.completed" and verify_signature(secret, got.headers, got.body)
+        assert got.json["url"].startswith("https://rostrum.example/debate/")
+        out = io.StringIO()
+        assert main(["webhooks", "deliveries", "--db", db], out=out) == EXIT_OK
+        assert "debate.completed" in out.getvalue() and "delivered  attempts 1  HTTP 200" in out.getvalue()
+    finally:
+        receiver.stop()
+        loop.close()
+        get_settings.cache_clear()

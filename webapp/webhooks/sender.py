@@ -126,12 +126,15 @@ class WebhookSender:
     async def drain(self, timeout: float) -> None:
         """Until nothing is due and nothing is in flight, or `timeout` seconds (a CLI command's last
         moment: what it queued gets its first attempt)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._inflight and not await self.webhooks.due(self.clock(), 1):
-                return
-            self.wake()
-            await asyncio.sleep(0.05)  # a bounded wait at exit; the sender's own loop does the work
+
+        async def until_idle() -> None:
+            while True:
+                await self.settled()
+                if await self.run_once() == 0 and not self._inflight:
+                    return
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(until_idle(), timeout)
 
     # --- the loop ----------------------------------------------------------------------------
 
