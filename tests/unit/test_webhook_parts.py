@@ -4,10 +4,11 @@ the signature, the event names a command line may give, and the Slack message.""
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
-from webapp.webhooks.events import EVENTS, format_slack, parse_events
+from webapp.webhooks.events import EVENTS, format_slack, outcome, parse_events
 from webapp.webhooks.guard import WebhookRefused, check_url, is_public, shown_url
 from webapp.webhooks.signing import SECRET_PREFIX, new_secret, signature, verify
 
@@ -62,3 +63,30 @@ def test_a_slack_message_links_the_debate_and_escapes_the_topic() -> None:
 def test_logs_and_the_audit_trail_show_an_endpoint_without_its_path() -> None:
     assert shown_url("https://hooks.slack.com/services/T000/B000/secretpart?x=1") == "https://hooks.slack.com/…"
     assert shown_url("http://127.0.0.1:8080/a") == "http://127.0.0.1:8080/…"
+
+
+async def test_the_outcome_of_a_collaborative_debate_is_its_solution_and_of_a_debate_its_winner(
+        tmp_path: Path) -> None:
+    from webapp.engine.engine import Engine
+    from webapp.engine.machine import State
+    from webapp.models import DebateConfig
+    from webapp.providers.demo import OneProvider
+    from webapp.settings import Settings
+    from webapp.store.repository import Store
+
+    store = await Store.open(tmp_path / "outcome.sqlite3")
+    engine = Engine(store, settings=Settings(_env_file=None, demo_speed=0), providers=OneProvider())
+    try:
+        argued = await engine.start(DebateConfig(topic="Tea is better than coffee", format="classic"))
+        assert await argued.join() is State.COMPLETED and argued.state.verdict is not None
+        result = outcome(argued.state)
+        assert result is not None and result["verdict"] and result["winner"] == argued.state.verdict.winner
+        assert result["headline"] in ("Tie", f"{result.get('winner_name')} wins")
+        together = await engine.start(DebateConfig(topic="How should a city cut traffic?", format="collaborative",
+                                                   clarification=False))
+        assert await together.join() is State.COMPLETED
+        solution = outcome(together.state)
+        assert solution is not None and solution["headline"] == "Final solution" and solution["synthesis"]
+        assert solution["winner"] is None and "tie" not in solution
+    finally:
+        await engine.close()

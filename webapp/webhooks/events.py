@@ -94,6 +94,9 @@ def outcome(state: DebateState) -> dict[str, Any] | None:
                 "Ended without a verdict"}
     if not verdict.available:
         return {"winner": None, "verdict": False, "headline": "Verdict unavailable"}
+    if verdict.synthesis and state.format.judge_synthesis:  # a collaborative debate: a solution, no winner
+        return {"winner": None, "verdict": True, "headline": "Final solution",
+                "synthesis": " ".join(verdict.synthesis.split())[:500]}
     if verdict.winner is None:
         return {"winner": None, "winner_name": None, "verdict": True, "tie": True, "headline": "Tie"}
     name = names.get(verdict.winner, verdict.winner)
