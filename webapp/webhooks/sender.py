@@ -49,6 +49,7 @@ TIMEOUT = 10.0  # seconds one request may take
 CONCURRENCY = 4  # requests in flight at once per sender
 RESPONSE_KEPT = 300  # characters of a failed answer's body kept as its error
 USER_AGENT = "Rostrum-Webhooks/1"
+MAX_ADDRESSES = 3  # addresses of one endpoint tried per attempt (each may take `timeout`: well within `LEASE`)
 
 
 def body_of(claimed: Claimed) -> bytes:
@@ -174,7 +175,11 @@ class WebhookSender:
         self._wake.set()  # a slot is free
 
     async def _deliver(self, claimed: Claimed) -> None:
-        status, error = await self.attempt(claimed)
+        try:
+            status, error = await self.attempt(claimed)
+        except Exception as exc:  # never an attempt without a record (it would be retried past its window)
+            log.exception("webhooks: sending delivery %s failed", claimed.delivery.id)
+            status, error = None, f"{type(exc).__name__}: {exc}"
         self.sent += 1
         now = self.clock()
         retry_at = None
@@ -197,9 +202,11 @@ class WebhookSender:
         body = body_of(claimed)
         timestamp = str(int(self.clock()))
         try:
-            target = await resolve_target(claimed.url, self.allow_private)
+            target = await asyncio.wait_for(resolve_target(claimed.url, self.allow_private), self.timeout)
         except WebhookRefused as exc:
             return None, str(exc)
+        except TimeoutError:
+            return None, f"looking up the endpoint's address took more than {self.timeout:g} s"
         headers = {
             "Host": target.host_header,
             "Content-Type": "application/json",
@@ -209,7 +216,7 @@ class WebhookSender:
             SIGNATURE_HEADER: signature(claimed.secret, timestamp, body),
         }
         error = "no address"
-        for url in target.urls:
+        for url in target.urls[:MAX_ADDRESSES]:
             try:
                 return await self._post(url, body, headers, target.extensions)
             except httpx.ConnectError as exc:  # this address cannot be reached: try the next one
