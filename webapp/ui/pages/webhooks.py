@@ -124,7 +124,7 @@ class WebhooksPanel:
         with self.deliveries_box:
             ui.label(f"{total} deliver{'y' if total == 1 else 'ies'}").classes("text-sm text-grey-7") \
                 .mark("webhook-delivery-count")
-            table = ui.table(columns=[*DELIVERY_COLUMNS, {"name": "again", "label": "", "field": "id"}],
+            table = ui.table(columns=[*DELIVERY_COLUMNS, {"name": "again", "label": "Action", "field": "id"}],
                              row_key="id", rows=[delivery_cells(r, urls) for r in rows]) \
                 .props("flat dense wrap-cells").classes("w-full").mark("webhook-deliveries")
             table.add_slot("body-cell-again", '<q-td :props="props"><q-btn flat dense no-caps label="Redeliver" '
