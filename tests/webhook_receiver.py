@@ -46,6 +46,7 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     arrivals: asyncio.Queue[Received] = field(default_factory=asyncio.Queue)
     server: ThreadingHTTPServer | None = None
+    arrived: threading.Condition = field(default_factory=threading.Condition)  # for tests without a loop
 
     def __post_init__(self) -> None:
         self.hold.set()
@@ -62,7 +63,9 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 record = Received({k: v for k, v in self.headers.items()}, body)
-                receiver.received.append(record)
+                with receiver.arrived:
+                    receiver.received.append(record)
+                    receiver.arrived.notify_all()
                 receiver.loop.call_soon_threadsafe(receiver.arrivals.put_nowait, record)
                 receiver.hold.wait(TIMEOUT)
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
@@ -86,3 +89,9 @@ class Receiver:
 
     async def next(self) -> Received:
         return await asyncio.wait_for(self.arrivals.get(), TIMEOUT)
+
+    def wait_for_count(self, count: int) -> list[Received]:
+        """(From a thread without an event loop.) Until `count` requests have arrived."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.received) >= count, TIMEOUT), self.received
+            return list(self.received)
