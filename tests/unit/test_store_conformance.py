@@ -520,3 +520,17 @@ async def test_a_delivery_is_retried_given_up_redelivered_and_reclaimed_after_it
     row = await hooks.delivery(delivery_id)
     assert row is not None and (row.status, row.attempts, row.last_status, row.delivered_at, row.give_up_at) == (
         "delivered", 4, 204, 301.0, 1300.0)
+
+
+async def test_finished_deliveries_are_pruned_and_pending_ones_kept(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    await hooks.add_endpoint("https://a.example/", ["debate.round"], "whsec_a", "ada")
+    for n, at in enumerate((100.0, 200.0, 300.0)):
+        await hooks.enqueue("debate.round", f"d:{n}", {"n": n}, now=at, window=10_000)
+    claimed = await hooks.claim(await hooks.due(250.0, 10), "one", 250.0, 60)
+    assert len(claimed) == 2
+    await hooks.finish(claimed[0].delivery.id, "one", now=251.0, status_code=200, error=None, retry_at=None)
+    await hooks.finish(claimed[1].delivery.id, "one", now=251.0, status_code=500, error="HTTP 500", retry_at=260.0)
+    assert await hooks.prune(before=1_000.0) == 1  # the delivered one; pending ones stay, however old
+    rows, total = await hooks.deliveries()
+    assert total == 2 and {r.status for r in rows} == {"pending"}

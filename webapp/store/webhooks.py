@@ -214,6 +214,13 @@ class WebhookStore:
                 " OR lease_until IS NULL OR lease_until < ?)", (now, now + window, delivery_id, now))
         return done.rowcount > 0
 
+    async def prune(self, before: float) -> int:
+        """Forget delivered and failed deliveries queued before `before`; how many."""
+        async with self.store.transaction() as tx:
+            done = await tx.execute("DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?",
+                                    (before,))
+        return max(done.rowcount, 0)
+
     # --- the log -----------------------------------------------------------------------------
 
     async def delivery(self, delivery_id: str) -> DeliveryRow | None:

@@ -8,7 +8,8 @@ this process queued one (`wake`), when one of its sends finished, and otherwise 
 An attempt that gets a 2xx answer delivers; anything else (another status, a timeout, a refused
 connection, an address the guard refuses) is retried after `backoff * 2**(attempt-1)` seconds (at most
 `backoff_cap`, with ±20 % jitter) until the delivery is `RETRY_WINDOW` (24 h) old, then it is marked
-failed. Every attempt's status code and error are recorded for the admins' delivery log.
+failed. Every attempt's status code and error are recorded for the admins' delivery log, which keeps
+finished deliveries for `KEEP` (30 days).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ RETRY_WINDOW = 24 * 3600.0  # seconds a delivery is retried for
 BACKOFF = 10.0  # seconds before the first retry; doubled each time
 BACKOFF_CAP = 3600.0  # the longest wait between two attempts
 POLL = 2.0  # seconds between looks at the queue when nothing wakes the sender
+KEEP = 30 * 24 * 3600.0  # seconds a finished delivery stays in the log
+PRUNE_EVERY = 3600.0  # seconds between two clean-ups of the log by one sender
 LEASE = 60.0  # how long a claimed delivery stays this sender's (well over a request's timeout)
 TIMEOUT = 10.0  # seconds one request may take
 CONCURRENCY = 4  # requests in flight at once per sender
@@ -140,9 +143,13 @@ class WebhookSender:
     # --- the loop ----------------------------------------------------------------------------
 
     async def _loop(self) -> None:
+        pruned = 0.0
         while True:
             self._wake.clear()
             try:
+                if time.monotonic() - pruned > PRUNE_EVERY or not pruned:
+                    pruned = time.monotonic()
+                    await self.webhooks.prune(self.clock() - KEEP)
                 claimed = await self.pump()
             except asyncio.CancelledError:
                 raise
