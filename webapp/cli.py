@@ -22,6 +22,10 @@
                              template and tournament to another store, verifying counts and checksums
     tournament --models A,B,C --topics FILE [--format F] [--swap-sides] [--budget USD] [--concurrency N]
     tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
+    webhooks add URL --events debate.completed,debate.error [--slack]
+                             register an endpoint; prints its signing secret once (`secret: whsec_…`)
+    webhooks list [--json] | webhooks remove ID
+    webhooks deliveries [--json] [--limit N] | webhooks redeliver ID
     worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
                              SIGTERM or Ctrl-C
     check [URL|PRESET ...] [--model M] [--json]
@@ -82,11 +86,16 @@ from webapp.terminal import (
     terminal_output,
 )
 from webapp.tournament import commands as tournament_commands
+from webapp.webhooks import Webhooks
+from webapp.webhooks.events import EVENTS as WEBHOOK_EVENTS
+from webapp.webhooks.guard import WebhookRefused
+from webapp.webhooks.manage import UnknownWebhook, WebhookAdmin
 from webapp.wording import counted
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
 SPEC_SPLIT = re.compile(r",(?=\s*[A-Za-z_]+\s*=)")
+WEBHOOK_DRAIN_SECONDS = 5.0  # how long a command that ran debates waits at its end for their webhooks
 
 
 class UsageError(Exception):
@@ -186,16 +195,24 @@ def build_config(args: argparse.Namespace, settings: Settings | None = None) -> 
 
 # --- commands ----------------------------------------------------------------------------------
 @contextlib.asynccontextmanager
-async def opened(db: str, settings: Settings | None = None) -> AsyncIterator[Engine]:
-    """The engine on `db` for one command, closed however the command ends."""
+async def opened(db: str, settings: Settings | None = None, runs: bool = False) -> AsyncIterator[Engine]:
+    """The engine on `db` for one command, closed however the command ends. With `runs` (a command
+    that runs debates), the webhooks of what it commits are queued and sent, and at the end what is due
+    gets a few seconds to go out (what does not is sent by the web app or a worker later)."""
+    settings = settings or get_settings()
     engine = await Engine.open(db, settings=settings)
     # A debate this command runs streams to web processes on the live bus (when Redis is configured).
-    bus = open_bus((settings or get_settings()).redis_url)
+    bus = open_bus(settings.redis_url)
     await bus.start()
     publisher = BusPublisher(engine, bus)
+    webhooks = Webhooks(engine, settings) if runs else None
+    if webhooks is not None:
+        await webhooks.start()
     try:
         yield engine
     finally:
+        if webhooks is not None:
+            await webhooks.close(drain=WEBHOOK_DRAIN_SECONDS)
         publisher.close()
         await bus.close()
         await engine.close()
@@ -328,7 +345,7 @@ def write_export(state: DebateState, path: Path) -> None:
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
     config = build_config(args, _settings(args))
-    async with opened(args.db, _settings(args)) as engine:
+    async with opened(args.db, _settings(args), runs=True) as engine:
         try:
             config = engine.validate(config)
         except ConfigError as exc:
@@ -352,7 +369,7 @@ def _cast_line(config: DebateConfig) -> str:
 async def cmd_rematch(args: argparse.Namespace, out: TextIO) -> int:
     if not args.swap_sides:
         raise UsageError("rematch: say what changes: --swap-sides (the participants exchange positions)")
-    async with opened(args.db, _settings(args)) as engine:
+    async with opened(args.db, _settings(args), runs=True) as engine:
         original = await engine.store.find_id(args.id)
         if original is None:
             raise DebateNotFound(args.id)
@@ -375,7 +392,7 @@ async def cmd_rematch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db, _settings(args)) as engine:
+    async with opened(args.db, _settings(args), runs=True) as engine:
         session = await engine.session(args.id)
         if session.state.status in TERMINAL_STATES:
             out.write(f"Debate {session.id} has already ended ({session.state.status.value}).\n")
@@ -836,6 +853,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a server's OpenAI-compatible URL (…/v1) or a preset name (default: every local preset)")
     check.add_argument("--model", help="the model to probe (default: the first the server lists)")
     check.add_argument("--json", action="store_true")
+    hooks = sub.add_parser("webhooks", help="signed HTTP notifications of debate and tournament events")
+    hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="COMMAND")
+    hook_add = hooks_sub.add_parser("add", parents=[common], help="register an endpoint (prints its secret once)")
+    hook_add.add_argument("url")
+    hook_add.add_argument("--events", required=True, help=f"comma-separated: {', '.join(WEBHOOK_EVENTS)}")
+    hook_add.add_argument("--slack", action="store_true", help="send Slack-compatible messages ({\"text\": …})")
+    hooks_sub.add_parser("list", parents=[common], help="the endpoints (never a secret)") \
+        .add_argument("--json", action="store_true")
+    hooks_sub.add_parser("remove", parents=[common], help="remove an endpoint and its deliveries").add_argument("id")
+    hook_log = hooks_sub.add_parser("deliveries", parents=[common], help="recent deliveries, newest first")
+    hook_log.add_argument("--json", action="store_true")
+    hook_log.add_argument("--limit", type=int, default=20)
+    hooks_sub.add_parser("redeliver", parents=[common], help="send a delivery again").add_argument("id")
     worker = sub.add_parser("worker", parents=[common], help="run debates for web processes (leases, jobs)")
     worker.add_argument("--lease", type=float, default=15.0,
                         help="seconds a debate stays this worker's without renewal (default 15)")
@@ -845,7 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
-    async with opened(args.db, _settings(args)) as engine:
+    async with opened(args.db, _settings(args), runs=True) as engine:
         try:
             row = await tournament_commands.run(engine, args, ACTOR, out)
         except tournament_commands.TournamentUsage as exc:
@@ -858,7 +888,7 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from webapp.workers import Worker
 
     settings = _settings(args) or get_settings()
-    async with opened(args.db, settings) as engine:
+    async with opened(args.db, settings, runs=True) as engine:
         worker = Worker(engine, redis_url=settings.redis_url, lease=args.lease, poll=args.poll)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -874,10 +904,52 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+async def cmd_webhooks(args: argparse.Namespace, out: TextIO) -> int:
+    settings = _settings(args) or get_settings()
+    async with opened(args.db, settings) as engine:
+        admin = WebhookAdmin(Gate(engine, CLI), settings.webhook_allow_private)  # audited as `cli`
+        command = args.webhooks_command
+        try:
+            if command == "add":
+                done = await admin.add(args.url, args.events, "slack" if args.slack else "json")
+                out.write(f"Added webhook {done.endpoint.id}: {done.endpoint.url} "
+                          f"({', '.join(done.endpoint.events)}{', Slack format' if args.slack else ''})\n")
+                out.write(f"secret: {done.secret}\n")
+                out.write("Keep the secret: it signs every delivery and is not shown again.\n")
+            elif command == "list":
+                endpoints = await admin.endpoints()
+                if args.json:
+                    exact_output(out).write(json.dumps([e.public() for e in endpoints], indent=2) + "\n")
+                elif not endpoints:
+                    out.write("No webhooks. Add one: python -m webapp webhooks add URL --events debate.completed\n")
+                for e in [] if args.json else endpoints:
+                    out.write(f"{e.id}  {e.url}  {','.join(e.events)}  {e.format}  by {e.created_by}\n")
+            elif command == "remove":
+                removed = await admin.remove(args.id)
+                out.write(f"Removed webhook {removed.id} ({removed.url})\n")
+            elif command == "deliveries":
+                rows, total = await admin.deliveries(limit=args.limit)
+                if args.json:
+                    exact_output(out).write(json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n")
+                else:
+                    out.write(f"{total} deliver{'y' if total == 1 else 'ies'}\n")
+                    for r in rows:
+                        code = r.last_status if r.last_status is not None else "—"
+                        error = f"  last error: {r.last_error}" if r.last_error else ""
+                        out.write(f"{r.id}  {r.event}  {r.subject}  {r.status}  attempts {r.attempts}  "
+                                  f"HTTP {code}{error}\n")
+            else:
+                again = await admin.redeliver(args.id)
+                out.write(f"Delivery {again.id} ({again.event}) will be sent again\n")
+        except (WebhookRefused, UnknownWebhook, ValueError) as exc:
+            raise UsageError(f"webhooks {command}: {exc}") from None
+    return EXIT_OK
+
+
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
             "judges": cmd_judges, "leaderboard": cmd_leaderboard, "delete": cmd_delete, "users": cmd_users,
-            "tournament": cmd_tournament, "worker": cmd_worker}
+            "tournament": cmd_tournament, "worker": cmd_worker, "webhooks": cmd_webhooks}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     image_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="hosts whose images model output may show inline (default: none)"
     )
+    # Webhooks: links in deliveries point here; endpoints on this machine or a private network are refused
+    # (no server-side request forgery) unless allowed.
+    public_url: str | None = Field(
+        default=None, description="the address people open the web app at, for links in webhook deliveries "
+                                  "(default http://HOST:PORT)")
+    webhook_allow_private: bool = Field(
+        default=False, description="let webhooks go to loopback and private addresses (trusted networks only)")
 
     # JSON list: [{"name": "Team vLLM", "base_url": "http://10.0.0.5:8000/v1", "key_env": "VLLM_KEY"}]
     endpoints: list[Endpoint] = Field(
@@ -162,6 +169,14 @@ class Settings(BaseSettings):
     def loopback(self) -> bool:
         """Whether the web app listens only on this machine."""
         return is_loopback(self.host)
+
+    @property
+    def base_url(self) -> str:
+        """Where the web app's pages are reached (`ROSTRUM_PUBLIC_URL`, else the address it listens on)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     @property
     def auth_enabled(self) -> bool:

@@ -3,7 +3,8 @@ against each of them (`any_store`: SQLite, PostgreSQL): append and fold, idempot
 stale-write check across processes, listing, search and paging, series and spending queries, deletion,
 the accounts, share links, audit rows and registered endpoints kept beside the log, and the queries
 written per database:
-the verdict digests, the leaderboard, the tournament store and the topic-and-tag search. The tests of
+the verdict digests, the leaderboard, the tournament store, the topic-and-tag search and the webhook
+endpoints and delivery queue. The tests of
 one store's own machinery (SQLite's file, pragmas and group commit) stay in test_store.py."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from webapp.store.accounts import Accounts, UnknownUser, UserExists
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
+from webapp.store.webhooks import WebhookStore
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore
@@ -428,3 +430,128 @@ async def test_a_tournament_plays_to_the_end_and_gets_its_leaderboard(any_store:
     assert all(d.row.status == "completed" and d.has_verdict for d in played.values())
     board = await leaderboard(any_store, LeaderboardFilters(debate_ids=frozenset(d.row.id for d in played.values())))
     assert board.debates == 2 and {r.model for r in board.ratings} == {"demo:alpha", "demo:beta"}
+
+
+async def test_a_completed_tournament_queues_its_webhook_once(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    endpoint = await hooks.add_endpoint("https://hooks.example/t", ["tournament.completed"], "whsec_x", "ada")
+    engine = Engine(any_store, settings=Settings(_env_file=None, demo_speed=0, public_url="https://rostrum.example"),
+                    providers=OneProvider())
+    stored = await TournamentStore(any_store).create(Tournament(
+        models=[Contender.parse(m) for m in ("alpha", "beta")], topics=["Tea beats coffee"], format="round-limited",
+        rounds=1))
+    try:
+        await TournamentRunner(engine, stored.id).run()
+    finally:
+        for running in list(engine.sessions.values()):
+            await running.shutdown()
+    rows, total = await hooks.deliveries(endpoint_id=endpoint.id)
+    assert total == 1 and rows[0].event == "tournament.completed" and rows[0].subject == stored.id
+    assert rows[0].payload["url"] == f"https://rostrum.example/tournaments/{stored.id}"
+    assert rows[0].payload["status"] == "completed" and rows[0].payload["detail"] == {"debates": 1}
+
+
+# --- webhooks: endpoints and the delivery queue -----------------------------------------------------
+
+
+async def test_webhook_endpoints_are_added_listed_and_removed_with_their_deliveries(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    a = await hooks.add_endpoint("https://a.example/hook", ["debate.completed", "debate.error"], "whsec_aaaa1234",
+                                 "ada")
+    b = await hooks.add_endpoint("https://b.example/hook?x=1", ["debate.started"], "whsec_bbbb", "cli", "slack")
+    assert [(e.id, e.url, e.events, e.format) for e in await hooks.endpoints()] == [
+        (a.id, a.url, ["debate.completed", "debate.error"], "json"), (b.id, b.url, ["debate.started"], "slack")]
+    assert (await hooks.endpoint(a.id)) == a
+    assert "secret" not in a.public() and a.public()["secret_hint"] == "…1234"
+    assert await hooks.enqueue("debate.completed", "d1:9", {"event": "debate.completed"}, now=100.0, window=60) == 1
+    assert await hooks.remove_endpoint(a.id) and not await hooks.remove_endpoint(a.id)
+    assert await hooks.deliveries() == ([], 0)  # its deliveries went with it
+    assert [e.id for e in await hooks.endpoints()] == [b.id]
+
+
+async def test_an_event_is_queued_once_per_endpoint_that_wants_it(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    wants = await hooks.add_endpoint("https://a.example/", ["debate.completed"], "whsec_a", "ada")
+    also = await hooks.add_endpoint("https://b.example/", ["debate.round", "debate.completed"], "whsec_b", "ada")
+    await hooks.add_endpoint("https://c.example/", ["debate.error"], "whsec_c", "ada")
+    payload = {"event": "debate.completed", "topic": "Tea ' \" ? ünï", "cost_usd": 0.25}
+    assert await hooks.enqueue("debate.completed", "d1:12", payload, subject="d1", now=1000.0, window=86400) == 2
+    other = await open_store(target(any_store))  # another process sees the same event
+    try:
+        assert await WebhookStore(other).enqueue("debate.completed", "d1:12", payload, subject="d1", now=1001.0,
+                                                 window=86400) == 0
+    finally:
+        await other.close()
+    rows, total = await hooks.deliveries()
+    assert total == 2 and {r.endpoint_id for r in rows} == {wants.id, also.id}
+    assert all((r.status, r.attempts, r.payload, r.subject, r.give_up_at) == ("pending", 0, payload, "d1", 87400.0)
+               for r in rows)
+    assert (await hooks.deliveries(subject="d1", endpoint_id=also.id))[1] == 1
+    assert await hooks.enqueue("debate.started", "d1:2", {}, now=1000.0, window=60) == 0  # nobody wants it
+
+
+async def test_two_senders_claiming_at_once_take_each_delivery_once(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    endpoint = await hooks.add_endpoint("https://a.example/", ["debate.round"], "whsec_a", "ada")
+    for n in range(30):
+        await hooks.enqueue("debate.round", f"d:{n}", {"n": n}, now=100.0, window=3600)
+    other = await open_store(target(any_store))
+    try:
+        ids = await hooks.due(now=100.0, limit=100)
+        assert len(ids) == 30
+        mine, theirs = await asyncio.gather(hooks.claim(ids, "one", 100.0, 60),
+                                            WebhookStore(other).claim(list(reversed(ids)), "two", 100.0, 60))
+    finally:
+        await other.close()
+    taken = [c.delivery.id for c in mine] + [c.delivery.id for c in theirs]
+    assert sorted(taken) == sorted(ids)  # every one taken, none twice
+    assert all(c.url == "https://a.example/" and c.secret == "whsec_a" and c.delivery.attempts == 1
+               for c in [*mine, *theirs])
+    assert await hooks.due(now=150.0, limit=100) == []  # held
+    assert await hooks.claim(ids, "three", 150.0, 60) == []
+    assert endpoint.id
+
+
+async def test_a_delivery_is_retried_given_up_redelivered_and_reclaimed_after_its_lease(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    await hooks.add_endpoint("https://a.example/", ["debate.error"], "whsec_a", "ada")
+    await hooks.enqueue("debate.error", "d:5", {"event": "debate.error"}, now=100.0, window=1000)
+    [claimed] = await hooks.claim(await hooks.due(100.0, 10), "one", 100.0, 60)
+    delivery_id = claimed.delivery.id
+    assert not await hooks.finish(delivery_id, "two", now=101.0, status_code=200, error=None, retry_at=None)
+    assert await hooks.finish(delivery_id, "one", now=101.0, status_code=500, error="HTTP 500: oops", retry_at=130.0)
+    row = await hooks.delivery(delivery_id)
+    assert row is not None and (row.status, row.attempts, row.last_status, row.last_error, row.next_attempt_at,
+                                row.lease_owner) == ("pending", 1, 500, "HTTP 500: oops", 130.0, None)
+    assert await hooks.due(120.0, 10) == [] and await hooks.due(130.0, 10) == [delivery_id]
+    assert await hooks.next_due() == 130.0
+    # A sender that dies holding it: after its lease, another takes it.
+    assert len(await hooks.claim([delivery_id], "dead", 130.0, 60)) == 1
+    assert await hooks.claim([delivery_id], "two", 189.0, 60) == []
+    [again] = await hooks.claim([delivery_id], "two", 191.0, 60)
+    assert again.delivery.attempts == 3
+    assert not await hooks.redeliver(delivery_id, now=192.0, window=1000)  # being sent right now
+    assert await hooks.finish(delivery_id, "two", now=195.0, status_code=None, error="ConnectError", retry_at=None)
+    row = await hooks.delivery(delivery_id)
+    assert row is not None and (row.status, row.last_status, row.last_error) == ("failed", None, "ConnectError")
+    assert await hooks.due(10_000.0, 10) == []
+    assert await hooks.redeliver(delivery_id, now=300.0, window=1000)
+    [third] = await hooks.claim(await hooks.due(300.0, 10), "two", 300.0, 60)
+    assert await hooks.finish(third.delivery.id, "two", now=301.0, status_code=204, error=None, retry_at=None)
+    row = await hooks.delivery(delivery_id)
+    assert row is not None and (row.status, row.attempts, row.last_status, row.delivered_at, row.give_up_at) == (
+        "delivered", 4, 204, 301.0, 1300.0)
+
+
+async def test_finished_deliveries_are_pruned_and_pending_ones_kept(any_store: EventStore) -> None:
+    hooks = WebhookStore(any_store)
+    await hooks.add_endpoint("https://a.example/", ["debate.round"], "whsec_a", "ada")
+    for n, at in enumerate((100.0, 200.0, 300.0)):
+        await hooks.enqueue("debate.round", f"d:{n}", {"n": n}, now=at, window=10_000)
+    claimed = await hooks.claim(await hooks.due(250.0, 10), "one", 250.0, 60)
+    assert len(claimed) == 2
+    await hooks.finish(claimed[0].delivery.id, "one", now=251.0, status_code=200, error=None, retry_at=None)
+    await hooks.finish(claimed[1].delivery.id, "one", now=251.0, status_code=500, error="HTTP 500", retry_at=260.0)
+    assert await hooks.prune(before=1_000.0) == 1  # the delivered one; pending ones stay, however old
+    rows, total = await hooks.deliveries()
+    assert total == 2 and {r.status for r in rows} == {"pending"}

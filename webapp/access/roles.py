@@ -39,6 +39,7 @@ class Action(StrEnum):
     DELETE = "delete"
     MANAGE_USERS = "manage_users"
     SERVER_SETTINGS = "server_settings"
+    MANAGE_WEBHOOKS = "manage_webhooks"
     VIEW_AUDIT = "view_audit"
 
 

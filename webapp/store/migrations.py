@@ -243,6 +243,44 @@ MIGRATIONS: list[Migration] = [
         created_at TEXT NOT NULL
     );
     """),
+    # Webhooks (`webapp.webhooks`): the endpoints admins registered (the signing secret is kept because
+    # the sender signs with it; it is shown once and never listed), and the delivery queue and log: one
+    # row per endpoint and event (`event_key`: unique per endpoint, so an event is queued once however
+    # many processes see it), claimed by a sender with a lease (`lease_owner` until `lease_until`), retried
+    # at `next_attempt_at` until `give_up_at`. Times are seconds since the epoch, as leases' are.
+    Migration("016_webhooks", """
+    CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        format TEXT NOT NULL DEFAULT 'json' CHECK (format IN ('json', 'slack')),
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+        event TEXT NOT NULL,
+        event_key TEXT NOT NULL,
+        subject TEXT NOT NULL DEFAULT '',
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        next_attempt_at REAL NOT NULL,
+        give_up_at REAL NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL,
+        last_attempt_at REAL,
+        last_status INTEGER,
+        last_error TEXT,
+        delivered_at REAL,
+        UNIQUE (endpoint_id, event_key)
+    );
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+    CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at DESC);
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -1,6 +1,6 @@
 """Copying a whole database from one store to another (`python -m webapp migrate-store --from sqlite:PATH
 --to postgresql://…`): every debate with its complete log, the accounts, share links, audit trail, saved
-profiles and templates (the library) and tournaments, then a check that nothing was lost or changed on
+profiles and templates (the library), tournaments and webhooks, then a check that nothing was lost or changed on
 the way.
 
 Rows are copied as they are stored, not replayed through `append`: sequence numbers, idempotency keys,
@@ -49,9 +49,16 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
                     "owner", "lease_until"),
     # endpoints admins registered in Settings (`webapp.store.endpoints`)
     "endpoints": ("name_key", "name", "base_url", "key_env", "created_by", "created_at"),
+    # webhook endpoints (their signing secrets too: the receivers verify with them) and the delivery log
+    # (a pending delivery goes on being retried by the new store's senders; a sender's lease lapses)
+    "webhook_endpoints": ("id", "url", "events", "secret", "format", "created_by", "created_at"),
+    "webhook_deliveries": ("id", "endpoint_id", "event", "event_key", "subject", "payload", "status", "attempts",
+                           "created_at", "next_attempt_at", "give_up_at", "lease_owner", "lease_until",
+                           "last_attempt_at", "last_status", "last_error", "delivered_at"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
-            "tournaments": "created_at, id", "endpoints": "name_key"}
+            "tournaments": "created_at, id", "endpoints": "name_key", "webhook_endpoints": "created_at, id",
+            "webhook_deliveries": "created_at, id"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

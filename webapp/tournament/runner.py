@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from webapp.engine.api import Command
 from webapp.engine.engine import Engine, RemoteRunner
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
+from webapp.models import utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.store import (
@@ -37,6 +39,7 @@ from webapp.tournament.store import (
     TournamentStore,
     owner_name,
 )
+from webapp.webhooks import queue_tournament_completed
 
 log = logging.getLogger(__name__)
 
@@ -383,6 +386,7 @@ class TournamentRunner:
         missing = [s for s in slots if s.key not in debates]
         if reason is None and not unfinished and not missing:
             await self.store.set_status(tournament.id, "completed")
+            await self._notify_completed(tournament, debates)
         else:
             if reason is None:
                 reason = (f"{len(unfinished)} debate(s) need a person (failed or waiting): {', '.join(unfinished)}"
@@ -391,6 +395,19 @@ class TournamentRunner:
         row = await self.store.get(tournament.id)
         assert row is not None
         return row
+
+    async def _notify_completed(self, tournament: Tournament, debates: dict[str, SlotDebate]) -> None:
+        """Queue `tournament.completed` for the webhooks that want it (a failure to queue is logged: the
+        tournament has completed all the same)."""
+        table = standings(tournament, debates)
+        leader = table[0].label if table and table[0].played else None
+        try:
+            await queue_tournament_completed(
+                self.engine.store, tournament.id, tournament.name or tournament.id, utcnow(),
+                self.engine.settings.base_url, len(debates), sum(d.row.cost_usd for d in debates.values()), leader,
+                time.time())
+        except Exception:
+            log.exception("tournament %s: queueing its webhooks failed", tournament.id)
 
 
 async def drive(session: DebateSession, actor: str) -> State:

@@ -58,6 +58,7 @@ def setup() -> None:
         settings,
         share,
         tournaments,
+        webhooks,
     )
 
     rt = runtime.reset()
@@ -78,6 +79,7 @@ def setup() -> None:
         ("/settings", "Settings", settings.page),
         ("/login", "Sign in", login.page),
         ("/admin", "Admin", admin.page),
+        ("/admin/webhooks", "Webhooks", webhooks.page),
         ("/s/{token}", "Shared debate", share.page),
     ):
         ui.page(path, title=f"{PRODUCT} · {title}", language=LANGUAGE)(page)

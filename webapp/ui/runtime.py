@@ -21,6 +21,7 @@ from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
+from webapp.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from webapp.workers import WorkerClient
@@ -38,6 +39,7 @@ class Runtime:
         self.publisher_: BusPublisher | None = None
         self.tournaments_: TournamentManager | None = None
         self.workers_: WorkerClient | None = None  # with ROSTRUM_WORKERS=external
+        self.webhooks_: Webhooks | None = None
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
         self.login_throttle = LoginThrottle()
@@ -54,6 +56,9 @@ class Runtime:
             await self.bus_.start()  # connects in the background: a missing Redis only costs the live view
             self.publisher_ = BusPublisher(self.engine_, self.bus_)
             self.hub_ = LiveHub(self.engine_, self.bus_)
+            # Webhooks: this process queues the events it commits and sends what is due (from any process).
+            self.webhooks_ = Webhooks(self.engine_, settings)
+            await self.webhooks_.start()
             self.tournaments_ = TournamentManager(
                 self.engine_, task_factory=lambda coro: background_tasks.create(coro, name="tournament"))
             if settings.workers == "external":
@@ -87,6 +92,9 @@ class Runtime:
     async def stop(self) -> None:
         if self.tournaments_ is not None:
             await self.tournaments_.close()
+        if self.webhooks_ is not None:
+            await self.webhooks_.close()
+            self.webhooks_ = None
         if self.publisher_ is not None:
             self.publisher_.close()
         if self.hub_ is not None:

@@ -127,6 +127,9 @@ async def page(request: Request) -> Response | None:
                     ui.label(f"{role.value}: {help_text}")
             users = Users(gate)
         with ui.card().classes("w-full"):
+            heading("Webhooks", 2)
+            ui.link("Endpoints and deliveries", "/admin/webhooks").mark("admin-webhooks")
+        with ui.card().classes("w-full"):
             heading("Recent actions", 2)
             audit = AuditLog(gate)
     await users.load()
