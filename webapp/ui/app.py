@@ -13,14 +13,55 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import Response
 from nicegui import Client, app, ui
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webapp.settings import image_hosts
 from webapp.ui import runtime
+from webapp.ui.auth import FINISH_PATH, finish_sign_in
 from webapp.ui.layout import PRODUCT, install_head
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
 # Every page says its language (`<html lang="en-US">`), for screen readers and translation tools.
 LANGUAGE = "en-US"
+
+
+def content_security_policy() -> str:
+    """What a page may load and run. NiceGUI renders its pages with inline scripts and compiles Vue
+    templates in the browser, so scripts need 'unsafe-inline' and 'unsafe-eval'; everything else is
+    this server's own (the websocket too: 'self' covers ws/wss to the same host), except images from
+    `ROSTRUM_IMAGE_HOSTS`. No page may be framed, post a form elsewhere, or change its base URL."""
+    images = " ".join(f"https://{host}" for host in image_hosts())
+    return ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+            "style-src 'self' 'unsafe-inline'; "
+            f"img-src 'self' data: blob:{' ' + images if images else ''}; font-src 'self' data:; "
+            "connect-src 'self'; media-src 'self' data: blob:; worker-src 'self' blob:; object-src 'none'; "
+            "base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+
+
+class SecurityHeaders:
+    """Adds the security headers to every HTTP answer (pages, static files, downloads, redirects).
+    HSTS is the TLS proxy's to send (README, "TLS"): this server speaks plain HTTP behind it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headers = [(b"content-security-policy", content_security_policy().encode()),
+                        (b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
+                        (b"referrer-policy", b"same-origin")]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *(h for h in self.headers if h[0] not in names)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def _page_miss(request: Request, exception: Exception) -> bool:
@@ -61,6 +102,8 @@ def setup() -> None:
     )
 
     rt = runtime.reset()
+    app.add_middleware(SecurityHeaders)
+    app.add_api_route(FINISH_PATH, finish_sign_in, methods=["GET"], include_in_schema=False)
     app.add_static_files("/static", STATIC_DIR)
     install_head()
     app.on_startup(rt.start)

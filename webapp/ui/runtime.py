@@ -20,6 +20,7 @@ from webapp.live import LiveHub
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
+from webapp.ui.cutoff import Cutoff
 
 if TYPE_CHECKING:
     from webapp.workers import WorkerClient
@@ -39,7 +40,8 @@ class Runtime:
         self.workers_: WorkerClient | None = None  # with ROSTRUM_WORKERS=external
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
-        self.login_throttle = LoginThrottle()
+        self.login_throttle: LoginThrottle | None = None  # in the store: shared by every web process
+        self.cutoff = Cutoff()  # open tabs whose sign-in or share link ends
 
     async def start(self) -> None:
         settings = get_settings()
@@ -84,6 +86,7 @@ class Runtime:
             self.ready.set()
 
     async def stop(self) -> None:
+        self.cutoff.close()
         if self.tournaments_ is not None:
             await self.tournaments_.close()
         if self.publisher_ is not None:
@@ -106,6 +109,12 @@ class Runtime:
         if self.engine_ is None:
             raise RuntimeError(f"the engine is not available: {self.failure}")
         return self.engine_
+
+    async def throttle(self) -> LoginThrottle:
+        engine = await self.engine()
+        if self.login_throttle is None:
+            self.login_throttle = LoginThrottle(engine.store)
+        return self.login_throttle
 
     async def tournaments(self) -> TournamentManager:
         await self.engine()

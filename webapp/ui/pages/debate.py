@@ -399,7 +399,8 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
         view = DebateView(session, auth_gate(principal), base_url)
         channel = hub.channel(session)
         view.build(channel)
-        hub.watch(session, view.on_batch, lambda: view.transcript.finished_turns)
+        stop = channel.watch(view.on_batch, lambda: view.transcript.finished_turns)
+        runtime.current().cutoff.on_cut(stop)  # a sign-in or link that ends stops the stream at once
 
 
 async def page(request: Request, debate_id: str) -> Response | None:
