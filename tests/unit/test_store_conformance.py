@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.leaderboard_corpus import ALPHA, BETA, store_league
+from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
 from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
 from webapp.engine.machine import State
@@ -26,7 +27,6 @@ from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
-from webapp.access.throttle import LoginThrottle
 from webapp.store.accounts import UNKNOWN_ACTOR, Accounts, UnknownUser, UserExists
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
