@@ -75,7 +75,7 @@ async def sign_in(user: User, name: str, password: str = PASSWORD, page: str = "
 
 async def signed_in(user: User, name: str, page: str = "/") -> None:
     await sign_in(user, name, page=page)
-    await user.should_see(marker="account", retries=50)
+    await user.should_see(marker="account", retries=150)
 
 
 def click_forged(user: User, marker: str) -> None:
@@ -560,7 +560,7 @@ async def test_after_sign_in_next_stays_on_this_site(user: User, auth_on: None, 
     response = await user.http_client.get(f"/login?next={target}")
     assert response.status_code == 200
     await sign_in(user, "ops", page=f"/login?next={target}")
-    await user.should_see(marker="account", retries=50)
+    await user.should_see(marker="account", retries=150)
     finish = [r for r in (await audit_rows("sign_in"))]
     assert finish and finish[0].outcome == "ok"
     # Where the browser was sent: the dashboard, not another host.
