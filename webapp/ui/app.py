@@ -6,6 +6,8 @@ for every test (with `ui.run` intercepted), so everything is registered here, no
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from fastapi import Request
@@ -24,6 +26,20 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
 # Every page says its language (`<html lang="en-US">`), for screen readers and translation tools.
 LANGUAGE = "en-US"
+
+
+def private_files() -> None:
+    """Files the server makes are its own: mode 0600, directories 0700 (umask 077). That covers
+    NiceGUI's per-browser storage files (`.nicegui/storage-user-….json`, rewritten on each change)
+    and anything else written while serving; the database is created 0600 by the store itself (its
+    -wal and -shm files take its mode), the storage secret by `settings.storage_secret`."""
+    os.umask(0o077)
+    folder = Path(os.environ.get("NICEGUI_STORAGE_PATH", ".nicegui")).resolve()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    for stored in folder.glob("storage-*.json"):  # written by an older Rostrum under a looser umask
+        with contextlib.suppress(OSError):
+            os.chmod(stored, 0o600)
 
 
 def content_security_policy() -> str:
