@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from webapp.access.gate import USERNAME  # what can be a username: anything else is never an account
 from webapp.store.protocol import EventStore
 from webapp.store.sign_ins import SignIns
 
@@ -31,8 +31,6 @@ MAX_DELAY = 15 * 60.0
 FORGET_AFTER = 60 * 60.0  # a key with no attempt for this long starts afresh
 MAX_KEYS = 50_000  # counters kept at most (the most recently used)
 PRUNE_EVERY = 200  # reservations between two prunes (per process)
-# What can be a username (`webapp.access.gate.USERNAME`): anything else is never an account.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 
 
 def _waits() -> list[tuple[int, float]]:
@@ -62,7 +60,7 @@ def address_key(address: str) -> str:
 def user_key(name: str) -> str | None:
     """The per-username key, or None for a name no account can have (too long, other characters)."""
     name = name.strip()
-    return f"user:{name.lower()}" if NAME.match(name) else None
+    return f"user:{name.lower()}" if USERNAME.match(name) else None
 
 
 @dataclass
