@@ -288,7 +288,8 @@ def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) 
         recorder.snapshot(page)
 
     page.goto(team.base + f"/debate/{debate_id}")  # back to the live debate for a last look
-    expect(page.locator(".rostrum-topic")).to_have_text("Should libraries lend tools as well as books?")
+    # (the heading: on a slow machine the debate may have ended, and its outcome headline shows too)
+    expect(page.locator("h1.rostrum-topic")).to_have_text("Should libraries lend tools as well as books?")
     recorder.snapshot(page)
     recorder.close(context)
 

@@ -589,10 +589,12 @@ async def test_signing_out_in_one_tab_cuts_off_the_others(user: User, auth_on: N
     await other.should_see(marker="account", retries=50)
     (session_id,) = [r[0] for r in await (await engine()).store.fetchall("SELECT id FROM login_sessions")]
     gate = Gate(await engine(), Principal(name="ops", role=Role.OPERATOR, session_id=session_id))
+    signed_in_cookie = dict(other.http_client.cookies)
     other.find(marker="account").click()
     other.find(marker="sign-out").click()
     # (Polling `other` keeps the simulation's `ui.navigate` on that tab: it is one global for all.)
     await other.should_see(marker="login", retries=50)
+    assert dict(other.http_client.cookies) != signed_in_cookie  # a fresh browser id after signing out
     await user.should_see(marker="cut-off", retries=50)
     await user.should_not_see(marker="controls")
     await user.should_not_see(marker="export")
