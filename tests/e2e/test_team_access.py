@@ -408,3 +408,32 @@ def test_the_database_and_browser_storage_are_private_files(team: Team, browser:
     assert set(modes.values()) == {"0o600"}, modes
     assert oct(storage.stat().st_mode & 0o777) == "0o700"
     context.close()
+
+
+def test_revoking_a_link_stops_the_open_shared_page(team: Team, browser: Browser) -> None:
+    """The guest's open page stops receiving the stream the moment the link is revoked (the operator's
+    page goes on streaming) and has nothing left to export."""
+    operator_context, operator = new_page(browser)
+    operator.goto(team.base + "/new")
+    sign_in(operator, team, "olga", re.compile(r".*/new$"))
+    start_from_form(operator, team.base, "Should a revoked link go dark at once?")
+    operator.get_by_text("Share read-only").click()
+    operator.get_by_role("button", name="Create link").click()
+    link = operator.get_by_label("Share link").input_value()
+    assert "/s/" in link
+
+    recorder = Recorder()
+    guest_context, guest = new_page(browser)
+    recorder.attach(guest_context)
+    guest.goto(link)
+    wait_for_growing_stream(guest)
+    expect(guest.get_by_role("button", name="Export")).to_be_visible()
+    operator.get_by_role("button", name="Revoke").click()
+    expect(guest.get_by_text("This share link was revoked.")).to_be_visible()
+    expect(guest.get_by_role("button", name="Export")).to_have_count(0)
+    streamed = sum(f.startswith('42["rl"') for f in recorder.frames)
+    operator.evaluate("window.__watched = null")
+    wait_for_growing_stream(operator)  # the debate streams on, to the operator
+    assert sum(f.startswith('42["rl"') for f in recorder.frames) == streamed  # and no more to the guest
+    recorder.close(guest_context)
+    operator_context.close()
