@@ -402,7 +402,7 @@ async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: Use
     user.find(marker="delete").click()
     await user.should_see(marker="delete-dialog")
     user.find(marker="delete-confirm").click()
-    await user.should_see(marker="empty-state")
+    await user.should_see(marker="empty-state", retries=50)
     await ops.should_see(marker="deleted")  # a page still open on it says so
     eng = await engine()
     assert await eng.store.get_row(session.id) is None
