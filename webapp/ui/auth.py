@@ -26,6 +26,7 @@ from webapp.settings import Settings, get_settings
 from webapp.store.accounts import Accounts, UserRow
 from webapp.store.sign_ins import SignIns
 from webapp.ui import runtime
+from webapp.ui.cutoff import cutoff
 
 log = logging.getLogger("rostrum.access")
 
@@ -35,14 +36,10 @@ COOKIE_KEY = "rostrum"
 FINISH_PATH = "/login/finish"
 
 
-def _digest(value: str) -> str:
-    return token_digest(value)
-
-
 def browser_id(request: Request) -> str:
     """The digest of NiceGUI's browser id in this request's session cookie (what `app.storage.user` is
     keyed by): a sign-in ticket is bound to the browser that asked for it."""
-    return _digest(str(request.session.get("id", "")))
+    return token_digest(str(request.session.get("id", "")))
 
 
 async def begin_sign_in(user: UserRow, request: Request, address: str, next_page: str) -> str:
@@ -51,7 +48,7 @@ async def begin_sign_in(user: UserRow, request: Request, address: str, next_page
     engine = await runtime.current().engine()
     ticket = new_token()
     expires_at = utcnow() + timedelta(hours=get_settings().session_hours)
-    await SignIns(engine.store).begin(user.username, _digest(ticket), browser_id(request), address, expires_at)
+    await SignIns(engine.store).begin(user.username, token_digest(ticket), browser_id(request), address, expires_at)
     return f"{FINISH_PATH}?ticket={quote(ticket, safe='')}&next={quote(next_page, safe='')}"
 
 
@@ -66,7 +63,7 @@ async def finish_sign_in(request: Request) -> Response:
     ticket = request.query_params.get("ticket", "")[:200]
     target = safe_next(request.query_params.get("next"))
     token = new_token()
-    row = await SignIns(engine.store).redeem(_digest(ticket), browser_id(request), _digest(token)) \
+    row = await SignIns(engine.store).redeem(token_digest(ticket), browser_id(request), token_digest(token)) \
         if ticket else None
     if row is None:
         log.warning("sign-in ticket refused from %s (unknown, used, stale or another browser's)",
@@ -91,8 +88,6 @@ async def sign_out(principal: Principal) -> None:
     engine = await runtime.current().engine()
     if await SignIns(engine.store).end(principal.session_id, "signed out"):
         await Accounts(engine.store).audit(principal.actor, "sign_out")
-    from webapp.ui.cutoff import cutoff
-
     cutoff().cut_sessions({principal.session_id}, "You signed out.")
 
 
@@ -132,7 +127,7 @@ async def _from_session(request: Request, accounts: Accounts) -> Principal | Non
     token = request.session.get(COOKIE_KEY)
     if not isinstance(token, str) or not token:
         return None
-    row = await SignIns(accounts.store).by_token(_digest(token))
+    row = await SignIns(accounts.store).by_token(token_digest(token))
     user = await accounts.user(row.username) if row is not None and row.live(utcnow()) else None
     if row is None or user is None or user.disabled:
         _forget(request)
