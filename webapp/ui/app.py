@@ -33,13 +33,13 @@ def private_files() -> None:
     NiceGUI's per-browser storage files (`.nicegui/storage-user-….json`, rewritten on each change)
     and anything else written while serving; the database is created 0600 by the store itself (its
     -wal and -shm files take its mode), the storage secret by `settings.storage_secret`."""
-    os.umask(0o077)
+    os.umask(0o077)  # NiceGUI makes its folder when it first stores something: 0700 from now on
     folder = Path(os.environ.get("NICEGUI_STORAGE_PATH", ".nicegui")).resolve()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    for stored in folder.glob("storage-*.json"):  # written by an older Rostrum under a looser umask
-        with contextlib.suppress(OSError):
-            os.chmod(stored, 0o600)
+    if not folder.is_dir():
+        return
+    for path, mode in ((folder, 0o700), *((f, 0o600) for f in folder.glob("storage-*.json"))):
+        with contextlib.suppress(OSError):  # made by an older Rostrum under a looser umask
+            os.chmod(path, mode)
 
 
 def content_security_policy() -> str:
