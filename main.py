@@ -14,7 +14,7 @@ import sys
 from nicegui import ui
 
 from webapp.settings import get_settings, storage_secret
-from webapp.ui.app import FAVICON, PRODUCT, setup
+from webapp.ui.app import FAVICON, PRODUCT, private_files, setup
 
 CREATE_ADMIN = "python -m webapp users add NAME --role admin"
 
@@ -64,6 +64,8 @@ def _preflight() -> None:
 setup()
 
 if __name__ in {"__main__", "__mp_main__"}:
+    if not os.environ.get("NICEGUI_USER_SIMULATION"):
+        private_files()  # before anything is written: the database, its WAL, per-browser storage
     if __name__ == "__main__" and not os.environ.get("NICEGUI_USER_SIMULATION"):
         _preflight()
     settings = get_settings()

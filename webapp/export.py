@@ -98,8 +98,26 @@ def to_dict(state: DebateState) -> dict[str, Any]:
     }
 
 
-def to_json(state: DebateState) -> str:
-    return json.dumps(to_dict(state), indent=2, ensure_ascii=False)
+SOMEONE = "a team member"  # who did something, in what a share link's holder exports
+
+
+def without_people(data: dict[str, Any]) -> dict[str, Any]:
+    """`to_dict`'s data without the team's usernames (who created, paused, shared…): a share link
+    shows the debate, not who is on the team. The engine's own steps stay `system`."""
+    def anonymous(actor: Any) -> Any:
+        return actor if actor in (None, "", "system") else SOMEONE
+
+    return data | {
+        "created_by": anonymous(data.get("created_by")),
+        "transitions": [t | {"actor": anonymous(t.get("actor"))} for t in data.get("transitions", [])],
+        "actions": [a | {"actor": anonymous(a.get("actor"))} for a in data.get("actions", [])],
+    }
+
+
+def to_json(state: DebateState, people: bool = True) -> str:
+    """The JSON export; without `people`, with no team member's username (`without_people`)."""
+    data = to_dict(state)
+    return json.dumps(data if people else without_people(data), indent=2, ensure_ascii=False)
 
 
 def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:

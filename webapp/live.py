@@ -377,18 +377,24 @@ class DebateChannel:
         if sockets:
             await self.resync(client, since_turns())
 
-    def watch(self, callback: Watcher, since_turns: Callable[[], int] = lambda: 0) -> None:
-        """Subscribe the current page; it is unsubscribed when its client is deleted, and the channel
-        closes with its last page. Each time the page's socket connects, it joins the debate's room and
-        is sent what its snapshot (`since_turns()` finished turns) may lack."""
+    def watch(self, callback: Watcher, since_turns: Callable[[], int] = lambda: 0) -> Callable[[], None]:
+        """Subscribe the current page; it is unsubscribed when its client is deleted (or when the
+        returned function is called: a page whose access ended), and the channel closes with its last
+        page. Each time the page's socket connects, it joins the debate's room and is sent what its
+        snapshot (`since_turns()` finished turns) may lack."""
         client = context.client
         self.event.subscribe(callback, unsubscribe_on_delete=False)  # `release` does it, then maybe closes
+        released = False
 
         def join() -> None:
-            if not self._closed:
+            if not self._closed and not released:
                 background_tasks.create(self._join(client, since_turns), name=f"live-join-{self.session.id}")
 
         def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
             self.event.unsubscribe(callback)
             for sid in list(client._socket_to_document_id):
                 if not sid.startswith("test-"):
@@ -400,6 +406,7 @@ class DebateChannel:
         if client.has_socket_connection:
             join()
         client.on_delete(release)
+        return release
 
     def close(self) -> None:
         if self._closed:

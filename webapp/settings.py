@@ -229,7 +229,7 @@ def storage_secret(settings: Settings) -> str:
     # Beside a SQLite file; with PostgreSQL, in the data directory a SQLite file would have used.
     folder = settings.db.parent if isinstance(settings.db, Path) else Path("data")
     path = folder / SECRET_FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         # O_EXCL: of two processes starting together, the second keeps the first one's secret.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -5,23 +5,33 @@ page, deleting, per-person daily limits and the activity timeline."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from nicegui import core
 from nicegui.testing import User
 
+from tests.child_env import child_env
 from tests.ui.helpers import demo_speed, engine, notified, one, press, send_command, start_demo
 from webapp.access.passwords import hash_password
-from webapp.access.roles import Role
+from webapp.access.roles import Action, Role
 from webapp.engine.machine import State
+from webapp.live import LiveHub
 from webapp.models import utcnow
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import auth as ui_auth
+from webapp.ui import runtime
+from webapp.ui.components.presets import quick_demo_config
 
+ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
 # One argon2 hash for every account of these tests: hashing is deliberately slow.
 _HASH: list[str] = []
@@ -65,7 +75,7 @@ async def sign_in(user: User, name: str, password: str = PASSWORD, page: str = "
 
 async def signed_in(user: User, name: str, page: str = "/") -> None:
     await sign_in(user, name, page=page)
-    await user.should_see(marker="account", retries=50)
+    await user.should_see(marker="account", retries=150)
 
 
 def click_forged(user: User, marker: str) -> None:
@@ -392,7 +402,7 @@ async def test_admin_page_lists_actions_and_users_and_deletes_a_debate(user: Use
     user.find(marker="delete").click()
     await user.should_see(marker="delete-dialog")
     user.find(marker="delete-confirm").click()
-    await user.should_see(marker="empty-state")
+    await user.should_see(marker="empty-state", retries=50)
     await ops.should_see(marker="deleted")  # a page still open on it says so
     eng = await engine()
     assert await eng.store.get_row(session.id) is None
@@ -462,3 +472,239 @@ async def test_a_proxy_identity_that_names_a_system_actor_is_ignored(user: User,
     response = await proxied.http_client.get("/")
     assert response.status_code == 303
     assert await (await accounts()).user("system") is None
+
+
+# --- issue 20: the throttle counts before it checks, sessions and links end in open tabs -----------
+
+
+async def runtime_hub() -> LiveHub:
+    return await runtime.current().hub()
+
+
+async def login_message(user: User) -> str:
+    """The sign-in form's message once its submission has been handled (empty until then)."""
+    for _ in range(400):
+        text = one(user, "login-error").text
+        if text:
+            return text
+        await asyncio.sleep(0.05)
+    raise AssertionError("the sign-in form never answered")
+
+
+async def test_twenty_simultaneous_wrong_passwords_get_only_the_tries_left(user: User, auth_on: None) -> None:
+    await add_users(("ada", "operator"))
+    for n in range(3):  # three wrong tries: two are left
+        tab = browser(f"10.9.0.{n}")
+        await sign_in(tab, "ada", "not the password")
+        assert await login_message(tab) == "Wrong username or password."
+    tabs = [browser(f"10.9.1.{n}") for n in range(20)]  # twenty addresses: only the username limits
+    for tab in tabs:
+        await tab.open("/")
+        tab.find(marker="username").type("ada")
+        tab.find(marker="password").type("another wrong one")
+    for tab in tabs:  # all sent before any is answered
+        tab.find(marker="sign-in").click()
+    answers = [await login_message(tab) for tab in tabs]
+    assert answers.count("Wrong username or password.") == 2, answers
+    assert all(a.startswith("Too many failed sign-ins") for a in answers if a != "Wrong username or password.")
+    refused = [r for r in await audit_rows("sign_in") if r.actor == "ada"]
+    assert len(refused) == 5  # 3 + 2 passwords checked, no more
+
+
+async def test_an_account_holders_sign_in_does_not_reset_the_address_count(user: User, auth_on: None) -> None:
+    await add_users(("ada", "viewer"), ("bob", "operator"))
+    for name in ("bob", "cy", "dee", "bob"):  # four guesses from one address
+        await sign_in(user, name, "guessing")
+        await user.should_see("Wrong username or password.", retries=50)
+    holder = browser()  # the same address: ada signs in with her own password
+    await signed_in(holder, "ada")
+    await sign_in(user, "bob", "fifth guess")
+    await user.should_see("Wrong username or password.", retries=50)
+    await sign_in(user, "bob", PASSWORD)  # even the right one now waits: five guesses were made here
+    await user.should_see("Too many failed sign-ins", retries=50)
+
+
+async def test_a_megabyte_username_stores_nothing_big(user: User, auth_on: None) -> None:
+    huge = "x" * 1_000_000
+    for _ in range(3):
+        await sign_in(user, huge, "whatever it is")
+        await user.should_see("Wrong username or password.", retries=50)
+    store = (await engine()).store
+    keys = [r[0] for r in await store.fetchall("SELECT key FROM login_throttle")]
+    assert keys == ["addr:127.0.0.1"]  # no account can have that name: counted per address only
+    rows = await store.fetchall("SELECT actor, action, detail FROM audit")
+    assert len(rows) == 1 and rows[0][0] == "(unknown name)" and json.loads(rows[0][2])["attempts"] == 3
+    assert max(len(actor) + len(detail) for actor, _, detail in rows) < 200
+    assert all(len(str(v)) < 300 for row in await store.fetchall("SELECT * FROM login_sessions") for v in row)
+
+
+async def test_a_cookie_taken_before_sign_in_is_not_signed_in_after_it(user: User, auth_on: None) -> None:
+    await add_users(("ops", "operator"))
+    await user.open("/login")
+    before = dict(user.http_client.cookies)
+    assert before  # the browser has its (signed) session cookie before signing in
+    await signed_in(user, "ops")
+    assert dict(user.http_client.cookies) != before  # a new browser id and session at sign-in
+    assert (await user.http_client.get("/new")).status_code == 200
+    stolen = browser("10.6.6.6")
+    stolen.http_client.cookies.update(before)
+    response = await stolen.http_client.get("/new")
+    assert response.status_code == 303 and response.headers["location"].startswith("/login")
+
+
+@pytest.mark.parametrize("target", ["%2F%09%2Fevil.example%2Fpwn", "%2F%0A%2Fevil.example%2Fpwn",
+                                    "%2F%0D%2Fevil.example%2Fpwn", "%2F%2Fevil.example", "https%3A%2F%2Fevil.example",
+                                    "%2F%5C%2Fevil.example", "%09%2F%2Fevil.example"])
+async def test_after_sign_in_next_stays_on_this_site(user: User, auth_on: None, target: str) -> None:
+    await add_users(("ops", "operator"))
+    response = await user.http_client.get(f"/login?next={target}")
+    assert response.status_code == 200
+    await sign_in(user, "ops", page=f"/login?next={target}")
+    await user.should_see(marker="account", retries=150)
+    finish = [r for r in (await audit_rows("sign_in"))]
+    assert finish and finish[0].outcome == "ok"
+    # Where the browser was sent: the dashboard, not another host.
+    assert user.back_history[-1].startswith("/") and "evil.example" not in user.back_history[-1].split("?")[0]
+
+
+async def signed_in_tab(name: str, cookies: Any, page: str) -> User:
+    """Another tab of the same browser (same cookies), open on `page`."""
+    tab = browser()
+    tab.http_client.cookies.update(cookies)
+    await tab.open(page)
+    return tab
+
+
+async def test_signing_out_in_one_tab_cuts_off_the_others(user: User, auth_on: None,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await demo_speed(monkeypatch, 5)
+    await add_users(("ops", "operator"))
+    session = await start_demo("Who is still here?")
+    await signed_in(user, "ops", page=f"/debate/{session.id}")
+    assert one(user, "controls").enabled("pause")
+    other = await signed_in_tab("ops", user.http_client.cookies, "/")
+    await other.should_see(marker="account", retries=50)
+    (session_id,) = [r[0] for r in await (await engine()).store.fetchall("SELECT id FROM login_sessions")]
+    gate = Gate(await engine(), Principal(name="ops", role=Role.OPERATOR, session_id=session_id))
+    signed_in_cookie = dict(other.http_client.cookies)
+    other.find(marker="account").click()
+    other.find(marker="sign-out").click()
+    # (Polling `other` keeps the simulation's `ui.navigate` on that tab: it is one global for all.)
+    await other.should_see(marker="login", retries=50)
+    assert dict(other.http_client.cookies) != signed_in_cookie  # a fresh browser id after signing out
+    await user.should_see(marker="cut-off", retries=50)
+    await user.should_not_see(marker="controls")
+    await user.should_not_see(marker="export")
+    assert "You signed out." in one(user, "cut-off-message").text
+    with pytest.raises(PermissionError, match="signed out"):  # a command the old tab still sends
+        await gate.command(session, "pause")
+    assert session.state.status is not State.PAUSED
+    response = await user.http_client.get(f"/debate/{session.id}")
+    assert response.status_code == 303  # and the cookie no longer signs anyone in
+    await session.stop(verdict=False)
+
+
+async def test_a_new_password_from_the_command_line_cuts_off_open_tabs(user: User, auth_on: None,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        app_env: Path) -> None:
+    await demo_speed(monkeypatch, 5)
+    await add_users(("ops", "operator"))
+    session = await start_demo("Change of keys")
+    await signed_in(user, "ops", page=f"/debate/{session.id}")
+    assert one(user, "controls").enabled("pause")
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "webapp", "users", "passwd", "ops"], input="a brand new password\n",
+        capture_output=True, text=True, cwd=app_env.parent, timeout=120,
+        env=child_env(ROSTRUM_DB=str(app_env), PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    await user.should_see(marker="cut-off", retries=100)  # another process did it: seen within a second
+    await user.should_not_see(marker="controls")
+    assert "password was changed" in one(user, "cut-off-message").text
+    await session.stop(verdict=False)
+
+
+async def test_revoking_a_link_stops_its_open_tab_streaming_and_exporting(user: User, auth_on: None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await demo_speed(monkeypatch, 20)
+    await add_users(("ops", "operator"))
+    session = await start_demo("Shared, then not")
+    gate = Gate(await engine(), Principal(name="ops", role=Role.OPERATOR))
+    link, token = await gate.share(session, 1)
+    guest = browser("10.3.3.3")
+    await guest.open(f"/s/{token}")
+    await guest.should_see("Shared, then not")
+    channel = (await runtime_hub()).channels[session.id]
+    assert channel.watchers == 1
+    guest_gate = Gate(await engine(), Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link",
+                                                debate_id=session.id, link_id=link.id))
+    await guest_gate.authorize(Action.EXPORT, session.id)  # exports while the link works
+    await signed_in(user, "ops", page=f"/debate/{session.id}")
+    one(user, "share-section").value = True
+    await user.should_see(marker="share-revoke")
+    user.find(marker="share-revoke").click()
+    await guest.should_see(marker="cut-off", retries=50)
+    await guest.should_not_see(marker="export")
+    assert "revoked" in one(guest, "cut-off-message").text
+    assert session.id not in (await runtime_hub()).channels or channel.watchers == 1  # only the operator's tab
+    with pytest.raises(PermissionError, match="revoked"):
+        await guest_gate.authorize(Action.EXPORT, session.id)
+    await session.stop(verdict=False)
+
+
+async def test_a_link_that_expires_cuts_off_its_open_tab(user: User, auth_on: None) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await add_users(("ops", "operator"))
+    session = await start_demo("Short-lived, open")
+    await session.join()
+    _, token = await Gate(await engine(), Principal(name="ops", role=Role.OPERATOR)).share(session, 1)
+    await user.open(f"/s/{token}")
+    await user.should_see(marker="export")
+    async with (await engine()).store.transaction() as db:
+        await db.execute("UPDATE share_links SET expires_at = ?", ((utcnow() - timedelta(seconds=1)).isoformat(),))
+    await user.should_see(marker="cut-off", retries=100)
+    await user.should_not_see(marker="export")
+
+
+async def test_every_answer_carries_the_security_headers(user: User, auth_on: None) -> None:
+    for path in ("/login", "/", "/static/styles.css", "/no-such-page"):
+        response = await user.http_client.get(path)
+        headers = response.headers
+        assert headers["x-frame-options"] == "DENY", path
+        assert headers["x-content-type-options"] == "nosniff", path
+        assert headers["referrer-policy"] == "same-origin", path
+        csp = headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp and "default-src 'self'" in csp, path
+
+
+async def test_share_pages_do_not_name_the_team(user: User, auth_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await demo_speed(monkeypatch, 20)
+    await add_users(("op1", "operator"))
+    gate = Gate(await engine(), Principal(name="op1", role=Role.OPERATOR))
+    session = await gate.start(quick_demo_config().model_copy(update={"topic": "Who made this?"}))
+    await gate.command(session, "pause")
+    _, token = await gate.share(session, 1)
+    response = await user.http_client.get(f"/s/{token}")
+    assert response.status_code == 200 and "Who made this?" in response.text
+    assert "op1" not in response.text and "paused by a team member" in response.text
+    await user.open(f"/s/{token}")
+    for kind in ("json", "md", "txt"):
+        user.find(marker="export").click()
+        user.find(marker=f"export-{kind}").click()
+        exported = (await user.download.next()).text
+        assert "Who made this?" in exported and "op1" not in exported, kind
+    await gate.command(session, "stop", verdict=False)
+    await session.join()
+    await user.open(f"/s/{token}")
+    await user.should_see("Stopped by a team member", retries=50)
+    assert "op1" not in (await user.http_client.get(f"/s/{token}")).text

@@ -4,12 +4,15 @@ them; only the author or an admin deletes one (a forged click included); names a
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one
 from tests.ui.test_access import add_users, browser, click_forged, signed_in
 from webapp.settings import get_settings
+from webapp.store.accounts import Accounts
 from webapp.store.library import NAME_MAX_CHARS, Library
 from webapp.ui.components.presets import participant_row
 
@@ -116,6 +119,18 @@ async def test_teammates_see_them_and_only_the_author_or_an_admin_deletes(user: 
     assert not one(bob, "library-delete").enabled and not one(bob, "library-rename").enabled
     click_forged(bob, "library-delete")
     await bob.should_see("Not done: only ada")
+    click_forged(bob, "library-rename")  # a forged rename reaches the store, which refuses it
+    await bob.should_see(marker="rename-dialog")
+    bob.find(marker="library-new-name").clear().type("Bob's now")
+    bob.find(marker="library-rename-confirm").click()
+    refusals: set[tuple[str, str]] = set()
+    for _ in range(100):  # the refusal is audited as the rename's click is handled
+        rows, _ = await Accounts((await engine()).store).audit_page(actor="bob")
+        refusals = {(r.action, r.outcome) for r in rows if r.action != "sign_in"}
+        if len(refusals) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert refusals == {("profile_deleted", "refused"), ("profile_renamed", "refused")}
     assert [i.name for i in await (await library()).items()] == ["Ada's debater"]
 
     root = browser()

@@ -8,9 +8,18 @@ import pytest
 
 from webapp.access.passwords import WeakPassword, hash_password, new_token, token_digest, verify_password
 from webapp.access.roles import LOCAL, PERMISSIONS, Action, PermissionDenied, Principal, Role
-from webapp.access.throttle import BASE_DELAY, FREE_FAILURES, MAX_DELAY, LoginThrottle
+from webapp.access.throttle import (
+    BASE_DELAY,
+    FORGET_AFTER,
+    FREE_ATTEMPTS,
+    MAX_DELAY,
+    LoginThrottle,
+    address_key,
+    user_key,
+)
 from webapp.store import Store
 from webapp.store.accounts import Accounts, UserExists
+from webapp.ui.pages.login import safe_next
 
 SPENDING_OR_CHANGING = {Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY,
                         Action.ACKNOWLEDGE_WARNING, Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE,
@@ -82,24 +91,51 @@ class Clock:
         return self.now
 
 
-def test_throttle_locks_after_repeated_failures_doubling_up_to_a_cap() -> None:
+async def test_throttle_locks_after_repeated_attempts_doubling_up_to_a_cap(tmp_path: Path) -> None:
     clock = Clock()
-    throttle = LoginThrottle(clock=clock)
-    for _ in range(FREE_FAILURES - 1):
-        throttle.failed("user:ada", "addr:1.2.3.4")
-    assert throttle.wait("user:ada") == 0
-    throttle.failed("user:ada", "addr:1.2.3.4")
-    assert throttle.wait("user:ada") == BASE_DELAY and throttle.wait("addr:1.2.3.4") == BASE_DELAY
-    assert throttle.wait("user:bob") == 0
-    clock.now += BASE_DELAY
-    assert throttle.wait("user:ada") == 0
-    throttle.failed("user:ada")
-    assert throttle.wait("user:ada") == 2 * BASE_DELAY
-    for _ in range(20):
-        throttle.failed("user:ada")
-    assert throttle.wait("user:ada") == MAX_DELAY
-    throttle.succeeded("user:ada")
-    assert throttle.wait("user:ada") == 0
+    store = await Store.open(tmp_path / "db.sqlite3")
+    try:
+        throttle = LoginThrottle(store, clock=clock)
+        for _ in range(FREE_ATTEMPTS - 1):
+            assert await throttle.reserve("user:ada", "addr:1.2.3.4") == 0
+        assert await throttle.reserve("user:ada", "addr:1.2.3.4") == 0  # the last free one
+        assert await throttle.reserve("user:ada") == BASE_DELAY
+        assert await throttle.reserve("addr:1.2.3.4") == BASE_DELAY
+        assert await throttle.reserve("user:bob") == 0
+        clock.now += BASE_DELAY
+        assert await throttle.reserve("user:ada") == 0
+        assert await throttle.reserve("user:ada") == 2 * BASE_DELAY
+        for _ in range(20):
+            clock.now += MAX_DELAY
+            assert await throttle.reserve("user:ada") == 0
+        assert await throttle.reserve("user:ada") == MAX_DELAY
+        await throttle.succeeded("user:ada", "addr:9.9.9.9")
+        assert await throttle.reserve("user:ada") == 0
+        clock.now += FORGET_AFTER + 1  # an hour without attempts: the address starts afresh
+        assert await throttle.reserve("addr:1.2.3.4") == 0
+    finally:
+        await store.close()
+
+
+def test_only_names_an_account_can_have_are_counted_per_username_and_ipv6_counts_by_its_64() -> None:
+    assert user_key(" Ada ") == "user:ada"
+    assert user_key("x" * 65) is None and user_key("x" * 1_000_000) is None and user_key("a b") is None
+    assert address_key("10.0.0.7") == "addr:10.0.0.7"
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9") == "addr:2001:db8:1:2::/64"
+    assert address_key("::1") == "addr:::1"
+
+
+@pytest.mark.parametrize("target", ["/\t/evil.example/pwn", "/\n/evil.example", "/\r/evil.example",
+                                    "//evil.example", "https://evil.example/", "/\\evil.example", "\t//evil.example",
+                                    "javascript:alert(1)", "%2F%09%2Fevil.example%2Fpwn", "evil.example"])
+def test_next_is_only_a_path_on_this_site(target: str) -> None:
+    assert safe_next(target) == "/"
+
+
+def test_next_keeps_a_path_and_its_query_here() -> None:
+    assert safe_next("/debate/abc?x=1") == "/debate/abc?x=1"
+    assert safe_next("%2Fdebate%2Fabc") == "/debate/abc"
+    assert safe_next(None) == "/"
 
 
 async def test_accounts_users_links_and_paged_audit(tmp_path: Path) -> None:

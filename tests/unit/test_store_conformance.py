@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.leaderboard_corpus import ALPHA, BETA, store_league
+from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
 from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
 from webapp.engine.machine import State
@@ -29,10 +30,11 @@ from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
-from webapp.store.accounts import Accounts, UnknownUser, UserExists
+from webapp.store.accounts import UNKNOWN_ACTOR, Accounts, UnknownUser, UserExists
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
+from webapp.store.sign_ins import SignIns
 from webapp.store.webhooks import WebhookStore
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner
@@ -310,6 +312,83 @@ async def test_registered_endpoints_are_kept_listed_and_removed(any_store: Event
     with pytest.raises(UnknownEndpoint):
         await endpoints.remove("team vllm")
     assert [e.name for e in await endpoints.list()] == ["ollama box"]
+# --- sign-in state: throttle counters and browser sessions, shared by every process ---------------
+
+
+async def test_attempts_at_the_same_moment_from_two_processes_get_only_the_tries_left(any_store: EventStore) -> None:
+    """Three attempts made, two left: twenty more sent at once, half through another process's store,
+    are counted before any password check and exactly two are let through; nothing else is counted."""
+    now = [1000.0]
+    throttles = [LoginThrottle(any_store, clock=lambda: now[0])]
+    other = await open_store(target(any_store))
+    try:
+        throttles.append(LoginThrottle(other, clock=lambda: now[0]))
+        for _ in range(3):
+            assert await throttles[0].reserve("user:ada", "addr:10.0.0.1") == 0
+        waits = await asyncio.gather(*(throttles[n % 2].reserve("user:ada", f"addr:10.0.1.{n}") for n in range(20)))
+    finally:
+        await other.close()
+    assert sorted(waits)[:3] == [0, 0, 30] and waits.count(0) == 2
+    counts = dict(await any_store.fetchall("SELECT key, attempts FROM login_throttle ORDER BY key"))
+    assert counts["user:ada"] == 5 and sum(counts.get(f"addr:10.0.1.{n}", 0) for n in range(20)) == 2
+    now[0] += 31  # the wait is over: one more attempt, then twice as long a wait
+    assert await throttles[0].reserve("user:ada", "addr:10.0.0.9") == 0
+    assert await throttles[0].reserve("user:ada", "addr:10.0.0.9") == 60
+
+
+async def test_a_success_clears_its_username_and_only_its_own_attempt_from_the_address(any_store: EventStore) -> None:
+    throttle = LoginThrottle(any_store, clock=lambda: 50.0)
+    for name in ("bob", "cy", "dee", "eve"):  # four guesses at others' accounts from one address
+        assert await throttle.reserve(f"user:{name}", "addr:10.0.0.1") == 0
+    assert await throttle.reserve("user:ada", "addr:10.0.0.1") == 0  # the account holder signs in
+    await throttle.succeeded("user:ada", "addr:10.0.0.1")
+    counts = dict(await any_store.fetchall("SELECT key, attempts FROM login_throttle"))
+    assert "user:ada" not in counts and counts["addr:10.0.0.1"] == 4 and counts["user:bob"] == 1
+    assert await throttle.reserve("user:fay", "addr:10.0.0.1") == 0  # the fifth guess
+    assert await throttle.reserve("user:gus", "addr:10.0.0.1") == 30  # and no more
+
+
+async def test_throttle_counters_are_forgotten_by_age_and_kept_to_the_most_recent(any_store: EventStore) -> None:
+    sign_ins = SignIns(any_store)
+    for n in range(6):
+        assert await sign_ins.reserve([f"user:u{n}"], float(n), -1.0, [(5, 30.0)])
+    await sign_ins.prune(forget_before=1.0, keep=3)  # u0 is too old; of the rest the three newest stay
+    keys = {r[0] for r in await any_store.fetchall("SELECT key FROM login_throttle")}
+    assert keys == {"user:u3", "user:u4", "user:u5"}
+
+
+async def test_a_session_is_handed_once_to_the_browser_that_asked_and_ends_everywhere(any_store: EventStore) -> None:
+    accounts, sign_ins = Accounts(any_store), SignIns(any_store)
+    await accounts.add_user("Ada", "operator", "hash-a")
+    later = utcnow() + timedelta(hours=1)
+    first = await sign_ins.begin("Ada", "ticket-1", "browser-1", "10.0.0.1", later)
+    assert await sign_ins.redeem("ticket-1", "browser-2", "token-x") is None  # another browser's ticket
+    row = await sign_ins.redeem("ticket-1", "browser-1", "token-1")
+    assert row is not None and row.id == first and row.live()
+    assert await sign_ins.redeem("ticket-1", "browser-1", "token-2") is None  # once only
+    second = await sign_ins.begin("Ada", "ticket-2", "browser-3", "10.0.0.2", later)
+    assert await sign_ins.redeem("ticket-2", "browser-3", "token-3") is not None
+    assert await sign_ins.ended([first, second]) == {}
+    assert await sign_ins.end(first, "signed out") is True
+    assert await sign_ins.ended([first, second, "nope"]) == {first: "signed out", "nope": "ended"}
+    await accounts.set_password_hash("ada", "hash-b")  # every session of the user, whatever the case
+    assert await sign_ins.ended([second]) == {second: "password changed"}
+    third = await sign_ins.begin("Ada", "ticket-4", "browser-4", "", later)
+    await sign_ins.redeem("ticket-4", "browser-4", "token-4")
+    await accounts.set_role("Ada", "viewer")
+    assert (await sign_ins.by_token("token-4")).ended_why == "role changed"
+    assert await sign_ins.ended([third]) == {third: "role changed"}
+
+
+async def test_failed_sign_ins_with_unknown_names_are_one_audit_row_per_address(any_store: EventStore) -> None:
+    accounts = Accounts(any_store)
+    for _ in range(7):
+        await accounts.audit_unknown_sign_in("10.0.0.1")
+    await accounts.audit_unknown_sign_in("10.0.0.2")
+    rows, total = await accounts.audit_page()
+    assert total == 2 and {r.actor for r in rows} == {UNKNOWN_ACTOR}
+    by_address = {json.loads(r.detail)["address"]: json.loads(r.detail)["attempts"] for r in rows}
+    assert by_address == {"10.0.0.1": 7, "10.0.0.2": 1}
 
 
 # --- leaderboard, tournaments and tag search (queries written per database) ------------------------

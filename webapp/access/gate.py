@@ -23,6 +23,7 @@ from webapp.engine.schedule import ConfigError
 from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
 from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
+from webapp.store.sign_ins import SignIns
 from webapp.tournament.plan import Tournament, sample_configs
 from webapp.tournament.runner import TournamentManager
 from webapp.tournament.store import TournamentStore
@@ -78,6 +79,16 @@ class Gate:
         principal = self.principal
         if principal.expires_at is not None and utcnow() >= principal.expires_at:
             raise SessionExpired("your sign-in has expired: sign in again")
+        if principal.session_id is not None:  # signed out, new password or role, disabled: in any process
+            session = await SignIns(self.engine.store).get(principal.session_id)
+            if session is None or not session.live():
+                why = session.ended_why if session is not None and session.ended_why else "it ended"
+                raise SessionExpired(f"your sign-in is over ({why}): sign in again")
+        if principal.kind == "share-link" and principal.link_id is not None:
+            link = await self.accounts.link(principal.link_id)
+            if link is None or link.status() != "active":
+                raise SessionExpired("this share link " + ("was revoked" if link is not None and
+                                                           link.status() == "revoked" else "no longer works"))
         if principal.kind in ("user", "proxy"):
             row = await self.accounts.user(principal.name)
             if row is None or row.disabled:
@@ -99,7 +110,7 @@ class Gate:
         try:
             principal = await self.current()
         except SessionExpired:
-            await self._refused(self.principal, action, debate_id, "sign-in expired")
+            await self._refused(self.principal, action, debate_id, "sign-in over")
             raise
         if not principal.can(action, debate_id):
             await self._refused(principal, action, debate_id, detail)

@@ -72,6 +72,8 @@ class Principal(BaseModel):
     debate_id: str | None = None  # a share link's one debate
     expires_at: datetime | None = None  # when a browser sign-in runs out
     disabled: bool = False  # the account was disabled after this principal was made
+    session_id: str | None = None  # a browser sign-in's session (`login_sessions`): checked on every command
+    link_id: str | None = None  # a share link's id: checked on every export
 
     def can(self, action: Action, debate_id: str | None = None) -> bool:
         if self.disabled:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -20,6 +20,9 @@ from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
 
 RoleName = Literal["admin", "operator", "viewer"]
+# The audit's actor for failed sign-ins with a name no account has ("(" is never in a username).
+UNKNOWN_ACTOR = "(unknown name)"
+UNKNOWN_WINDOW = timedelta(hours=1)
 
 
 class UserRow(BaseModel):
@@ -124,20 +127,28 @@ class Accounts:
         )
         return int(row[0]) if row else 0
 
-    async def _update_user(self, username: str, sql: str, params: tuple[Any, ...]) -> None:
+    async def _update_user(self, username: str, sql: str, params: tuple[Any, ...],
+                           end_sessions: str | None = None) -> None:
+        """Change a user; with `end_sessions` (why), in the same transaction end every browser session
+        of theirs (every process checks them: open tabs lose their controls, commands are refused)."""
         async with self.store.transaction() as db:
             cur = await db.execute(f"UPDATE users SET {sql} WHERE username = ?", (*params, username))
             if cur.rowcount == 0:
                 raise UnknownUser(username)
+            if end_sessions is not None:
+                await db.execute(
+                    "UPDATE login_sessions SET ended_at = ?, ended_why = ?, ticket_hash = NULL"
+                    " WHERE username = ? AND ended_at IS NULL", (utcnow().isoformat(), end_sessions, username))
 
     async def set_role(self, username: str, role: RoleName) -> None:
-        await self._update_user(username, "role = ?", (role,))
+        await self._update_user(username, "role = ?", (role,), end_sessions="role changed")
 
     async def set_disabled(self, username: str, disabled: bool) -> None:
-        await self._update_user(username, "disabled = ?", (int(disabled),))
+        await self._update_user(username, "disabled = ?", (int(disabled),),
+                                end_sessions="account disabled" if disabled else None)
 
     async def set_password_hash(self, username: str, password_hash: str) -> None:
-        await self._update_user(username, "password_hash = ?", (password_hash,))
+        await self._update_user(username, "password_hash = ?", (password_hash,), end_sessions="password changed")
 
     async def touch_login(self, username: str) -> None:
         await self._update_user(username, "last_login_at = ?", (utcnow().isoformat(),))
@@ -161,6 +172,25 @@ class Accounts:
             f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE token_hash = ?", (token_hash,)
         )
         return ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, row, strict=True))) if row else None
+
+    async def link(self, link_id: str) -> ShareLinkRow | None:
+        row = await self.store.fetchone(
+            f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE id = ?", (link_id,)
+        )
+        return ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, row, strict=True))) if row else None
+
+    async def links_over(self, link_ids: list[str]) -> set[str]:
+        """Which of these links no longer work (revoked, expired, or gone with their debate)."""
+        over: set[str] = set()
+        ids = list(dict.fromkeys(link_ids))
+        now = utcnow().isoformat()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = await self.store.fetchall(
+                f"SELECT id FROM share_links WHERE id IN ({','.join('?' * len(chunk))}) AND revoked_at IS NULL"
+                " AND (expires_at IS NULL OR expires_at > ?)", (*chunk, now))
+            over |= set(chunk) - {r[0] for r in rows}
+        return over
 
     async def links(self, debate_id: str) -> list[ShareLinkRow]:
         rows = await self.store.fetchall(
@@ -188,6 +218,33 @@ class Accounts:
                 "INSERT INTO audit (at, actor, action, debate_id, outcome, detail) VALUES (?,?,?,?,?,?)",
                 (utcnow().isoformat(), actor, action, debate_id, outcome, text[:2000]),
             )
+
+    async def audit_unknown_sign_in(self, address: str, window: timedelta = UNKNOWN_WINDOW) -> None:
+        """A failed sign-in with a name no account has: one row per address and `window`, counting the
+        attempts, instead of a row per attempt. The name is not kept (people type passwords there)."""
+        now = utcnow()
+        address = address[:64]
+        prefix = json.dumps({"address": address})[:-1]  # `{"address": "…"`: the detail's first key
+        for _ in range(3):  # an update that lost a race with another reads the row again
+            row = await self.store.fetchone(
+                "SELECT id, detail FROM audit WHERE actor = ? AND action = 'sign_in' AND outcome = 'refused'"
+                " AND at >= ? AND detail LIKE ? ORDER BY id DESC LIMIT 1",
+                (UNKNOWN_ACTOR, (now - window).isoformat(), prefix.replace("%", "") + ", %"))
+            if row is None:
+                break
+            try:
+                detail = json.loads(row[1])
+                attempts = int(detail["attempts"]) + 1
+            except (ValueError, KeyError, TypeError):
+                break
+            detail.update(attempts=attempts, last=now.isoformat())
+            async with self.store.transaction() as db:
+                done = await db.execute("UPDATE audit SET at = ?, detail = ? WHERE id = ? AND detail = ?",
+                                        (now.isoformat(), json.dumps(detail, sort_keys=True), row[0], row[1]))
+            if done.rowcount == 1:
+                return
+        await self.audit(UNKNOWN_ACTOR, "sign_in", outcome="refused",
+                         detail={"address": address, "attempts": 1, "since": now.isoformat()})
 
     async def audit_page(self, offset: int = 0, limit: int = 50, debate_id: str | None = None,
                          actor: str | None = None) -> tuple[list[AuditRow], int]:

@@ -243,6 +243,33 @@ MIGRATIONS: list[Migration] = [
         created_at TEXT NOT NULL
     );
     """),
+    # Sign-in state shared by every web process (`webapp.store.sign_ins`): browser sessions (the cookie
+    # holds a token whose digest is `token_hash`; `ticket_hash` is the one-time ticket that turns a checked
+    # password into a session, bound to the browser that asked), so sign-out, a new password or role end
+    # them everywhere; and the sign-in throttle's counters per username and per address (seconds since the
+    # epoch), pruned by age.
+    Migration("013_login_throttle", """
+    CREATE TABLE login_sessions (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL COLLATE NOCASE,
+        token_hash TEXT UNIQUE,
+        ticket_hash TEXT UNIQUE,
+        browser TEXT NOT NULL DEFAULT '',
+        address TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        ended_at TEXT,
+        ended_why TEXT
+    );
+    CREATE INDEX login_sessions_user ON login_sessions (username) WHERE ended_at IS NULL;
+    CREATE INDEX login_sessions_expiry ON login_sessions (expires_at);
+    CREATE TABLE login_throttle (
+        key TEXT PRIMARY KEY,
+        attempts INTEGER NOT NULL,
+        last_at REAL NOT NULL
+    );
+    CREATE INDEX login_throttle_last ON login_throttle (last_at);
+    """),
     # Webhooks (`webapp.webhooks`): the endpoints admins registered (the signing secret is kept because
     # the sender signs with it; it is shown once and never listed), and the delivery queue and log: one
     # row per endpoint and event (`event_key`: unique per endpoint, so an event is queued once however

@@ -239,7 +239,7 @@ def _ensure_directory(path: Path) -> None:
     """The database's directory exists and is writable, or a `StoreUnwritable` that says why."""
     parent = path.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this account may enter
     except OSError as exc:
         classified = classify(exc, path)
         kind = type(classified) if isinstance(classified, StoreFull) else StoreUnwritable
@@ -258,6 +258,12 @@ def _existing_database(path: Path) -> bool:
     existed = path.exists() and path.stat().st_size > 0
     if existed and not os.access(path, os.W_OK):
         raise StoreUnwritable(f"database {path} is read-only: Rostrum cannot write to it", path)
+    if not path.exists():
+        # Created empty, mode 0600, before SQLite opens it: SQLite would make it 0644 (under umask 022),
+        # and gives its -wal and -shm files the database file's mode. Accounts, hashes and the audit are
+        # in there: nobody else on the machine reads them.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return existed
 
 

@@ -67,8 +67,9 @@ DERIVED = ("verdict_digests",)
 # until when (`debate_leases`, seconds on that worker's clock) and the commands web processes left for
 # workers (`worker_jobs`). After a move the new processes take leases of their own, and a debate a worker
 # was running is resumed like any interrupted one; the copy is made with the app stopped, when no job is
-# pending (a debate's history is its log, which is copied whole).
-TRANSIENT = ("debate_leases", "worker_jobs")
+# pending (a debate's history is its log, which is copied whole). Nor are browser sessions and sign-in
+# throttle counters (`login_sessions`, `login_throttle`): after a move everyone signs in again.
+TRANSIENT = ("debate_leases", "worker_jobs", "login_sessions", "login_throttle")
 # Each store's record of its own schema (which migrations it applied): made by opening the target.
 BOOKKEEPING = ("_rostrum_migrations", "schema_version")
 

@@ -6,6 +6,8 @@ for every test (with `ui.run` intercepted), so everything is registered here, no
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from fastapi import Request
@@ -13,14 +15,69 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import Response
 from nicegui import Client, app, ui
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webapp.settings import image_hosts
 from webapp.ui import runtime
+from webapp.ui.auth import FINISH_PATH, finish_sign_in
 from webapp.ui.layout import PRODUCT, install_head
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
 # Every page says its language (`<html lang="en-US">`), for screen readers and translation tools.
 LANGUAGE = "en-US"
+
+
+def private_files() -> None:
+    """Files the server makes are its own: mode 0600, directories 0700 (umask 077). That covers
+    NiceGUI's per-browser storage files (`.nicegui/storage-user-….json`, rewritten on each change)
+    and anything else written while serving; the database is created 0600 by the store itself (its
+    -wal and -shm files take its mode), the storage secret by `settings.storage_secret`."""
+    os.umask(0o077)  # NiceGUI makes its folder when it first stores something: 0700 from now on
+    folder = Path(os.environ.get("NICEGUI_STORAGE_PATH", ".nicegui")).resolve()
+    if not folder.is_dir():
+        return
+    for path, mode in ((folder, 0o700), *((f, 0o600) for f in folder.glob("storage-*.json"))):
+        with contextlib.suppress(OSError):  # made by an older Rostrum under a looser umask
+            os.chmod(path, mode)
+
+
+def content_security_policy() -> str:
+    """What a page may load and run. NiceGUI renders its pages with inline scripts and compiles Vue
+    templates in the browser, so scripts need 'unsafe-inline' and 'unsafe-eval'; everything else is
+    this server's own (the websocket too: 'self' covers ws/wss to the same host), except images from
+    `ROSTRUM_IMAGE_HOSTS`. No page may be framed, post a form elsewhere, or change its base URL."""
+    images = " ".join(f"https://{host}" for host in image_hosts())
+    return ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+            "style-src 'self' 'unsafe-inline'; "
+            f"img-src 'self' data: blob:{' ' + images if images else ''}; font-src 'self' data:; "
+            "connect-src 'self'; media-src 'self' data: blob:; worker-src 'self' blob:; object-src 'none'; "
+            "base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+
+
+class SecurityHeaders:
+    """Adds the security headers to every HTTP answer (pages, static files, downloads, redirects).
+    HSTS is the TLS proxy's to send (README, "TLS"): this server speaks plain HTTP behind it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headers = [(b"content-security-policy", content_security_policy().encode()),
+                        (b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
+                        (b"referrer-policy", b"same-origin")]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *(h for h in self.headers if h[0] not in names)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def _page_miss(request: Request, exception: Exception) -> bool:
@@ -62,6 +119,8 @@ def setup() -> None:
     )
 
     rt = runtime.reset()
+    app.add_middleware(SecurityHeaders)
+    app.add_api_route(FINISH_PATH, finish_sign_in, methods=["GET"], include_in_schema=False)
     app.add_static_files("/static", STATIC_DIR)
     install_head()
     app.on_startup(rt.start)

@@ -1,4 +1,5 @@
-"""Who is asking, for every page: a signed-in user (NiceGUI's `app.storage.user`), a user named by a
+"""Who is asking, for every page: a signed-in user (a session token in the signed session cookie,
+checked against `login_sessions` on every page and command), a user named by a
 trusted proxy's identity header, a share link, or — with sign-in off — the one local person.
 
 Pages call `admit(request, action)` first; it returns the principal, or the response to send instead
@@ -8,45 +9,86 @@ Pages call `admit(request, action)` first; it returns the principal, or the resp
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from datetime import datetime, timedelta
+import uuid
+from datetime import timedelta
 from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
-from nicegui import app, context, ui
+from nicegui import context, ui
 
 from webapp.access.gate import Gate, check_username
+from webapp.access.passwords import new_token, token_digest
 from webapp.access.roles import LOCAL, Action, Principal, Role
 from webapp.models import utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store.accounts import Accounts, UserRow
+from webapp.store.sign_ins import SignIns
 from webapp.ui import runtime
+from webapp.ui.cutoff import cutoff
 
 log = logging.getLogger("rostrum.access")
 
-SESSION_KEY = "auth"
+# The key of this app's session token in the browser's signed session cookie (Starlette's
+# `request.session`, which NiceGUI also uses for its browser id `id`).
+COOKIE_KEY = "rostrum"
+FINISH_PATH = "/login/finish"
 
 
-def _session_expiry(settings: Settings, signed_in_at: datetime) -> datetime:
-    return signed_in_at + timedelta(hours=settings.session_hours)
+def browser_id(request: Request) -> str:
+    """The digest of NiceGUI's browser id in this request's session cookie (what `app.storage.user` is
+    keyed by): a sign-in ticket is bound to the browser that asked for it."""
+    return token_digest(str(request.session.get("id", "")))
 
 
-def credential_stamp(user: UserRow) -> str:
-    """Changes when the password does, so `users passwd` ends every session signed in with the old one.
-    (Kept in the server-side user storage; the browser holds only a signed session id.)"""
-    return hashlib.sha256((user.password_hash or "").encode()).hexdigest()[:16]
+async def begin_sign_in(user: UserRow, request: Request, address: str, next_page: str) -> str:
+    """After a checked password: a session waiting for this browser, and the address the browser goes
+    to next to receive it (over HTTP, so its cookie can change: a websocket message cannot set one)."""
+    engine = await runtime.current().engine()
+    ticket = new_token()
+    expires_at = utcnow() + timedelta(hours=get_settings().session_hours)
+    await SignIns(engine.store).begin(user.username, token_digest(ticket), browser_id(request), address, expires_at)
+    return f"{FINISH_PATH}?ticket={quote(ticket, safe='')}&next={quote(next_page, safe='')}"
 
 
-def sign_in(user: UserRow) -> None:
-    """Remember in this browser's (signed) session who signed in, and when."""
-    app.storage.user[SESSION_KEY] = {"user": user.username, "at": utcnow().isoformat(),
-                                     "stamp": credential_stamp(user)}
+async def finish_sign_in(request: Request) -> Response:
+    """`/login/finish?ticket=…`: trade a fresh ticket made for this browser for a session. The browser
+    gets a new NiceGUI browser id and a new session token — nothing of the cookie it had before signing
+    in stays valid or carries over (no session fixation: a copy of the old cookie is not signed in), and
+    its per-browser storage starts empty."""
+    from webapp.ui.pages.login import safe_next
+
+    engine = await runtime.current().engine()
+    ticket = request.query_params.get("ticket", "")[:200]
+    target = safe_next(request.query_params.get("next"))
+    token = new_token()
+    row = await SignIns(engine.store).redeem(token_digest(ticket), browser_id(request), token_digest(token)) \
+        if ticket else None
+    if row is None:
+        log.warning("sign-in ticket refused from %s (unknown, used, stale or another browser's)",
+                    client_address(request) or "?")
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+    rotate_browser(request)
+    request.session[COOKIE_KEY] = token
+    return RedirectResponse(target, status_code=303)
 
 
-def sign_out() -> None:
-    app.storage.user.pop(SESSION_KEY, None)
+def rotate_browser(request: Request) -> None:
+    """A new browser id (and no session token) in the cookie this response sets."""
+    request.session.clear()
+    request.session["id"] = str(uuid.uuid4())
+
+
+async def sign_out(principal: Principal) -> None:
+    """End this browser's session on the server: every tab of it, in every process, is cut off (the
+    next page load finds the cookie's token dead and gives the browser a fresh id)."""
+    if principal.session_id is None:
+        return
+    engine = await runtime.current().engine()
+    if await SignIns(engine.store).end(principal.session_id, "signed out"):
+        await Accounts(engine.store).audit(principal.actor, "sign_out")
+    cutoff().cut_sessions({principal.session_id}, "You signed out.")
 
 
 def client_address(request: Request) -> str:
@@ -81,23 +123,23 @@ async def _from_header(request: Request, settings: Settings, accounts: Accounts)
     return Principal(name=user.username, role=Role(user.role), kind="proxy")
 
 
-async def _from_session(settings: Settings, accounts: Accounts) -> Principal | None:
-    data = app.storage.user.get(SESSION_KEY)
-    if not isinstance(data, dict) or "user" not in data:
+async def _from_session(request: Request, accounts: Accounts) -> Principal | None:
+    token = request.session.get(COOKIE_KEY)
+    if not isinstance(token, str) or not token:
         return None
-    try:
-        expires_at = _session_expiry(settings, datetime.fromisoformat(data["at"]))
-    except (KeyError, TypeError, ValueError):
-        sign_out()
+    row = await SignIns(accounts.store).by_token(token_digest(token))
+    user = await accounts.user(row.username) if row is not None and row.live(utcnow()) else None
+    if row is None or user is None or user.disabled:
+        _forget(request)
         return None
-    if utcnow() >= expires_at:
-        sign_out()
-        return None
-    user = await accounts.user(str(data["user"]))
-    if user is None or user.disabled or data.get("stamp") != credential_stamp(user):
-        sign_out()
-        return None
-    return Principal(name=user.username, role=Role(user.role), kind="user", expires_at=expires_at)
+    return Principal(name=user.username, role=Role(user.role), kind="user", expires_at=row.expires_at,
+                     session_id=row.id)
+
+
+def _forget(request: Request) -> None:
+    """A dead session token: a page answer (not yet sent) gives the browser a fresh cookie."""
+    if not getattr(request.state, "responded", True) and "session" in request.scope:
+        rotate_browser(request)
 
 
 async def principal_for(request: Request) -> Principal | None:
@@ -107,7 +149,7 @@ async def principal_for(request: Request) -> Principal | None:
         return LOCAL
     engine = await runtime.current().engine()
     accounts = Accounts(engine.store)
-    return await _from_header(request, settings, accounts) or await _from_session(settings, accounts)
+    return await _from_header(request, settings, accounts) or await _from_session(request, accounts)
 
 
 def login_redirect(request: Request) -> RedirectResponse:

@@ -58,9 +58,9 @@ def _account_menu(principal: Principal) -> None:
     """Who is signed in, their role, and Sign out (a browser sign-in only: a proxy or a link cannot)."""
     from webapp.ui.auth import sign_out
 
-    def leave() -> None:
-        sign_out()
-        ui.navigate.to("/login")
+    async def leave() -> None:
+        await sign_out(principal)  # ends this session everywhere (its other tabs are cut off)
+        ui.navigate.to("/login")  # which gives this browser a fresh id
 
     account = ui.button(principal.name, icon="account_circle").props("flat no-caps color=white").mark("account")
     with account, ui.menu().mark("account-menu"):
@@ -145,6 +145,12 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
         if principal is not None and principal.kind in ("user", "proxy"):
             _account_menu(principal)
         _theme_toggle()
+    if principal is not None and (principal.session_id or principal.link_id):
+        from webapp.ui import runtime
+
+        rt = runtime.current()
+        if rt.engine_ is not None:  # a signed-in page: cut off when its sign-in or link ends
+            rt.cutoff.guard(principal, rt.engine_.store)
     # The page's own content element is the body (no column of our own: one element less per page).
     body = context.client.content.classes("w-full max-w-7xl mx-auto p-4 gap-4")
     with body:

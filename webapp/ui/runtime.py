@@ -21,6 +21,7 @@ from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
+from webapp.ui.cutoff import Cutoff
 from webapp.webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ class Runtime:
         self.webhooks_: Webhooks | None = None
         self.ready = asyncio.Event()
         self.failure: BaseException | None = None
-        self.login_throttle = LoginThrottle()
+        self.login_throttle: LoginThrottle | None = None  # in the store: shared by every web process
+        self.cutoff = Cutoff()  # open tabs whose sign-in or share link ends
 
     async def start(self) -> None:
         settings = get_settings()
@@ -90,6 +92,7 @@ class Runtime:
             self.ready.set()
 
     async def stop(self) -> None:
+        self.cutoff.close()
         if self.tournaments_ is not None:
             await self.tournaments_.close()
         if self.webhooks_ is not None:
@@ -115,6 +118,12 @@ class Runtime:
         if self.engine_ is None:
             raise RuntimeError(f"the engine is not available: {self.failure}")
         return self.engine_
+
+    async def throttle(self) -> LoginThrottle:
+        engine = await self.engine()
+        if self.login_throttle is None:
+            self.login_throttle = LoginThrottle(engine.store)
+        return self.login_throttle
 
     async def tournaments(self) -> TournamentManager:
         await self.engine()

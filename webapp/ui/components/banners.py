@@ -25,8 +25,9 @@ def banner_signature(view: SessionView, state: DebateState) -> tuple:
 
 
 def render_banners(view: SessionView, state: DebateState, run: Command,
-                   answers: dict[int, dict[str, list[str]]], clone: bool = False) -> None:
-    """`clone`: whether to offer "Clone" and "Re-run with edits" (to those who may start debates)."""
+                   answers: dict[int, dict[str, list[str]]], clone: bool = False, names: bool = True) -> None:
+    """`clone`: whether to offer "Clone" and "Re-run with edits" (to those who may start debates);
+    `names`: whether to say who did what (not to a share link's holder)."""
     status = view.status
     if view.storage_problem:
         with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert") \
@@ -38,7 +39,7 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
     if status is State.ERROR:
         _error_panel(view, state, run, clone)
     if status is State.STOPPED or (status is State.JUDGING and state.stopping):
-        _stopped_note(state, clone)
+        _stopped_note(state, clone, names)
     if status is State.PAUSED and view.interrupted:
         with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \
                 .mark("interrupted"), ui.row().classes("items-center gap-2"):
@@ -92,8 +93,8 @@ def _error_panel(view: SessionView, state: DebateState, run: Command, clone: boo
                 _rerun_links(state.id, "error")
 
 
-def _stopped_note(state: DebateState, clone: bool) -> None:
-    said = explain_stop(state)
+def _stopped_note(state: DebateState, clone: bool, names: bool = True) -> None:
+    said = explain_stop(state, names)
     if said is None:
         return
     with ui.card().classes("w-full").props("flat bordered").mark("stopped-panel"), \

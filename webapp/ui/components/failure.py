@@ -124,7 +124,7 @@ def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -
                    "Retry; if it happens again, Re-run with edits.", who, model, label)
 
 
-def explain_stop(state: DebateState) -> str | None:
+def explain_stop(state: DebateState, names: bool = True) -> str | None:
     """"Stopped by ada at Rebuttal, round 2" for a debate a person (or a limit) stopped; None otherwise."""
     stop = next((t for t in reversed(state.transitions) if t.get("event") == "STOP"), None)
     if stop is None:
@@ -142,6 +142,8 @@ def explain_stop(state: DebateState) -> str | None:
         if state.format.has_rounds and position.get("round"):
             where += f", round {position['round']}"
     actor = stop.get("actor") or SYSTEM_ACTOR
+    if not names and actor != SYSTEM_ACTOR:
+        actor = "a team member"  # a share link shows the debate, not who is on the team
     text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor}{where}"
     reason = params.get("reason")
     if reason and str(reason) != "stopped by user":

@@ -306,7 +306,9 @@ class LibrarySection:
         except LibraryError as exc:
             name.error = str(exc)
             return
-        except (NotAuthor, UnknownItem) as exc:
+        except (NotAuthor, UnknownItem) as exc:  # audited like every other refusal
+            await Accounts(self.gate.engine.store).audit(self.gate.principal.actor, f"{item.kind}_renamed",
+                                                         outcome="refused", detail=str(exc))
             ui.notify(f"Not done: {exc}", type="negative")
             dialog.close()
             await self.refresh()

@@ -10,6 +10,7 @@ re-rendered from the session's current state, which is idempotent).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from html import escape
 from typing import Any
 
@@ -27,6 +28,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
+from webapp.export import to_json
 from webapp.live import Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
@@ -64,22 +66,30 @@ ACTION_WORDS = {
 }
 
 
-def describe_action(action: dict[str, Any]) -> str:
-    """'paused by ada' — one line of the debate's activity timeline."""
+# Who did something, as a share link's holder sees it: a link shows the debate, not who is on the team.
+SOMEONE = "a team member"
+
+
+def describe_action(action: dict[str, Any], names: bool = True) -> str:
+    """'paused by ada' — one line of the debate's activity timeline (without `names`: 'paused by a
+    team member'; the engine's own steps stay 'system')."""
     verb = ACTION_WORDS.get(action.get("action", ""), str(action.get("action", "")).replace("_", " "))
+    actor = action.get("actor")
+    if not names and actor != "system":
+        actor = SOMEONE
     if verb.startswith(("created", "revoked", "accepted", "answered")):
-        return f"{action.get('actor')} {verb}"
-    return f"{verb} by {action.get('actor')}"
+        return f"{actor} {verb}"
+    return f"{verb} by {actor}"
 
 
-def activity_html(state: DebateState) -> str:
+def activity_html(state: DebateState, names: bool = True) -> str:
     """Who did what, as a collapsed `<details>`: one element, however long the debate's history."""
     if not state.actions and not state.created_by:
         return ""
     items = []
     if state.created_by:
-        items.append(f"{state.created_at:%H:%M:%S} · created by {state.created_by}")
-    items += [f"{action.get('at', '')[11:19]} · {describe_action(action)}" for action in state.actions]
+        items.append(f"{state.created_at:%H:%M:%S} · created by {state.created_by if names else SOMEONE}")
+    items += [f"{action.get('at', '')[11:19]} · {describe_action(action, names)}" for action in state.actions]
     lines = "".join(f'<li class="text-sm">{escape(item)}</li>' for item in items)
     return (f'<details class="rostrum-activity"><summary class="text-base font-medium">Activity</summary>'
             f'<ul>{lines}</ul></details>')
@@ -255,7 +265,8 @@ class DebateView:
         activity = (len(state.actions), state.created_by)
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
-            self.sections["activity"].set_content(shared_text(activity_html(state)))
+            names = self.gate.principal.kind != "share-link"
+            self.sections["activity"].set_content(shared_text(activity_html(state, names)))
         if self.rerun is not None:
             self.rerun.set_visibility(state.status in TERMINAL_STATES or state.status is State.ERROR)
         self.controls.update()
@@ -273,11 +284,12 @@ class DebateView:
     def _render_banners(self, view: SessionView, state: DebateState) -> None:
         principal = self.gate.principal
         clone = principal.kind != "share-link" and principal.can(Action.CREATE)
+        names = principal.kind != "share-link"
         if self.operates:
-            render_banners(view, state, self.command, self.answers, clone=clone)
+            render_banners(view, state, self.command, self.answers, clone=clone, names=names)
             return
         with ui.column().classes("w-full gap-2") as banners:
-            render_banners(view, state, self.command, self.answers, clone=clone)
+            render_banners(view, state, self.command, self.answers, clone=clone, names=names)
         for element in banners.descendants():  # the gate refuses them anyway; do not offer them
             if isinstance(element, ui.button | ui.input | ui.textarea):
                 element.disable()
@@ -387,6 +399,8 @@ class DebateView:
             return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
+        if kind == "json" and self.gate.principal.kind == "share-link":
+            content = partial(to_json, people=False)  # a link shows the debate, not who is on the team
         ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
 
 
@@ -419,7 +433,8 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
         view.unreliable = unreliable
         channel = hub.channel(session)
         view.build(channel)
-        hub.watch(session, view.on_batch, lambda: view.transcript.finished_turns)
+        stop = channel.watch(view.on_batch, lambda: view.transcript.finished_turns)
+        runtime.current().cutoff.on_cut(stop)  # a sign-in or link that ends stops the stream at once
 
 
 async def page(request: Request, debate_id: str) -> Response | None:

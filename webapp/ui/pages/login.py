@@ -1,21 +1,26 @@
 """Sign in `/login`: username and password, the same message for an unknown user and a wrong
-password, and throttling after repeated failures per username and per client address."""
+password, and throttling after repeated attempts per username and per client address
+(`webapp.access.throttle`). A right password ends in `/login/finish`, which gives the browser its
+session (`webapp.ui.auth.finish_sign_in`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from urllib.parse import unquote
+import unicodedata
+from urllib.parse import unquote, urlsplit
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from nicegui import ui
 
 from webapp.access.passwords import MAX_PASSWORD_LENGTH, verify_password
+from webapp.access.throttle import address_key
+from webapp.access.throttle import user_key as throttle_user_key
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import runtime
-from webapp.ui.auth import client_address, principal_for, sign_in
+from webapp.ui.auth import begin_sign_in, client_address, principal_for
 from webapp.ui.layout import PRODUCT, frame, heading
 
 log = logging.getLogger("rostrum.access")
@@ -24,9 +29,14 @@ FAILED = "Wrong username or password."
 
 
 def safe_next(target: str | None) -> str:
-    """Only a path on this server: never an open redirect to another site."""
+    """Only a path on this server: never an open redirect to another site. Control characters are
+    removed first (browsers drop tabs and line breaks from a URL, so `/\t/evil.example` would go to
+    `//evil.example`), then the parsed target must have neither scheme nor host."""
     target = unquote(target or "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+    target = "".join(ch for ch in target if unicodedata.category(ch) != "Cc")
+    parts = urlsplit(target)
+    if (parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//")
+            or "\\" in target):
         return "/"
     return target
 
@@ -34,7 +44,8 @@ def safe_next(target: str | None) -> str:
 class LoginForm:
     """One tab's sign-in form."""
 
-    def __init__(self, address: str, next_page: str) -> None:
+    def __init__(self, request: Request, address: str, next_page: str) -> None:
+        self.request = request
         self.address = address
         self.next_page = next_page
         with ui.card().classes("w-full max-w-sm mx-auto mt-10 gap-3").mark("login"):
@@ -58,33 +69,41 @@ class LoginForm:
         if not name or not password:
             self.message.text = "Enter your username and password."
             return
-        throttle = runtime.current().login_throttle
-        keys = (f"user:{name.lower()}", f"addr:{self.address}")
-        wait = throttle.wait(*keys)
-        if wait:
-            self.message.text = f"Too many failed sign-ins. Try again in {wait} s."
-            return
         self.button.disable()
         try:
-            accounts = Accounts((await runtime.current().engine()).store)
-            user = await accounts.user(name[:200])
-            ok = len(password) <= MAX_PASSWORD_LENGTH and await asyncio.to_thread(
-                verify_password, user.password_hash if user else None, password)
-            if not ok or user is None or user.disabled:
-                throttle.failed(*keys)
-                log.warning("failed sign-in for %r from %s", name[:200], self.address or "?")
-                await accounts.audit(name[:200], "sign_in", outcome="refused", detail={"address": self.address})
-                self.password.value = ""
-                self.message.text = FAILED
-                return
-            throttle.succeeded(*keys)
-            await accounts.touch_login(user.username)
-            await accounts.audit(user.username, "sign_in", detail={"address": self.address})
-            sign_in(user)
-            ui.navigate.to(self.next_page)
+            await self._check(name, password)
         finally:
             if not self.button.is_deleted:
                 self.button.enable()
+
+    async def _check(self, name: str, password: str) -> None:
+        rt = runtime.current()
+        accounts = Accounts((await rt.engine()).store)
+        throttle = await rt.throttle()
+        # A name no account can have (too long, other characters) is counted per address only and
+        # never looked up or stored.
+        user_key, addr_key = throttle_user_key(name), address_key(self.address)
+        wait = await throttle.reserve(*(k for k in (user_key, addr_key) if k is not None))
+        if wait:  # counted before any password is checked: simultaneous attempts cannot all slip through
+            self.message.text = f"Too many failed sign-ins. Try again in {wait} s."
+            return
+        user = await accounts.user(name) if user_key is not None else None
+        ok = len(password) <= MAX_PASSWORD_LENGTH and await asyncio.to_thread(
+            verify_password, user.password_hash if user else None, password)
+        if not ok or user is None or user.disabled:
+            if user is None:
+                log.warning("failed sign-in for an unknown name from %s", self.address or "?")
+                await accounts.audit_unknown_sign_in(self.address)
+            else:
+                log.warning("failed sign-in for %r from %s", user.username, self.address or "?")
+                await accounts.audit(user.username, "sign_in", outcome="refused", detail={"address": self.address})
+            self.password.value = ""
+            self.message.text = FAILED
+            return
+        await throttle.succeeded(user_key, addr_key)
+        await accounts.touch_login(user.username)
+        await accounts.audit(user.username, "sign_in", detail={"address": self.address})
+        ui.navigate.to(await begin_sign_in(user, self.request, self.address, self.next_page))
 
 
 async def page(request: Request, next: str = "/") -> Response | None:
@@ -94,5 +113,5 @@ async def page(request: Request, next: str = "/") -> Response | None:
     if await principal_for(request) is not None:
         return RedirectResponse(target, status_code=303)
     with frame("/login"):
-        LoginForm(client_address(request), target)
+        LoginForm(request, client_address(request), target)
     return None

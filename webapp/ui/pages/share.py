@@ -1,7 +1,8 @@
 """A share link `/s/{token}`: one debate, live and exportable, without an account.
 
-The link is the only credential: it is checked on every load, so a revoked or expired link stops
-working at the next load (HTTP 410 with a clear page; an unknown one is a 404). A page opened
+The link is the only credential: it is checked on every load and every export, and a tab open on it is
+cut off the moment it is revoked or expires (`webapp.ui.cutoff`: its stream stops, its content and
+export go); a later load answers HTTP 410 with a clear page (an unknown link is a 404). A page opened
 through a link can watch and export that debate and nothing else: its gate refuses every command.
 """
 
@@ -36,7 +37,8 @@ async def page(request: Request, token: str) -> None:
         what = "was revoked" if status == "revoked" else "has expired"
         not_found(None, f"This share link {what}. Ask whoever shared it for a new one.", status=410)
         return
-    principal = Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link", debate_id=link.debate_id)
+    principal = Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link",
+                          debate_id=link.debate_id, link_id=link.id)
     try:
         session = await engine.session(link.debate_id)
     except DebateNotFound:
