@@ -226,6 +226,25 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX worker_jobs_pending ON worker_jobs(created_at) WHERE done_at IS NULL;
     """),
+    # Personal API tokens (`webapp/access/tokens.py`): only a SHA-256 digest of each token is kept, with
+    # its last four characters so people can tell their tokens apart; a token acts with the lesser of its
+    # own role and its user's role at the time of each request.
+    Migration("014_api_tokens", """
+    CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        role TEXT NOT NULL CHECK (role IN ('admin', 'operator', 'viewer')),
+        token_hash TEXT NOT NULL UNIQUE,
+        suffix TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        last_used_at TEXT,
+        revoked_at TEXT,
+        revoked_by TEXT
+    );
+    CREATE INDEX api_tokens_user ON api_tokens (username, created_at);
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

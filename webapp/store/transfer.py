@@ -47,9 +47,12 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     # (a tournament's debates name it in their config; its claim is copied as it was and lapses)
     "tournaments": ("id", "name", "spec", "status", "stop_reason", "created_by", "created_at", "updated_at",
                     "owner", "lease_until"),
+    # personal API tokens (only their digests): a moved server keeps its scripts working
+    "api_tokens": ("id", "username", "name", "role", "token_hash", "suffix", "created_at", "expires_at",
+                   "last_used_at", "revoked_at", "revoked_by"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
-            "tournaments": "created_at, id"}
+            "tournaments": "created_at, id", "api_tokens": "created_at, id"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

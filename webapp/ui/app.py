@@ -47,6 +47,7 @@ async def page_not_found(request: Request, exception: Exception) -> Response:
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
+    from webapp import api
     from webapp.ui.pages import (
         admin,
         dashboard,
@@ -61,6 +62,7 @@ def setup() -> None:
     )
 
     rt = runtime.reset()
+    api.mount(app)  # the HTTP API under /api/v1 (its docs at /api/docs)
     app.add_static_files("/static", STATIC_DIR)
     install_head()
     app.on_startup(rt.start)

@@ -1,0 +1,45 @@
+"""Rostrum's HTTP API, version 1: FastAPI routes under `/api/v1` on the app NiceGUI runs.
+
+`mount(app)` adds them as a sub-application (its own OpenAPI document at `/api/v1/openapi.json`, its
+own JSON errors, untouched by the pages' "not found" page) and the interactive docs at `/api/docs`.
+Requests are authenticated in `webapp.api.auth` (personal API tokens, `webapp.access.tokens`), the
+routes are in `webapp.api.routes`, the live event stream in `webapp.api.events`.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from starlette.routing import Mount
+
+from webapp.api.routes import router
+
+PREFIX = "/api/v1"
+OPENAPI = f"{PREFIX}/openapi.json"
+DOCS = "/api/docs"
+DESCRIPTION = """Start, follow and steer debates from scripts, notebooks and CI.
+
+Authenticate with a personal API token (made on the **API tokens** page or with
+`python -m webapp tokens create --user NAME`): `Authorization: Bearer rst_…`. With sign-in off (a
+server bound to loopback) the API is open, like the web pages. Each token may make a limited number of
+requests a minute (429 with `Retry-After` beyond it)."""
+
+
+def build() -> FastAPI:
+    api = FastAPI(title="Rostrum API", version="1", description=DESCRIPTION, openapi_url="/openapi.json",
+                  docs_url=None, redoc_url=None)
+    api.include_router(router)
+    return api
+
+
+async def docs() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url=OPENAPI, title="Rostrum API")
+
+
+def mount(app: FastAPI) -> None:
+    """Add the API to `app` (again after a fresh `setup()`: the old mount is replaced)."""
+    app.router.routes[:] = [r for r in app.router.routes
+                            if not (isinstance(r, Mount) and r.path == PREFIX) and getattr(r, "path", None) != DOCS]
+    app.mount(PREFIX, build())
+    app.add_api_route(DOCS, docs, include_in_schema=False, response_class=HTMLResponse)
