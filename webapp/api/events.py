@@ -178,6 +178,7 @@ class Stream:
         self.position = position
         # The turns in flight as the debate's channel knows them (none until the stream subscribes).
         self.live_turns: Callable[[], Mapping[str, LiveTurn]] = dict
+        self.done: set[str] = set()  # turns this client has the committed event of
 
     def committed(self, event: DebateEvent, data: str | None = None) -> str | None:
         if event.seq <= self.position.seq:
@@ -186,18 +187,19 @@ class Stream:
         key = turn_key(event)
         if key is not None:
             self.position.turns.pop(key, None)
+            self.done.add(key)
         return sse("event", self.position, data if data is not None else event_data(event))
 
     def started(self, key: str, attempt: int, data: str) -> str | None:
-        if self.position.turns.get(key, (None, 0))[0] == attempt:
+        if key in self.done or self.position.turns.get(key, (None, 0))[0] == attempt:
             return None  # already announced (a queued attempt is announced again when it goes out)
         self.position.turns[key] = (attempt, 0)
         return sse("turn_started", self.position, data)
 
     def text(self, key: str, speaker: str, attempt: int | None, offset: int, text: str,
              data: str | None = None) -> str | None:
-        if key in self.session.state.turn_keys:
-            return None  # committed meanwhile: the `turn` event has it all
+        if key in self.done:
+            return None  # the client has the `turn` event, which has it all (streamed text came late)
         known = self.position.turns.get(key)
         if known is None:  # joined after its start: announce it from what is live now
             live = self.session_live(key)
@@ -209,8 +211,9 @@ class Stream:
             return None
         if offset > have:  # a gap (joined mid-batch): fill it from the turn's live text, if it has it
             live = self.session_live(key)
-            if live is not None and len(live[1]) >= end:
-                text, offset = live[1][:end], 0
+            if live is None or len(live[1]) < end:
+                return None  # cannot be mended: the committed turn will bring the whole text
+            text, offset = live[1][:end], 0
         piece = text[have - offset:] if have >= offset else text
         start = max(have, offset)
         self.position.turns[key] = (known[0], start + len(piece))
@@ -282,7 +285,7 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
             if text:
                 yield text
         for key, (attempt, text_now, speaker) in live_now.items():
-            if key in session.state.turn_keys:
+            if key in client.done:
                 continue
             known = client.position.turns.get(key)
             if known is not None and known[0] != attempt:

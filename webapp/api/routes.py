@@ -268,7 +268,8 @@ async def judges(api: CallerDep) -> dict[str, Any]:
              summary="Create and start a tournament")
 async def create_tournament(tournament: Tournament, request: Request, api: CallerDep) -> Created:
     try:
-        stored = await api.gate.start_tournament(tournament, await runtime.current().tournaments())
+        stored = await api.gate.start_tournament(tournament.model_copy(update={"id": ""}),
+                                                 await runtime.current().tournaments())
     except PermissionDenied as exc:
         raise HTTPException(403, str(exc)) from None
     except ConfigError as exc:

@@ -58,6 +58,7 @@ def setup() -> None:
         new_debate,
         settings,
         share,
+        tokens,
         tournaments,
     )
 
@@ -78,6 +79,7 @@ def setup() -> None:
         ("/tournaments/new", "New tournament", tournaments.new_page),
         ("/tournaments/{tournament_id}", "Tournament", tournaments.page),
         ("/settings", "Settings", settings.page),
+        ("/tokens", "API tokens", tokens.page),
         ("/login", "Sign in", login.page),
         ("/admin", "Admin", admin.page),
         ("/s/{token}", "Shared debate", share.page),
