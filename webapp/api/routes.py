@@ -93,9 +93,12 @@ def page_url(request: Request, path: str) -> str:
 
 async def session_of(api: Caller, debate_id: str) -> DebateSession:
     try:
-        return await api.engine.session(debate_id)
+        session = await api.engine.session(debate_id)
     except DebateNotFound:
         raise HTTPException(404, f"no debate {debate_id!r}") from None
+    # Run by another process (a worker, the CLI) and not watched here: read what it wrote since.
+    await session.catch_up()
+    return session
 
 
 async def readable(api: Caller, debate_id: str, action: Action = Action.WATCH) -> DebateSession:
