@@ -123,36 +123,53 @@ def messages(batch: Batch) -> list[Message]:
     return out
 
 
+@dataclass
+class LiveBatch:
+    """One flush of the debate's channel as messages, shared by every stream of the debate. Streams
+    whose clients stand at the same place (the usual case) get the same text: it is rendered once
+    (`memo`, keyed by the place and which of the batch's turns the client already has whole)."""
+
+    messages: list[Message]
+    keys: frozenset[str]  # the turns the messages name
+    memo: dict[tuple[str, frozenset[str]], tuple[str, Position, frozenset[str]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, converted: list[Message]) -> LiveBatch:
+        keys = {turn_key(m.item) if m.kind == "event" else getattr(m.item, "key", None) for m in converted}
+        return cls(converted, frozenset(k for k in keys if k))
+
+
 class Feed:
     """The API streams of one debate in this process: one listener on the debate's channel."""
 
     def __init__(self, feeds: dict[str, Feed], channel: DebateChannel) -> None:
         self.feeds = feeds
         self.channel = channel
-        self.queues: list[asyncio.Queue[list[Message] | None]] = []
+        self.queues: list[asyncio.Queue[LiveBatch | None]] = []
         self._release = channel.listen(self._on_batch)
 
     def _on_batch(self, batch: Batch) -> None:
         converted = messages(batch)
         if not converted:
             return
+        shared = LiveBatch.of(converted)
         for queue in list(self.queues):
             if queue.qsize() >= QUEUE_LIMIT:
                 self._drop(queue)
                 queue.put_nowait(None)  # the stream ends; its client reconnects where it was
             else:
-                queue.put_nowait(converted)
+                queue.put_nowait(shared)
 
-    def join(self) -> asyncio.Queue[list[Message] | None]:
-        queue: asyncio.Queue[list[Message] | None] = asyncio.Queue()
+    def join(self) -> asyncio.Queue[LiveBatch | None]:
+        queue: asyncio.Queue[LiveBatch | None] = asyncio.Queue()
         self.queues.append(queue)
         return queue
 
-    def _drop(self, queue: asyncio.Queue[list[Message] | None]) -> None:
+    def _drop(self, queue: asyncio.Queue[LiveBatch | None]) -> None:
         if queue in self.queues:
             self.queues.remove(queue)
 
-    def leave(self, queue: asyncio.Queue[list[Message] | None]) -> None:
+    def leave(self, queue: asyncio.Queue[LiveBatch | None]) -> None:
         self._drop(queue)
         if not self.queues:
             self.feeds.pop(self.channel.session.id, None)
@@ -243,6 +260,21 @@ class Stream:
             return self.aborted(item.key, message.data)
         return sse(message.kind, self.position, message.data)
 
+    def batch(self, live: LiveBatch) -> str:
+        """The text of a whole batch for this client (one write to its connection, not one a message)."""
+        state = (str(self.position), frozenset(self.done & live.keys))
+        cached = live.memo.get(state)
+        if cached is not None:
+            text, after, newly_done = cached
+            self.position = Position(after.seq, dict(after.turns))
+            self.done |= newly_done
+            return text
+        done_before = set(self.done)
+        text = "".join(filter(None, map(self.message, live.messages)))
+        live.memo[state] = (text, Position(self.position.seq, dict(self.position.turns)),
+                            frozenset(self.done - done_before))
+        return text
+
     def finished(self) -> bool:
         """The debate has ended and this client has every event of it (the state moves on as soon as an
         event is committed; the channel hands the event over a moment later)."""
@@ -257,14 +289,11 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
                  disconnected: Callable[[], Any]) -> AsyncIterator[str]:
     """The SSE text of one client, from `last_event_id` on, until the debate finishes or the client goes."""
     client = Stream(session, Position.parse(last_event_id))
-    yield "retry: 2000\n\n"
     if session.status in TERMINAL_STATES and not session.running:  # finished: its log, and the end
-        for event in await session.store.events_after(session.id, client.position.seq):
-            text = client.committed(event)
-            if text:
-                yield text
+        events = await session.store.events_after(session.id, client.position.seq)
+        out = ["retry: 2000\n\n", *filter(None, map(client.committed, events))]
         client.position.turns.clear()
-        yield client.end()
+        yield "".join([*out, client.end()])
         return
     feed = feed_for(hub, session)
     # In one synchronous block: subscribe, and note the turns in flight (what the log read below cannot
@@ -275,15 +304,10 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
     live_now = {key: (live.attempt, live.text, live.speaker) for key, live in channel.live_turns.items()}
     try:
         missed = await session.store.events_after(session.id, client.position.seq)
-        for event in missed:
-            text = client.committed(event)
-            if text:
-                yield text
+        out = ["retry: 2000\n\n", *filter(None, map(client.committed, missed))]
         for key in [k for k in client.position.turns if k not in live_now]:  # cut off while away
-            text = client.aborted(key, json.dumps({"key": key, "attempt": client.position.turns[key][0],
-                                                   "reason": "cut off while you were away"}))
-            if text:
-                yield text
+            out.append(client.aborted(key, json.dumps({"key": key, "attempt": client.position.turns[key][0],
+                                                       "reason": "cut off while you were away"})) or "")
         for key, (attempt, text_now, speaker) in live_now.items():
             if key in client.done:
                 continue
@@ -292,16 +316,13 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
                 client.position.turns.pop(key)
                 known = None
             if known is None:
-                started = client.started(key, attempt, json.dumps({"key": key, "speaker": speaker,
-                                                                   "attempt": attempt}))
-                if started:
-                    yield started
-            piece = client.text(key, speaker, attempt, 0, text_now)
-            if piece:
-                yield piece
+                out.append(client.started(key, attempt, json.dumps({"key": key, "speaker": speaker,
+                                                                    "attempt": attempt})) or "")
+            out.append(client.text(key, speaker, attempt, 0, text_now) or "")
         if client.finished():
-            yield client.end()
+            yield "".join([*out, client.end()])
             return
+        yield "".join(out)
         while True:
             try:
                 batch = await asyncio.wait_for(queue.get(), KEEPALIVE)
@@ -312,10 +333,9 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
                 continue
             if batch is None:
                 return
-            for message in batch:
-                text = client.message(message)
-                if text:
-                    yield text
+            text = client.batch(batch)
+            if text:
+                yield text
             if client.finished():
                 yield client.end()
                 return
