@@ -3,8 +3,8 @@ per-token rate limit's sliding minute."""
 
 from __future__ import annotations
 
-from webapp.access.tokens import PREFIX, TokenRateLimiter, lesser, new_api_token
 from webapp.access.roles import Role
+from webapp.access.tokens import PREFIX, TokenRateLimiter, lesser, new_api_token
 from webapp.api.events import Position
 
 
