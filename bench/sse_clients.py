@@ -57,28 +57,35 @@ class Client:
         self.error: str | None = None
 
     async def run(self, http: httpx.AsyncClient, debate_id: str, resumed: asyncio.Event) -> None:
+        """Read raw bytes while the debate runs (little work on the machine the server shares); parse
+        them once it has ended."""
+        chunks: list[bytes] = []
         try:
             async with http.stream("GET", f"/api/v1/debates/{debate_id}/events") as response:
-                kind = ""
-                async for line in response.aiter_lines():
-                    if line.startswith("event: "):
-                        kind = line[7:]
-                    elif line.startswith("data: "):
-                        if kind == "delta":
-                            self.chars += len(json.loads(line[6:])["text"])
-                        elif kind == "event":
-                            self.events += 1
-                        elif kind == "end":
-                            self.ended = True
-                            return
-                    elif line.startswith("retry:"):
-                        pass
-                    if not self.ready.is_set() and self.events and not resumed.is_set():
+                tail = b""
+                async for chunk in response.aiter_raw():
+                    chunks.append(chunk)
+                    if not self.ready.is_set() and b"event: event" in chunk:
                         self.ready.set()  # it has read (some of) the log: it is subscribed
+                    if b"event: end" in tail + chunk:
+                        self.ended = True
+                        break
+                    tail = chunk[-16:]
         except Exception as exc:  # counted and reported: a bench must finish its round
             self.error = repr(exc)
         finally:
             self.ready.set()
+        self.parse(b"".join(chunks).decode())
+
+    def parse(self, body: str) -> None:
+        kind = ""
+        for line in body.splitlines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: ") and kind == "delta":
+                self.chars += len(json.loads(line[6:])["text"])
+            elif line.startswith("data: ") and kind == "event":
+                self.events += 1
 
 
 async def log_of(http: httpx.AsyncClient, debate_id: str) -> list[dict[str, Any]]:
