@@ -320,3 +320,12 @@ def test_the_openapi_document_validates_and_the_docs_are_served(server: Server) 
     assert "/debates/{debate_id}/events" in document["paths"]
     assert "DebateConfig" in document["components"]["schemas"]  # the form's and --config's model, not a copy
     assert docs.status_code == 200 and "/api/v1/openapi.json" in docs.text
+
+
+def test_api_requests_pass_none_of_the_pages_middlewares(server: Server) -> None:
+    """No browser session, no per-visitor storage for a script's requests (a page still gets its cookie)."""
+    with server.client("vic") as vic, httpx.Client(base_url=server.base, timeout=TIMEOUT) as plain:
+        answer = vic.get("/debates")
+        page = plain.get("/login")
+    assert answer.status_code == 200 and "set-cookie" not in answer.headers
+    assert page.status_code == 200 and "set-cookie" in page.headers
