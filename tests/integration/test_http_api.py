@@ -8,6 +8,7 @@ disabled people, exports, rematches, results and tournaments, and the OpenAPI do
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -203,6 +204,11 @@ def test_commands_go_through_the_state_machine_and_the_roles(server: Server) -> 
         paused = ada.post(f"/debates/{debate_id}/commands/pause")
         assert paused.status_code == 200, paused.text
         assert paused.json()["status"] == "paused"
+        with sqlite3.connect(server.db) as db:  # the same audit trail as the pages, naming the token
+            audited = db.execute("SELECT actor, outcome FROM audit WHERE action = 'pause' AND debate_id = ?",
+                                 (debate_id,)).fetchall()
+        ada_actor, vic_actor = (f"{who} (token …{server.tokens[who][-4:]})" for who in ("ada", "vic"))
+        assert set(audited) == {(ada_actor, "ok"), (vic_actor, "refused")}
         twice = ada.post(f"/debates/{debate_id}/commands/pause")
         assert twice.status_code == 409 and "not allowed while the debate is paused" in twice.json()["detail"]
         assert ada.post(f"/debates/{debate_id}/commands/explode").status_code == 422

@@ -3,6 +3,8 @@ per-token rate limit's sliding minute."""
 
 from __future__ import annotations
 
+import pytest
+
 from webapp.access.roles import Role
 from webapp.access.tokens import PREFIX, TokenRateLimiter, lesser, new_api_token
 from webapp.api.events import Position
@@ -40,3 +42,33 @@ def test_tokens_look_like_tokens_and_roles_only_shrink() -> None:
     token = new_api_token()
     assert token.startswith(PREFIX) and len(token) > 40 and token != new_api_token()
     assert lesser(Role.ADMIN, Role.VIEWER) is Role.VIEWER and lesser(Role.OPERATOR, Role.ADMIN) is Role.OPERATOR
+
+
+async def test_a_persons_daily_limit_counts_what_they_start_with_tokens_and_without(tmp_path) -> None:
+    """One limit per person: debates started in the browser and with any of their API tokens add up."""
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+    from webapp.engine.engine import Engine
+    from webapp.engine.schedule import ConfigError
+    from webapp.models import DebateConfig
+    from webapp.providers.demo import OneProvider, RecordingDemoProvider
+
+    engine = await Engine.open(tmp_path / "limit.sqlite3", providers=OneProvider(RecordingDemoProvider("demo")))
+    try:
+        from webapp.store.accounts import Accounts
+
+        await Accounts(engine.store).add_user("ada", "operator", None)
+        browser = Gate(engine, Principal(name="ada", role=Role.OPERATOR), daily_usd=1.0)
+        token = Gate(engine, Principal(name="ada", role=Role.OPERATOR, kind="token", token_suffix="f3a9"),
+                     daily_usd=1.0)
+        config = DebateConfig.model_validate({"topic": "Tea beats coffee", "budget": {"cost_limit": 0.6}})
+        started = await token.start(config)
+        assert (await engine.store.get_row(started.id)).created_by == "ada (token …f3a9)"
+        await started.send("pause", actor="ada")  # keeps its limit reserved, spends nothing more
+        assert await browser.daily_spend() == pytest.approx(0.6) == await token.daily_spend()
+        with pytest.raises(ConfigError, match="more than you have left today"):
+            await browser.start(config)
+    finally:
+        for session in list(engine.sessions.values()):
+            await session.shutdown()
+        await engine.close()
