@@ -2,7 +2,8 @@
 worker on one PostgreSQL and one Redis. A debate created through instance A's API, run by the worker,
 is followed over SSE on instance B — its token deltas arrive through the bus — and, cut off in the
 middle of a turn, the stream is resumed on instance A with `Last-Event-ID`: every committed event
-arrives once, the cut turn continues from its character, and the text adds up to the stored turns."""
+arrives once, the cut turn continues from its character, and the text adds up to the stored turns.
+Commands sent to either instance reach the worker, and the state machine's refusals come back as 409."""
 
 from __future__ import annotations
 
@@ -69,6 +70,16 @@ async def test_the_event_stream_follows_a_worker_run_debate_on_any_instance(
         assert second.final_streams[cut] == stored[cut]
         streamed = {**first.final_streams, **second.final_streams}
         assert len(streamed) >= 3 and all(stored[key] == text for key, text in streamed.items())
+        # Commands reach the worker running the debate, from either instance, refused the same way.
+        async with httpx.AsyncClient(base_url=base_a + "/api/v1", timeout=TIMEOUT) as a, \
+                httpx.AsyncClient(base_url=base_b + "/api/v1", timeout=TIMEOUT) as b:
+            other = (await a.post("/debates", json={"topic": "Buses beat trams", "format": "classic"})).json()["id"]
+            paused = await b.post(f"/debates/{other}/commands/pause")
+            assert paused.status_code == 200 and paused.json()["status"] == "paused", paused.text
+            again = await b.post(f"/debates/{other}/commands/pause")
+            assert again.status_code == 409 and "paused" in again.json()["detail"]
+            stopped = await a.post(f"/debates/{other}/commands/stop", json={"verdict": False})
+            assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
     finally:
         for child in children:
             await child.stop()

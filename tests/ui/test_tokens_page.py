@@ -60,3 +60,14 @@ async def test_admins_see_everyone_and_roles_only_shrink(user: User) -> None:
     user.find(marker="token-revoke").click()
     await user.should_see(marker="token-status", content="revoked")
     assert (await ApiTokens(store).get(issued.row.id)).revoked_by == "root"
+
+
+async def test_with_sign_in_off_the_api_is_open_but_a_bad_token_is_still_refused(user: User) -> None:
+    await engine()
+    transport = httpx.ASGITransport(core.app, client=("127.0.0.1", 40000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        assert (await client.get("/api/v1/debates")).status_code == 200  # like the pages on loopback
+        created = await client.post("/api/v1/debates", json={"topic": "Tea beats coffee", "format": "classic"})
+        assert created.status_code == 201
+        assert (await client.get("/api/v1/debates", headers={"Authorization": "Bearer rst_gone"})).status_code == 401
+    assert (await ApiTokens((await engine()).store).list()) == []
