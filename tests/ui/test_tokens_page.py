@@ -70,4 +70,10 @@ async def test_with_sign_in_off_the_api_is_open_but_a_bad_token_is_still_refused
         created = await client.post("/api/v1/debates", json={"topic": "Tea beats coffee", "format": "classic"})
         assert created.status_code == 201
         assert (await client.get("/api/v1/debates", headers={"Authorization": "Bearer rst_gone"})).status_code == 401
+        # Reading a finished debate does not keep it loaded (scripts read many).
+        debate_id = created.json()["id"]
+        await (await (await engine()).session(debate_id)).join()
+        assert (await client.get(f"/api/v1/debates/{debate_id}")).json()["status"] == "completed"
+        assert (await client.get(f"/api/v1/debates/{debate_id}/export.md")).status_code == 200
+        assert debate_id not in (await engine()).sessions
     assert (await ApiTokens((await engine()).store).list()) == []

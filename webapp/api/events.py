@@ -309,6 +309,7 @@ async def stream(session: DebateSession, hub: LiveHub, last_event_id: str | None
         events = await session.store.events_after(session.id, client.position.seq)
         out = ["retry: 2000\n\n", *filter(None, map(client.committed, events))]
         client.position.turns.clear()
+        session.subscribe(lambda _message: None)()  # done with it: a finished debate may leave memory
         yield "".join([*out, client.end()])
         return
     feed = feed_for(hub, session)

@@ -101,6 +101,13 @@ async def session_of(api: Caller, debate_id: str) -> DebateSession:
     return session
 
 
+def let_go(session: DebateSession) -> None:
+    """Done reading a debate: a finished one that nobody watches may leave the engine's memory (a script
+    reading thousands of debates must not keep them all loaded). Subscribing and leaving at once runs
+    the session's usual release."""
+    session.subscribe(lambda _message: None)()
+
+
 async def readable(api: Caller, debate_id: str, action: Action = Action.WATCH) -> DebateSession:
     """The session of a debate the caller may read (403 for a caller who may read no debate at all, before
     the id is looked up; 404 for an unknown id)."""
@@ -146,7 +153,9 @@ async def list_debates(
 @router.get("/debates/{debate_id}", tags=["debates"], summary="A debate (the `show --json` document)")
 async def get_debate(debate_id: str, api: CallerDep) -> dict[str, Any]:
     session = await readable(api, debate_id)
-    return export.to_dict(session.state)
+    document = export.to_dict(session.state)
+    let_go(session)
+    return document
 
 
 @router.delete("/debates/{debate_id}", status_code=204, tags=["debates"], summary="Delete a debate (admins)")
@@ -188,7 +197,9 @@ async def export_debate(debate_id: str, extension: Literal["md", "json", "txt"],
     writer = export.writer_for(extension)
     assert writer is not None
     media = {"md": "text/markdown", "json": "application/json", "txt": "text/plain"}[extension]
-    return Response(writer(session.state), media_type=f"{media}; charset=utf-8", headers={
+    text = writer(session.state)
+    let_go(session)
+    return Response(text, media_type=f"{media}; charset=utf-8", headers={
         "Content-Disposition": f'attachment; filename="debate-{session.id}.{extension}"'})
 
 
