@@ -26,6 +26,9 @@
                              register an endpoint; prints its signing secret once (`secret: whsec_…`)
     webhooks list [--json] | webhooks remove ID
     webhooks deliveries [--json] [--limit N] | webhooks redeliver ID
+    tokens create --user NAME [--role ROLE] [--expires DAYS] [--name LABEL]   a personal API token
+                             for the HTTP API, printed once (`token: rst_…`)
+    tokens list [--user NAME] [--json] | tokens revoke ID
     worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
                              SIGTERM or Ctrl-C
     check [URL|PRESET ...] [--model M] [--json]
@@ -56,6 +59,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from webapp import export
+from webapp.access import token_commands
 from webapp.access.gate import Gate, check_username
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
@@ -866,6 +870,7 @@ def build_parser() -> argparse.ArgumentParser:
     hook_log.add_argument("--json", action="store_true")
     hook_log.add_argument("--limit", type=int, default=20)
     hooks_sub.add_parser("redeliver", parents=[common], help="send a delivery again").add_argument("id")
+    token_commands.add_parser(sub, common)
     worker = sub.add_parser("worker", parents=[common], help="run debates for web processes (leases, jobs)")
     worker.add_argument("--lease", type=float, default=15.0,
                         help="seconds a debate stays this worker's without renewal (default 15)")
@@ -881,6 +886,15 @@ async def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
         except tournament_commands.TournamentUsage as exc:
             raise UsageError(str(exc)) from None
     return EXIT_OK if row.status == "completed" else EXIT_STOPPED
+
+
+async def cmd_tokens(args: argparse.Namespace, out: TextIO) -> int:
+    async with opened(args.db, _settings(args)) as engine:
+        try:
+            await token_commands.run(engine, args, exact_output(out) if getattr(args, "json", False) else out)
+        except token_commands.TokenUsage as exc:
+            raise UsageError(str(exc)) from None
+    return EXIT_OK
 
 
 async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
@@ -949,7 +963,7 @@ async def cmd_webhooks(args: argparse.Namespace, out: TextIO) -> int:
 COMMANDS = {"debate": cmd_debate, "rematch": cmd_rematch, "resume": cmd_resume,
             "list": cmd_list, "show": cmd_show, "export": cmd_export,
             "judges": cmd_judges, "leaderboard": cmd_leaderboard, "delete": cmd_delete, "users": cmd_users,
-            "tournament": cmd_tournament, "worker": cmd_worker, "webhooks": cmd_webhooks}
+            "tournament": cmd_tournament, "worker": cmd_worker, "webhooks": cmd_webhooks, "tokens": cmd_tokens}
 
 
 def settings_problem(exc: ValidationError) -> str:

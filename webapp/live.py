@@ -133,6 +133,7 @@ class DebateChannel:
         self._kids: dict[str, int] = {}
         self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
         self._last_status: dict[str, Any] | None = None
+        self._listeners: list[Watcher] = []  # not pages: the HTTP API's event streams (`listen`)
         # A hub without a bus (some tests build channels on a stand-in) hears only this process.
         self.bus: LiveBus = getattr(hub, "bus", None) or InProcessBus()
         # Joining mid-turn (streamed here, or elsewhere as far as the bus has seen): offsets continue
@@ -156,7 +157,7 @@ class DebateChannel:
 
     @property
     def watchers(self) -> int:
-        return len(self.event.callbacks)
+        return len(self.event.callbacks) + len(self._listeners)
 
     def kid(self, key: str) -> int:
         """A small id for a turn key, so each streamed item names its turn in a few bytes."""
@@ -281,6 +282,14 @@ class DebateChannel:
             if time.perf_counter() > deadline:
                 await asyncio.sleep(0)
                 deadline = time.perf_counter() + YIELD_EVERY
+        self._tell_listeners(batch)
+
+    def _tell_listeners(self, batch: Batch) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(batch)
+            except Exception:  # one broken stream must not stop the others
+                log.exception("a live listener of %s failed", self.session.id)
 
     def flush(self) -> Batch:
         """Emit everything buffered as one batch, and send its wire items (tests call this directly)."""
@@ -289,6 +298,7 @@ class DebateChannel:
             background_tasks.create(self._send(wire, self.room), name=f"live-send-{self.session.id}")
         if batch:
             self.event.emit(batch)
+            self._tell_listeners(batch)
         return batch
 
     def _take(self) -> tuple[Batch, list[list[Any]]]:
@@ -406,6 +416,20 @@ class DebateChannel:
         if client.has_socket_connection:
             join()
         client.on_delete(release)
+        return release
+
+    def listen(self, callback: Watcher) -> Callable[[], None]:
+        """Subscribe something that is not a page (no client, no socket): it gets every batch, in the
+        same synchronous block as this call (read the live turns here, then await nothing before it).
+        Returns the function that unsubscribes it; the channel closes with its last watcher."""
+        self._listeners.append(callback)
+
+        def release() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+                if self.watchers == 0:
+                    self.close()
+
         return release
 
     def close(self) -> None:

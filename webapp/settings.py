@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     user_daily_usd: float | None = Field(
         default=None, ge=0, description="most a non-admin may commit to debates started per day (USD)"
     )
+    api_rate_per_minute: int = Field(
+        default=60, ge=1, le=100_000, description="HTTP API requests each API token may make per minute"
+    )
     max_retries: int = Field(default=3, ge=0, le=20, description="retries per debate after errors")
     retry_after_cap: float = Field(default=30.0, ge=0, description="longest Retry-After honoured, seconds")
     # JSON object: {"model-name": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,11 @@ from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import UNKNOWN_ACTOR, Accounts, UnknownUser, UserExists
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
+from webapp.store.errors import DuplicateKey
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
 from webapp.store.sign_ins import SignIns
+from webapp.store.tokens import ApiTokens
 from webapp.store.webhooks import WebhookStore
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner
@@ -389,6 +392,35 @@ async def test_failed_sign_ins_with_unknown_names_are_one_audit_row_per_address(
     assert total == 2 and {r.actor for r in rows} == {UNKNOWN_ACTOR}
     by_address = {json.loads(r.detail)["address"]: json.loads(r.detail)["attempts"] for r in rows}
     assert by_address == {"10.0.0.1": 7, "10.0.0.2": 1}
+async def test_api_tokens_are_found_by_digest_listed_revoked_once_and_expire(any_store: EventStore) -> None:
+    tokens = ApiTokens(any_store)
+    first = await tokens.add("Ada", "operator", "digest-1", "f3a9", "ci")
+    await tokens.add("bob", "viewer", "digest-2", "0b0b")
+    soon = await tokens.add("ada", "viewer", "digest-3", "3333", expires_at=utcnow() - timedelta(seconds=1))
+    found = await tokens.by_hash("digest-1")
+    assert found is not None and (found.id, found.username, found.role, found.suffix, found.name) == (
+        first.id, "Ada", "operator", "f3a9", "ci")
+    assert found.status() == "active" and (await tokens.get(soon.id)).status() == "expired"
+    assert {t.suffix for t in await tokens.list("ADA")} == {"f3a9", "3333"}  # names compared without case
+    assert len(await tokens.list()) == 3 and await tokens.by_hash("nope") is None
+    await tokens.touch(first.id)
+    assert (await tokens.get(first.id)).last_used_at is not None
+    assert await tokens.revoke(first.id, "root") is True
+    assert await tokens.revoke(first.id, "root") is False and await tokens.revoke("missing", "root") is False
+    revoked = await tokens.get(first.id)
+    assert revoked.status() == "revoked" and revoked.revoked_by == "root"
+    with pytest.raises((sqlite3.IntegrityError, DuplicateKey)):  # a digest is unique
+        await tokens.add("bob", "viewer", "digest-2", "0b0b")
+
+
+async def test_committed_spend_counts_what_a_person_started_with_their_api_tokens(any_store: EventStore) -> None:
+    start = utcnow() - timedelta(minutes=1)
+    await any_store.create_debate("ui", "T", "classic", {"budget": {"cost_limit": 1.0}}, {}, actor="ann_1")
+    await any_store.create_debate("api", "T", "classic", {"budget": {"cost_limit": 2.0}}, {},
+                                  actor="ann_1 (token …f3a9)")
+    await any_store.create_debate("other", "T", "classic", {"budget": {"cost_limit": 4.0}}, {},
+                                  actor="annX1 (token …0000)")  # `_` must match only itself
+    assert await any_store.committed_spend("ann_1", start, ["completed"]) == pytest.approx(3.0)
 
 
 # --- leaderboard, tournaments and tag search (queries written per database) ------------------------

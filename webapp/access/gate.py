@@ -15,7 +15,7 @@ from typing import Any
 
 from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.access.roles import Action, PermissionDenied, Principal, Role
-from webapp.engine.api import Command
+from webapp.engine.api import Command, CommandResult
 from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
@@ -125,8 +125,8 @@ class Gate:
 
     # --- debate commands ---------------------------------------------------------------------
 
-    async def command(self, session: DebateSession, name: Command | str, **kwargs: Any) -> None:
-        """Run one of `COMMANDS` on a debate, as this principal."""
+    async def command(self, session: DebateSession, name: Command | str, **kwargs: Any) -> CommandResult:
+        """Run one of `COMMANDS` on a debate, as this principal; returns what it did."""
         try:
             action = COMMANDS[Command(name)]
         except (ValueError, KeyError):
@@ -134,12 +134,13 @@ class Gate:
         principal = await self.authorize(action, session.id)
         detail = {k: v for k, v in kwargs.items() if k != "answers"}
         try:
-            await self.engine.command(session, name, actor=principal.actor, **kwargs)
+            result = await self.engine.command(session, name, actor=principal.actor, **kwargs)
         except Exception as exc:
             await self.accounts.audit(principal.actor, action.value, session.id, outcome="failed",
                                       detail=str(exc)[:500])
             raise
         await self.accounts.audit(principal.actor, action.value, session.id, detail=detail or "")
+        return result
 
     async def start(self, config: DebateConfig) -> DebateSession:
         """Create and start a debate: needs the create permission and fits the person's daily limit."""
@@ -216,7 +217,9 @@ class Gate:
 
     async def daily_spend(self, principal: Principal | None = None) -> float:
         principal = principal or self.principal
-        return await self.engine.store.committed_spend(principal.actor, start_of_day(),
+        # A person's limit covers what they start with their API tokens too (the store matches both).
+        person = principal.name if principal.kind == "token" else principal.actor
+        return await self.engine.store.committed_spend(person, start_of_day(),
                                                        [s.value for s in TERMINAL_STATES])
 
     def daily_limit_applies(self, principal: Principal | None = None) -> bool:

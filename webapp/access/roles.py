@@ -68,12 +68,13 @@ class Principal(BaseModel):
 
     name: str
     role: Role
-    kind: Literal["user", "proxy", "local", "share-link", "cli", "system"] = "user"
+    kind: Literal["user", "proxy", "local", "share-link", "cli", "system", "token"] = "user"
     debate_id: str | None = None  # a share link's one debate
     expires_at: datetime | None = None  # when a browser sign-in runs out
     disabled: bool = False  # the account was disabled after this principal was made
     session_id: str | None = None  # a browser sign-in's session (`login_sessions`): checked on every command
     link_id: str | None = None  # a share link's id: checked on every export
+    token_suffix: str | None = None  # an API token's last characters (kind "token"): named in the audit
 
     def can(self, action: Action, debate_id: str | None = None) -> bool:
         if self.disabled:
@@ -84,8 +85,13 @@ class Principal(BaseModel):
 
     @property
     def actor(self) -> str:
-        """The name recorded with what this principal does (`share-link` for every link)."""
-        return "share-link" if self.kind == "share-link" else self.name
+        """The name recorded with what this principal does (`share-link` for every link; a person acting
+        with an API token as `ada (token …f3a9)`)."""
+        if self.kind == "share-link":
+            return "share-link"
+        if self.kind == "token":
+            return f"{self.name} (token …{self.token_suffix})"
+        return self.name
 
 
 class PermissionDenied(PermissionError):

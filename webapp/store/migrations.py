@@ -270,6 +270,25 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX login_throttle_last ON login_throttle (last_at);
     """),
+    # Personal API tokens (`webapp/access/tokens.py`): only a SHA-256 digest of each token is kept, with
+    # its last four characters so people can tell their tokens apart; a token acts with the lesser of its
+    # own role and its user's role at the time of each request.
+    Migration("014_api_tokens", """
+    CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        role TEXT NOT NULL CHECK (role IN ('admin', 'operator', 'viewer')),
+        token_hash TEXT NOT NULL UNIQUE,
+        suffix TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        last_used_at TEXT,
+        revoked_at TEXT,
+        revoked_by TEXT
+    );
+    CREATE INDEX api_tokens_user ON api_tokens (username, created_at);
+    """),
     # Webhooks (`webapp.webhooks`): the endpoints admins registered (the signing secret is kept because
     # the sender signs with it; it is shown once and never listed), and the delivery queue and log: one
     # row per endpoint and event (`event_key`: unique per endpoint, so an event is queued once however

@@ -48,6 +48,7 @@ from webapp.store.repository import (
     LogReads,
     StaleWrite,
     debate_row,
+    token_actor_pattern,
 )
 from webapp.store.sql import numbered
 
@@ -310,7 +311,7 @@ class PostgresStore(LogReads):
         row = await self.fetchone(
             f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE greatest(cost_usd, coalesce("
             "(config::jsonb #>> '{budget,cost_limit}')::double precision, cost_usd)) END), 0) FROM debates "
-            "WHERE created_by = ? AND created_at >= ?",
-            (*statuses, created_by, since.isoformat()),
+            "WHERE (created_by = ? OR created_by LIKE ? ESCAPE '\\') AND created_at >= ?",
+            (*statuses, created_by, token_actor_pattern(created_by), since.isoformat()),
         )
         return float(row[0]) if row else 0.0

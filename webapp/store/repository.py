@@ -451,6 +451,12 @@ def like_escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def token_actor_pattern(person: str) -> str:
+    """A `LIKE … ESCAPE '\\'` pattern for what `person` does with an API token (`ada (token …f3a9)`,
+    `webapp.access.roles.Principal.actor`): their debates count towards their daily limit too."""
+    return f"{like_escaped(person)} (token %"
+
+
 class Store(LogReads):
     """Access to the event log. Open with `await Store.open(path)`."""
 
@@ -884,14 +890,15 @@ class Store(LogReads):
 
     async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float:
         """What debates `created_by` created since `since` have spent, or may still spend: a debate that
-        has ended counts what it spent; one that has not, its hard limit (or its spend, if higher)."""
+        has ended counts what it spent; one that has not, its hard limit (or its spend, if higher). Debates
+        the person created with an API token (`ada (token …f3a9)`) are theirs too."""
         statuses = list(terminal)
         marks = ",".join("?" * len(statuses))
         row = await self.fetchone(
             f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
             "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
-            "WHERE created_by = ? AND created_at >= ?",
-            (*statuses, created_by, since.isoformat()),
+            "WHERE (created_by = ? OR created_by LIKE ? ESCAPE '\\') AND created_at >= ?",
+            (*statuses, created_by, token_actor_pattern(created_by), since.isoformat()),
         )
         return float(row[0]) if row else 0.0
 

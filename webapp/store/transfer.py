@@ -55,10 +55,13 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     "webhook_deliveries": ("id", "endpoint_id", "event", "event_key", "subject", "payload", "status", "attempts",
                            "created_at", "next_attempt_at", "give_up_at", "lease_owner", "lease_until",
                            "last_attempt_at", "last_status", "last_error", "delivered_at"),
+    # personal API tokens (only their digests): a moved server keeps its scripts working
+    "api_tokens": ("id", "username", "name", "role", "token_hash", "suffix", "created_at", "expires_at",
+                   "last_used_at", "revoked_at", "revoked_by"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
             "tournaments": "created_at, id", "endpoints": "name_key", "webhook_endpoints": "created_at, id",
-            "webhook_deliveries": "created_at, id"}
+            "webhook_deliveries": "created_at, id", "api_tokens": "created_at, id"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

@@ -104,6 +104,7 @@ async def page_not_found(request: Request, exception: Exception) -> Response:
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
+    from webapp import api
     from webapp.ui.pages import (
         admin,
         dashboard,
@@ -114,6 +115,7 @@ def setup() -> None:
         new_debate,
         settings,
         share,
+        tokens,
         tournaments,
         webhooks,
     )
@@ -121,6 +123,7 @@ def setup() -> None:
     rt = runtime.reset()
     app.add_middleware(SecurityHeaders)
     app.add_api_route(FINISH_PATH, finish_sign_in, methods=["GET"], include_in_schema=False)
+    api.mount(app, wrap=SecurityHeaders)  # the HTTP API under /api/v1 (its docs at /api/docs)
     app.add_static_files("/static", STATIC_DIR)
     install_head()
     app.on_startup(rt.start)
@@ -136,6 +139,7 @@ def setup() -> None:
         ("/tournaments/new", "New tournament", tournaments.new_page),
         ("/tournaments/{tournament_id}", "Tournament", tournaments.page),
         ("/settings", "Settings", settings.page),
+        ("/tokens", "API tokens", tokens.page),
         ("/login", "Sign in", login.page),
         ("/admin", "Admin", admin.page),
         ("/admin/webhooks", "Webhooks", webhooks.page),

@@ -21,6 +21,7 @@ NAV = [
     ("Tournaments", "/tournaments", "emoji_events", Action.LIST),
     ("Judges", "/judges", "gavel", Action.LIST),
     ("Settings", "/settings", "tune", Action.LIST),
+    ("API tokens", "/tokens", "key", Action.LIST),
     ("Admin", "/admin", "admin_panel_settings", Action.VIEW_AUDIT),
 ]
 # A table wider than a phone scrolls sideways inside its card: keyboard users must be able to focus it

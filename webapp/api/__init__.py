@@ -1,0 +1,78 @@
+"""Rostrum's HTTP API, version 1: FastAPI routes under `/api/v1` on the app NiceGUI runs.
+
+`mount(app)` adds them as a sub-application (its own OpenAPI document at `/api/v1/openapi.json`, its
+own JSON errors, untouched by the pages' "not found" page) and the interactive docs at `/api/docs`.
+Requests to `/api/v1` are handed to that sub-application before NiceGUI's middlewares (`front_door`):
+those serve pages — browser sessions, a per-visitor user storage that NiceGUI creates for every request
+without a session cookie and keeps for good, cache headers — and an API client needs none of them; they
+would also pass every write of an event stream through three more layers.
+Requests are authenticated in `webapp.api.auth` (personal API tokens, `webapp.access.tokens`), the
+routes are in `webapp.api.routes`, the live event stream in `webapp.api.events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from webapp.api.routes import router
+
+PREFIX = "/api/v1"
+OPENAPI = f"{PREFIX}/openapi.json"
+DOCS = "/api/docs"
+DESCRIPTION = """Start, follow and steer debates from scripts, notebooks and CI.
+
+Authenticate with a personal API token (made on the **API tokens** page or with
+`python -m webapp tokens create --user NAME`): `Authorization: Bearer rst_…`. With sign-in off (a
+server bound to loopback) the API is open, like the web pages. Each token may make a limited number of
+requests a minute (429 with `Retry-After` beyond it)."""
+
+
+def build() -> FastAPI:
+    api = FastAPI(title="Rostrum API", version="1", description=DESCRIPTION, openapi_url="/openapi.json",
+                  docs_url=None, redoc_url=None)
+    api.include_router(router)
+    return api
+
+
+async def docs() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url=OPENAPI, title="Rostrum API")
+
+
+def front_door(api: ASGIApp, pages: ASGIApp) -> ASGIApp:
+    """An ASGI app sending `/api/v1…` straight to `api` (with the scope a mount would give it), the rest
+    to `pages` (the app's usual middleware stack)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == PREFIX or path.startswith(PREFIX + "/")):
+            root = scope.get("root_path", "")
+            await api({**scope, "app_root_path": scope.get("app_root_path", root), "root_path": root + PREFIX},
+                      receive, send)
+            return
+        await pages(scope, receive, send)
+
+    return app
+
+
+def mount(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
+    """Add the API to `app` (again after a fresh `setup()`: the old mount is replaced). `wrap`: what every
+    answer passes through besides the API's own handling (the security headers), since the front door
+    hands `/api/v1` to the API before the app's middlewares."""
+    app.router.routes[:] = [r for r in app.router.routes
+                            if not (isinstance(r, Mount) and r.path == PREFIX) and getattr(r, "path", None) != DOCS]
+    api = build()
+    app.mount(PREFIX, api)  # what the front door does, for anything that builds the stack its own way
+    app.add_api_route(DOCS, docs, include_in_schema=False, response_class=HTMLResponse)
+    build_stack = type(app).build_middleware_stack
+
+    def build_with_front_door() -> ASGIApp:
+        return front_door(wrap(api) if wrap is not None else api, build_stack(app))
+
+    # Starlette builds the stack on the first request, after NiceGUI has added its middlewares.
+    app.build_middleware_stack = build_with_front_door  # type: ignore[method-assign]
