@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from webapp.engine.panel import SPLIT_RULE, PanelDecision, panel_decision
 from webapp.engine.state import DebateState
 from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
 from webapp.models import Participant, Turn
@@ -34,6 +35,15 @@ def _name(state: DebateState, participant_id: str | None) -> str:
 
 def _who(p: Participant) -> str:
     return f"{p.name} ({p.position}, {p.provider}:{p.model})"
+
+
+def _winner_line(decision: PanelDecision, name: Callable[[str | None], str]) -> str:
+    """"Ada", "Ada (majority of judges (2–1))", "no winner (judges split 1–1: no winner)": by the panel rule."""
+    if decision.how == "single":
+        return name(decision.winner)
+    if decision.winner is None and decision.how in ("split", "undecided"):
+        return f"no winner ({decision.words})"
+    return f"{name(decision.winner)} ({decision.words})"
 
 
 def to_dict(state: DebateState) -> dict[str, Any]:
@@ -76,7 +86,9 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "actions": [dict(a) for a in state.actions],
         "verdict": None if verdict is None else {
             "available": verdict.available,
-            "winner": verdict.winner,
+            # The winner by the one panel rule (`webapp.engine.panel`), and how it was decided.
+            "winner": panel_decision(verdict).winner if verdict.available else None,
+            "decision": panel_decision(verdict).public() if verdict.available else None,
             "scores": dict(verdict.scores),
             "criteria": {
                 criterion: {pid: {"score": s.score, "note": s.note} for pid, s in by_pid.items()}
@@ -173,7 +185,10 @@ def to_markdown(state: DebateState) -> str:
                 fence = code_fence(raw)  # longer than any run of backticks inside: it cannot be closed early
                 lines += [fence, raw, fence, ""]
         else:
-            lines += [f"**Winner:** {name(verdict.winner)}", ""]
+            decision = panel_decision(verdict)
+            lines += [f"**Winner:** {_winner_line(decision, name)}", ""]
+            if decision.judges >= 2:
+                lines += [f"_{inline(SPLIT_RULE)}_", ""]
             if verdict.confidence is not None:
                 lines += [f"**Confidence:** {verdict.confidence:.0%}", ""]
             pids = list(verdict.scores)
@@ -211,7 +226,10 @@ def to_text(state: DebateState) -> str:
         if not verdict.available:
             lines += ["Verdict unavailable.", verdict.reasoning]
         else:
-            lines.append(f"Winner: {_name(state, verdict.winner)}")
+            decision = panel_decision(verdict)
+            lines.append(f"Winner: {_winner_line(decision, lambda pid: _name(state, pid))}")
+            if decision.judges >= 2:
+                lines.append(SPLIT_RULE)
             lines += [f"  {_name(state, pid)}: {score:g}/100" for pid, score in verdict.scores.items()]
             lines += ["", verdict.reasoning]
             if verdict.synthesis:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from webapp.engine.formats import get_format
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES
+from webapp.engine.panel import decided_winner
 from webapp.engine.schedule import ConfigError
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, Participant
@@ -143,7 +144,7 @@ def game_of(state: DebateState) -> Game:
     judged = ended and verdict is not None and verdict.available
     return Game(
         id=state.id, status=state.status.value, ended=ended, running=state.status in ACTIVE_STATES, judged=judged,
-        winner=verdict.winner if judged and verdict is not None else None,
+        winner=decided_winner(verdict) if judged else None,  # by the panel rule, as the banner says
         seats=tuple(p.id for p in state.config.participants if p.position != "moderator"),
         positions=tuple(p.position for p in state.config.participants if p.position != "moderator"),
     )

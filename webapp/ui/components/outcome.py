@@ -1,6 +1,7 @@
 """The outcome card, result first: what a finished debate came to, in one line, at the top of the page.
 
-A winner (with their colour), a tie, a panel's split ("Judges split 1–1", "Proposition wins 2–1"), the
+A winner (with their colour), a tie, a panel's split ("No winner: judges split 1–1", "Proposition wins
+2–1", by the one rule of `webapp.engine.panel`), the
 agreement a convergence debate reached, the final solution of a collaborative one, "Verdict
 unavailable: why", or why a debate without a verdict ended. Then one line of mean scores and a link to
 the full verdict card (`#verdict`). `outcome_of` is the pure part (tested without a page).
@@ -125,7 +126,7 @@ def _ruling(state: DebateState, verdict: Verdict) -> Outcome:
     if tally is not None and tally.judges >= 2 and not tally.unanimous:
         has_majority, pick = tally.majority
         if not has_majority:
-            return Outcome("split", f"Judges split {tally.split}")
+            return Outcome("split", f"No winner: judges split {tally.split}")
         if pick is None:
             return Outcome("tie", f"Tie {tally.split}")
         return Outcome("winner", f"{_name(state, pick)} wins {tally.split}", winner=pick)
