@@ -59,7 +59,7 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "created_by": state.created_by or None,
         "participants": [
             {"id": p.id, "name": p.name, "role": p.position, "provider": p.provider, "model": p.model,
-             "color": p.color}
+             "color": p.color, "persona": p.persona}
             for p in state.config.participants
         ],
         "turns": [
@@ -163,6 +163,7 @@ def to_markdown(state: DebateState) -> str:
     lines = [f"# {inline(config.topic)}", "", f"- **Format:** {state.format.title}",
              f"- **Status:** {state.status.value}"]
     lines.append("- **Participants:** " + ", ".join(inline(_who(p)) for p in config.participants))
+    lines += [f"- **Persona of {inline(p.name)}:** {inline(p.persona)}" for p in config.participants if p.persona]
     lines.append(f"- **Cost:** {inline(_cost_line(state))}")
     if state.ended_because:
         lines.append(f"- **Ended because:** {inline(state.ended_because)}")
@@ -211,7 +212,10 @@ def to_text(state: DebateState) -> str:
     config = state.config
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
-    lines += [f"Participant: {_who(p)}" for p in config.participants]
+    for p in config.participants:
+        lines.append(f"Participant: {_who(p)}")
+        if p.persona:
+            lines.append(f"  Persona: {' '.join(p.persona.split())}")
     if state.ended_because:
         lines.append(f"Ended because: {state.ended_because}")
     lines.append("")

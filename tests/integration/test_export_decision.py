@@ -66,3 +66,11 @@ async def test_a_majority_names_its_winner_and_how(engine: Engine) -> None:
     data = json.loads(export.to_json(state))
     assert (data["verdict"]["winner"], data["verdict"]["decision"]["decided_by"]) == ("bo", "unanimous")
     assert "**Winner:** Bo (judges agree 2–0)" in export.to_markdown(state)
+
+
+async def test_personas_are_in_show_json_and_every_export(engine: Engine) -> None:
+    state = await panel_debate(engine)
+    data = json.loads(export.to_json(state))
+    assert [(p["name"], p["persona"]) for p in data["participants"]] == [("Ada", "A calm retired judge."), ("Bo", "")]
+    assert "- **Persona of Ada:** A calm retired judge." in export.to_markdown(state)
+    assert "  Persona: A calm retired judge." in export.to_text(state)
