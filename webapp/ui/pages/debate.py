@@ -30,7 +30,7 @@ from webapp.live import Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.components.badges import status_badge_html
+from webapp.ui.components.badges import money, status_badge_html
 from webapp.ui.components.banners import (
     banner_signature,
     last_cost_warning,
@@ -50,10 +50,31 @@ from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
 
 
+def unasked_cost_warning(state: DebateState) -> str | None:
+    """The cost warning in words when the debate could not stop to ask about it — spending crossed warn-at
+    during the verdict, which is not interrupted (without this, a tinted badge was its only sign)."""
+    warn_at, spent = state.config.budget.warn_at, state.ledger.total_usd
+    if warn_at is None or any(t.get("event") == "COST_WARNING" for t in state.transitions):
+        return None  # no threshold, or the debate waited for it (the acknowledgement panel and dialog said it)
+    warning = last_cost_warning(state)
+    if not warning and spent < warn_at:
+        return None
+    debated = sum(t.cost_usd or 0.0 for t in state.turns)
+    during = " during the verdict" if state.verdict is not None and debated < warn_at else ""
+    return (f"Spending warning: spending reached {money(spent)}{during}, at or above the {money(warn_at)} "
+            "warning threshold" + ("; the verdict was not interrupted." if during else "."))
+
+
 def render_cost_warning(state: DebateState) -> None:
     budget = state.config.budget
     if state.cost_warned or (budget.warn_at is not None and state.ledger.total_usd >= budget.warn_at):
         ui.badge("warning threshold reached", color="orange-9").mark("cost-warning")
+    said = unasked_cost_warning(state)
+    if said:
+        with ui.row().classes("items-start gap-1 no-wrap text-sm text-orange-10 dark:text-orange-3") \
+                .props('role="alert"').mark("cost-warning-note"):
+            ui.icon("warning").classes("text-lg shrink-0").props('aria-hidden="true"')
+            ui.label(said).classes("min-w-0")
 
 
 ACTION_WORDS = {
@@ -237,11 +258,12 @@ class DebateView:
             self._section("past", len(state.answers), lambda: render_past_clarifications(state))
         self._section("after", (aux_notes_signature(state, live), len(state.round_scores), state.verdict,
                                 state.ended_because), lambda: self._render_after(state, live))
-        if "cost-warning" not in self.sections and (state.cost_warned or state.warnings):
+        unasked = unasked_cost_warning(state)
+        if "cost-warning" not in self.sections and (state.cost_warned or state.warnings or unasked):
             with self.right:  # made when first needed, above the cost card
                 self.sections["cost-warning"] = ui.element("div").move(self.right, 1)
         if "cost-warning" in self.sections:
-            self._section("cost-warning", (state.cost_warned, len(state.warnings)),
+            self._section("cost-warning", (state.cost_warned, len(state.warnings), unasked),
                           lambda: render_cost_warning(state))
         activity = (len(state.actions), state.created_by)
         if self.signatures.get("activity") != activity:
