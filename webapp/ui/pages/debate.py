@@ -136,19 +136,18 @@ class DebateView:
                 ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            self.controls = Controls(self.session, self.gate, after=self.sync)  # a share link gets none
-            with self.controls.row:  # one row for the commands and the rest: one element less
+            with ui.row().classes("w-full items-center gap-2").mark("page-actions"):
                 self.export_menu: ui.menu | None = None
                 self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
-                    .props('flat dense no-caps aria-haspopup="menu"').classes("ml-auto").mark("export")
+                    .props('flat dense no-caps aria-haspopup="menu"').mark("export")
                 self.rematch = RematchButton(self.session, self.gate)
                 if principal.kind != "share-link" and principal.can(Action.CREATE):
-                    # "Clone" opens the form filled in from this debate, to re-run it with edits.
-                    ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
-                        'aria-label="Clone this debate into the new-debate form"').mark("clone")
-                    # The same form, offered by name once a debate has ended, failed or was stopped.
+                    # One action (it was "Clone" and "Re-run with edits", the same form twice): the
+                    # new-debate form filled in from this debate, at any stage.
                     self.rerun = ui.link("Re-run with edits", f"/new?from={state.id}") \
-                        .classes("rostrum-clone q-px-sm").mark("rerun")
+                        .classes("rostrum-clone q-px-sm").props(
+                            'aria-label="Re-run with edits: the new-debate form filled in from this debate"') \
+                        .mark("rerun")
         # Sections that are often empty (the outcome, banners, what follows the transcript) are rendered
         # straight into their place when they have something to show (`_place`): no holder element.
         # name -> (parent, anchor, whether the section goes after the anchor or before it)
@@ -160,6 +159,10 @@ class DebateView:
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
             self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
+            # Pause and Stop stay in reach while following the live turn (a share link gets none).
+            self.controls = Controls(self.session, self.gate, after=self.sync)
+        with self.top_card:
+            self.controls.read_only_note()
         self.places["banners"] = (context.slot.parent, sticky, True)
         self.places["series"] = (context.slot.parent, sticky, False)  # before the bar: after the outcome
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
@@ -269,8 +272,6 @@ class DebateView:
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
             self.sections["activity"].set_content(shared_text(activity_html(state)))
-        if self.rerun is not None:
-            self.rerun.set_visibility(state.status in TERMINAL_STATES or state.status is State.ERROR)
         self.controls.update()
         self.rematch.update()
         self.series.update()
