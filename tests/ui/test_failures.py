@@ -10,7 +10,7 @@ import pytest
 from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer, Script
-from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, one, start_demo
+from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, html_text, one, start_demo
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.ui.components.failure import explain_error, retry_label
@@ -59,11 +59,13 @@ async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
     await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
     await user.open(f"/debate/{session.id}")
-    await user.should_see(marker="stopped-panel")
-    assert one(user, "stopped-by").text == f"Stopped by ada at {phase}, round {position['round']}."
-    for marker in ("rerun", "stopped-rerun"):
-        assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
-    user.find(marker="stopped-rerun").click()
+    await user.should_see(marker="outcome")
+    said = html_text(one(user, "outcome").content).removeprefix("stop_circle")  # after the icon
+    assert said.startswith(f"Stopped by ada at {phase}, round {position['round']}, without a verdict"), said
+    assert said.lower().count("stopped") == 1  # said once: no second panel, no note beside the badge
+    await user.should_not_see(marker="stopped-panel")
+    assert one(user, "rerun").props["href"] == f"/new?from={session.id}"
+    user.find(marker="rerun").click()
     await user.should_see(marker="debate-form")
     assert one(user, "field-topic").value == "Who stopped it?"
 
@@ -79,7 +81,7 @@ async def test_re_run_with_edits_is_one_action_offered_while_it_runs_and_after(
     await user.should_not_see("Clone")
     await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
-    await user.should_see(marker="stopped-panel")
+    await user.should_see(marker="outcome")
     assert one(user, "rerun").visible and one(user, "rerun").props["href"] == f"/new?from={session.id}"
     await user.should_not_see("Clone")
 
@@ -103,6 +105,6 @@ async def test_a_debate_its_hard_limit_stopped_says_it_stopped_by_itself(user: U
     session = await start_demo("Who pays?", budget={"warn_at": None, "cost_limit": 0.0001})
     assert await session.join() is State.STOPPED
     await user.open(f"/debate/{session.id}")
-    await user.should_see(marker="stopped-panel")
-    said = one(user, "stopped-by").text
+    await user.should_see(marker="outcome")
+    said = html_text(one(user, "outcome").content).removeprefix("stop_circle")  # after the icon
     assert said.startswith("Stopped automatically at ") and "Stopped by" not in said, said

@@ -109,7 +109,7 @@ async def test_a_debate_stopped_after_an_error_without_a_verdict_says_why_it_end
     assert await session.join() is State.STOPPED
     await show(user, session.state)
     text = headline(user)
-    assert text.startswith("Stopped without a verdict: stopped by user")
+    assert text.startswith("Stopped automatically at ") and ", without a verdict, after an error from " in text, text
     assert "simulated invalid API key" in text
     await user.should_not_see(marker="outcome-verdict-link")  # no verdict card to link to
 

@@ -36,7 +36,7 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
         return
     if status is State.ERROR:
         _error_panel(view, state, run, clone)
-    if status is State.STOPPED or (status is State.JUDGING and state.stopping):
+    if status is State.JUDGING and state.stopping:  # once stopped, the outcome card says it (once)
         _stopped_note(state, clone)
     if status is State.PAUSED and view.interrupted:
         with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \

@@ -19,6 +19,7 @@ from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.state import DebateState
 from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.failure import explain_stop
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.verdict import panel_tally
@@ -109,12 +110,14 @@ def _error_note(state: DebateState) -> str | None:
 
 
 def _ended(state: DebateState) -> Outcome:
-    """A finished debate without a verdict: why it ended."""
+    """A finished debate without a verdict: why it ended. A stopped debate says it once, here: who
+    stopped it and where (the page shows no separate "stopped" panel once it has ended)."""
     reason = state.ended_because
     if state.status is State.STOPPED:
-        why = reason or "stopped"
+        said = explain_stop(state)
         error = _error_note(state)
-        headline = f"Stopped without a verdict: {why}" + (f", {error}" if error else "")
+        headline = (f"{said.rstrip('.')}, without a verdict" if said else
+                    f"Stopped without a verdict: {reason or 'stopped'}") + (f", {error}" if error else "")
     else:
         headline = f"Finished without a verdict: {reason}" if reason else "Finished (not judged)"
     return Outcome("ended", _clip(headline, HEADLINE_CHARS))
@@ -163,7 +166,7 @@ def outcome_of(state: DebateState) -> Outcome | None:
     tally = panel_tally(verdict) if verdict is not None else None
     label = f"Mean scores of {tally.judges} judges" if tally is not None and tally.judges >= 2 else "Scores"
     if state.status is State.STOPPED and result.kind != "ended":
-        note = f"stopped early: {state.ended_because}" if state.ended_because else "stopped early"
+        note = (explain_stop(state) or "Stopped early").rstrip(".")
     return Outcome(result.kind, result.headline, result.winner, _scores(state, verdict), label,
                    _clip(note, HEADLINE_CHARS) if note else None, result.synthesis, verdict is not None)
 
@@ -205,7 +208,7 @@ def render_outcome(state: DebateState) -> None:
     if outcome.note or outcome.verdict:
         rest.add('<div class="row items-center gap-x-3 gap-y-0 text-sm">')
         if outcome.note:
-            rest.text(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
+            rest.text(f"Ended: {outcome.note}" if not outcome.note.lower().startswith("stopped") else
                       outcome.note[0].upper() + outcome.note[1:], MUTED, "outcome-note", "span")
         if outcome.verdict:
             rest.add('<a href="#verdict" class="nicegui-link font-medium" data-mark="outcome-verdict-link">'

@@ -21,7 +21,7 @@ from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
-from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.machine import State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
@@ -238,7 +238,8 @@ class DebateView:
         status = (view.status.value, view.interrupted, state.ended_because)
         if self.signatures.get("status") != status:
             self.signatures["status"] = status
-            note = state.ended_because if state.status in TERMINAL_STATES else None
+            # Why it ended beside the badge, except for a stop: the outcome card says who stopped it and where.
+            note = state.ended_because if state.status is State.COMPLETED else None
             badge, marker = status_badge_html(view.status.value, view.interrupted, note)
             # The topic tags go into this one element's HTML (escaped): no element of their own, since
             # every element costs each spectator's memory.
