@@ -19,6 +19,7 @@ from tests.ui.test_access import add_users, signed_in
 from tests.ui.test_leaderboard_page import table_rows
 from tests.ui.test_not_found import page_elements
 from webapp.access.roles import LOCAL
+from webapp.engine.formats import FORMATS
 from webapp.models import EventKind, JudgeRuling, Verdict
 from webapp.settings import get_settings
 from webapp.store.migrations import migrate
@@ -54,6 +55,9 @@ async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -
     user.find(marker="t-topics").type("Cities should ban private cars\nHomework should be abolished")
     for element in user.find(marker="t-format").elements:
         element.value = "round-limited"
+    rounds = one(user, "t-rounds")
+    assert rounds.props["label"] == "Rounds"  # a whole label, not "Rounds (format default if empty)" cut short
+    assert rounds.props["placeholder"] == str(FORMATS["round-limited"].termination.default_rounds)  # its default
     for element in user.find(marker="t-rounds").elements:
         element.value = 1
     # Before starting: how many debates, and the most they may cost (3 models, 2 topics, sides swapped).

@@ -95,6 +95,20 @@ async def list_page(request: Request) -> Response | None:
 # --- the form --------------------------------------------------------------------------------------
 
 
+def rounds_default(format_id: str) -> str:
+    """What an empty Rounds field plays: the format's own default, shown in the field."""
+    fmt = FORMATS.get(format_id)
+    return str(fmt.termination.default_rounds) if fmt is not None and fmt.has_rounds else "–"
+
+
+def rounds_hint(format_id: str) -> str:
+    fmt = FORMATS.get(format_id)
+    if fmt is None or not fmt.has_rounds:
+        return "this format has no rounds"
+    term = fmt.termination
+    return f"{term.min_rounds}–{term.max_rounds}; empty = {term.default_rounds}"
+
+
 class TournamentForm:
     """The new-tournament form: a plain dictionary bound to the inputs, checked into a `Tournament`."""
 
@@ -133,20 +147,28 @@ class TournamentForm:
             ui.textarea("Models, one per line (provider:model)").bind_value(self.form, "models") \
                 .classes("w-full").mark("t-models")
             ui.textarea("Topics, one per line").bind_value(self.form, "topics").classes("w-full").mark("t-topics")
-            with ui.row().classes("w-full gap-4 items-center"):
-                ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
-                    .bind_value(self.form, "format").classes("min-w-48").mark("t-format")
-                ui.number("Rounds (format default if empty)", min=1, max=50, precision=0) \
-                    .bind_value(self.form, "rounds").mark("t-rounds")
+            with ui.row().classes("w-full gap-4 items-start"):
+                fmt = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
+                    .bind_value(self.form, "format").props("outlined dense").classes("min-w-48").mark("t-format")
+                # The label stays whole; what an empty field means (the format's default) is in the field.
+                rounds = ui.number("Rounds", min=1, max=50, precision=0).bind_value(self.form, "rounds") \
+                    .props("outlined dense").classes("w-44").mark("t-rounds")
+
+                def explain_rounds() -> None:
+                    rounds.props(f'placeholder="{rounds_default(self.form["format"])}" '
+                                 f'hint="{rounds_hint(self.form["format"])}"')
+
+                explain_rounds()
+                fmt.on_value_change(explain_rounds)
                 ui.checkbox("Play each pairing twice, sides swapped").bind_value(self.form, "swap_sides") \
                     .mark("t-swap")
             ui.textarea("Judges, one per line (provider:model; several make a panel)") \
                 .bind_value(self.form, "judges").classes("w-full").mark("t-judges")
             with ui.row().classes("w-full gap-4 items-center"):
                 ui.number("Total budget (USD, optional)", min=0, step=0.5).bind_value(self.form, "budget_usd") \
-                    .mark("t-budget")
+                    .props("outlined dense").classes("w-64").mark("t-budget")
                 ui.number("Debates at once", min=1, max=16, precision=0).bind_value(self.form, "concurrency") \
-                    .mark("t-concurrency")
+                    .props("outlined dense").classes("w-44").mark("t-concurrency")
             # How many debates and the most they may cost, before starting (kept current as the form changes).
             self.estimate = ui.label(self.estimate_text()).classes("text-sm font-medium").mark("t-estimate")
             for element in self.inputs:
