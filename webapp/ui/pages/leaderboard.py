@@ -77,7 +77,7 @@ def history_chart(board: Leaderboard) -> dict[str, Any]:
         "tooltip": {**_TOOLTIP, "trigger": "axis"},
         "legend": {"top": 0, "type": "scroll"},
         "grid": {"left": 8, "right": 24, "top": 36, "bottom": 24, "containLabel": True},
-        "xAxis": {"type": "time"},
+        "xAxis": {"type": "time", "axisLabel": {"hideOverlap": True}},  # dates never print over each other
         "yAxis": {"type": "value", "scale": True},
         "series": [{"type": "line", "name": m, "showSymbol": True,
                     "data": [[p.at.isoformat(), p.ratings[m]] for p in board.history if m in p.ratings]}
