@@ -294,7 +294,7 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
                                    "mode": ruling.output_mode or "", "swap": _swap_words(state, ruling)}
             row.update({pid: f"{ruling.scores[pid]:g}" if pid in ruling.scores else "–" for pid in pids})
             rows.append(row)
-        mean = {"id": "mean", "judge": "Mean (never picks the winner)", "winner": "", "confidence": "", "mode": "",
+        mean = {"id": "mean", "judge": "Mean", "winner": "", "confidence": "", "mode": "",
                 "swap": ""}
         mean.update({pid: f"{verdict.scores[pid]:g}" for pid in pids})
         rows.append(mean)
