@@ -531,12 +531,17 @@ async def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
                       f"{f'{r.wins}-{r.losses}-{r.ties}':<10} ${r.avg_cost_usd:.4f}\n")
 
     table(board.ratings)
+    for line in board.words:  # in words, for each pair of neighbours
+        out.write(f"  {strip_controls(line.words)}\n")
     style = board.style
     if style.length_effect is not None:
         out.write(f"\nStyle-controlled (word-count difference as a covariate): length effect "
                   f"{style.length_effect:+.2f} "
                   f"(95% {style.length_low:+.2f} to {style.length_high:+.2f}; > 0: the longer side wins more)\n")
-        table(style.ratings)
+    else:
+        out.write(f"\nStyle-controlled (word-count difference as a covariate): length effect: too few debates "
+                  f"(n = {board.comparisons})\n")
+    table(style.ratings)
     if board.pairs:
         out.write("\nHead to head (wins-losses-ties of the first; panel split)\n")
         for p in board.pairs:

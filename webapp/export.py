@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from webapp.engine.panel import SPLIT_RULE, PanelDecision, panel_decision
 from webapp.engine.state import DebateState
 from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
 from webapp.models import Participant, Turn
@@ -36,6 +37,15 @@ def _who(p: Participant) -> str:
     return f"{p.name} ({p.position}, {p.provider}:{p.model})"
 
 
+def _winner_line(decision: PanelDecision, name: Callable[[str | None], str]) -> str:
+    """"Ada", "Ada (majority of judges (2–1))", "no winner (judges split 1–1: no winner)": by the panel rule."""
+    if decision.how == "single":
+        return name(decision.winner)
+    if decision.winner is None and decision.how in ("split", "undecided"):
+        return f"no winner ({decision.words})"
+    return f"{name(decision.winner)} ({decision.words})"
+
+
 def to_dict(state: DebateState) -> dict[str, Any]:
     """The `show --json` shape (plus a few extra keys)."""
     verdict = state.verdict
@@ -49,7 +59,7 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "created_by": state.created_by or None,
         "participants": [
             {"id": p.id, "name": p.name, "role": p.position, "provider": p.provider, "model": p.model,
-             "color": p.color}
+             "color": p.color, "persona": p.persona}
             for p in state.config.participants
         ],
         "turns": [
@@ -76,7 +86,9 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "actions": [dict(a) for a in state.actions],
         "verdict": None if verdict is None else {
             "available": verdict.available,
-            "winner": verdict.winner,
+            # The winner by the one panel rule (`webapp.engine.panel`), and how it was decided.
+            "winner": panel_decision(verdict).winner if verdict.available else None,
+            "decision": panel_decision(verdict).public() if verdict.available else None,
             "scores": dict(verdict.scores),
             "criteria": {
                 criterion: {pid: {"score": s.score, "note": s.note} for pid, s in by_pid.items()}
@@ -169,6 +181,7 @@ def to_markdown(state: DebateState) -> str:
     lines = [f"# {inline(config.topic)}", "", f"- **Format:** {state.format.title}",
              f"- **Status:** {state.status.value}"]
     lines.append("- **Participants:** " + ", ".join(inline(_who(p)) for p in config.participants))
+    lines += [f"- **Persona of {inline(p.name)}:** {inline(p.persona)}" for p in config.participants if p.persona]
     lines.append(f"- **Cost:** {inline(_cost_line(state))}")
     if state.ended_because:
         lines.append(f"- **Ended because:** {inline(state.ended_because)}")
@@ -191,7 +204,10 @@ def to_markdown(state: DebateState) -> str:
                 fence = code_fence(raw)  # longer than any run of backticks inside: it cannot be closed early
                 lines += [fence, raw, fence, ""]
         else:
-            lines += [f"**Winner:** {name(verdict.winner)}", ""]
+            decision = panel_decision(verdict)
+            lines += [f"**Winner:** {_winner_line(decision, name)}", ""]
+            if decision.judges >= 2:
+                lines += [f"_{inline(SPLIT_RULE)}_", ""]
             if verdict.confidence is not None:
                 lines += [f"**Confidence:** {verdict.confidence:.0%}", ""]
             pids = list(verdict.scores)
@@ -214,7 +230,10 @@ def to_text(state: DebateState) -> str:
     config = state.config
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
-    lines += [f"Participant: {_who(p)}" for p in config.participants]
+    for p in config.participants:
+        lines.append(f"Participant: {_who(p)}")
+        if p.persona:
+            lines.append(f"  Persona: {' '.join(p.persona.split())}")
     if state.ended_because:
         lines.append(f"Ended because: {state.ended_because}")
     lines.append("")
@@ -229,7 +248,10 @@ def to_text(state: DebateState) -> str:
         if not verdict.available:
             lines += ["Verdict unavailable.", verdict.reasoning]
         else:
-            lines.append(f"Winner: {_name(state, verdict.winner)}")
+            decision = panel_decision(verdict)
+            lines.append(f"Winner: {_winner_line(decision, lambda pid: _name(state, pid))}")
+            if decision.judges >= 2:
+                lines.append(SPLIT_RULE)
             lines += [f"  {_name(state, pid)}: {score:g}/100" for pid, score in verdict.scores.items()]
             lines += ["", verdict.reasoning]
             if verdict.synthesis:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
 from webapp.engine.machine import State
+from webapp.engine.panel import panel_decision
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
@@ -148,8 +149,9 @@ def print_verdict(state: DebateState, out: TextIO) -> None:
         if verdict.raw_text:
             out.write(f"Raw judge output:\n{verdict.raw_text}\n")
         return
-    winner = names.get(verdict.winner or "", "tie") if verdict.winner else "tie"
-    out.write(f"Winner: {winner}\n")
+    decision = panel_decision(verdict)
+    winner = names.get(decision.winner or "", "tie") if decision.winner else "tie"
+    out.write(f"Winner: {winner}" + (f" ({decision.words})" if decision.judges >= 2 else "") + "\n")
     for pid, score in sorted(verdict.scores.items(), key=lambda kv: -kv[1]):
         out.write(f"  {names.get(pid, pid):<24} {score:>5.1f}/100\n")
     for criterion, per in verdict.criteria.items():

@@ -155,9 +155,11 @@ export function grew() {
     showButton(false);
     return;
   }
+  if (!follow.on && targetVisible()) follow.on = true;  // already at the live turn: nothing to jump to
   if (follow.on) {
     const box = streaming.getBoundingClientRect();
     if (box.bottom > window.innerHeight - 8 || box.bottom < 0) streaming.scrollIntoView({ block: "end" });
+    showButton(false);
   } else {
     showButton(true);
   }

@@ -33,6 +33,15 @@ def test_the_chart_draws_and_a_head_to_head_cell_opens_its_debates(tmp_path: Pat
         page.get_by_role("link", name="Topic d1").click()
         page.wait_for_url(re.compile(r".*/debate/d1$"))
         page.close()
+        for scheme in SCHEMES:  # on a phone: the page fits, the wide tables scroll inside their cards
+            phone = browser.new_context(viewport={"width": 390, "height": 844},
+                                        color_scheme=scheme)  # type: ignore[arg-type]
+            page = phone.new_page()
+            page.goto(base + "/leaderboard")
+            expect(page.locator(".nicegui-echart canvas").first).to_be_visible(timeout=30_000)
+            assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+            expect(page.get_by_role("columnheader", name="W–L–T").first).to_be_attached()  # kept, not dropped
+            phone.close()
         if AXE.exists():  # the board with its table, chart and matrix, in both colour schemes (`make axe`)
             found = {}
             for scheme in SCHEMES:

@@ -168,5 +168,9 @@ def test_a_late_joiner_lands_on_the_live_turn(slow_server: str, browser: Browser
     late = phone.new_page()
     late.goto(page.url)  # joins mid-turn, with finished turns above the live one
     late.wait_for_function(f"() => window.scrollY > 0 && ({LIVE_IN_VIEW})()", timeout=20_000, polling="raf")
+    # Already at the live turn: no "Jump to live" offered while the turn grows in view.
+    late.wait_for_function("() => { const t = document.querySelector('.rostrum-turn-live .rostrum-turn-text'); "
+                           "return t && t.textContent.length > 40; }", timeout=20_000)
+    expect(late.get_by_role("button", name="Jump to live ↓")).to_be_hidden()
     phone.close()
     context.close()

@@ -29,8 +29,10 @@ def test_leaderboard_json_schema(league: str) -> None:
     code, output = run("leaderboard", "--json", "--db", league)
     assert code == EXIT_OK
     data = json.loads(output)
-    assert set(data) == {"filters", "unit", "comparisons", "debates", "ratings", "style", "pairs", "history",
-                         "computed_at"}
+    assert set(data) == {"filters", "unit", "comparisons", "debates", "ratings", "style", "words", "pairs",
+                         "history", "computed_at"}
+    assert [(w["a"], w["b"]) for w in data["words"]] == [(ALPHA, GAMMA), (GAMMA, BETA)]  # neighbours, in words
+    assert all(set(w) == {"a", "b", "share", "debates", "clear", "more", "words"} for w in data["words"])
     assert data["unit"] == "debate" and data["comparisons"] == 5 and data["debates"] == 5
     assert set(data["filters"]) == {"format", "tag", "judge", "since", "until", "series_only", "debate_ids"}
     for line in [*data["ratings"], *data["style"]["ratings"]]:
@@ -38,6 +40,7 @@ def test_leaderboard_json_schema(league: str) -> None:
         assert line["low"] <= line["rating"] <= line["high"]
     assert [r["model"] for r in data["ratings"]] == [ALPHA, GAMMA, BETA]
     assert set(data["style"]) == {"ratings", "length_effect", "length_low", "length_high"}
+    assert data["style"]["length_effect"] is None  # five debates: too few for a length effect
     assert {(p["a"], p["b"]) for p in data["pairs"]} == {(ALPHA, BETA), (ALPHA, GAMMA), (BETA, GAMMA)}
     for pair in data["pairs"]:
         assert set(pair) == {"a", "b", "wins", "losses", "ties", "split", "debates", "split_share"}

@@ -21,6 +21,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnAborted, LiveTurnStarted
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import DemoProvider, OneProvider, RecordingDemoProvider
+from webapp.ui.components.failure import explain_stop
 
 TOPIC = "Cities should ban private cars from their centres"
 
@@ -388,6 +389,9 @@ async def test_stop_during_judging(open_engine, with_verdict: bool):
     assert session.state.machine.context.stopping
     assert (session.state.verdict is not None and session.state.verdict.available) is with_verdict
     assert len(session.state.turns) > judged
+    # Said as where it was: the verdict, not the last phase debated ("Stopped by local at Rebuttal").
+    last = session.state.format.phase(session.state.turns[-1].phase).title
+    assert explain_stop(session.state) == f"Stopped automatically during the verdict (after {last}, round 1)."
 
 
 async def test_stop_mid_debate_judges_the_turns_so_far(open_engine):

@@ -176,6 +176,43 @@ async def test_the_same_model_winning_on_both_sides(engine: Engine) -> None:
     assert result.headline == "Ada (demo:demo) won both sides"
 
 
+async def seat_named_series(engine: Engine, models: tuple[str, str]) -> tuple[DebateState, DebateState]:
+    """A series whose debaters are named only by their seats (the Oxford format's cast)."""
+    config = DebateConfig.model_validate({"topic": TOPIC, "format": "oxford", "participants": [
+        {"name": "Proposition", "position": "pro", "model": models[0]},
+        {"name": "Opposition", "position": "con", "model": models[1]}]})
+    first = await engine.start(config)
+    assert await first.join() is State.COMPLETED
+    second = await Gate(engine, CLI).rematch(first.id)
+    assert await second.join() is State.COMPLETED
+    states = await series_states(engine, second.state)
+    return states[0], states[1]
+
+
+async def test_a_seat_name_does_not_name_the_participant_across_the_series(engine: Engine) -> None:
+    first, second = await seat_named_series(engine, ("demo", "demo-instant"))
+    winner = first.config.participants[1].id  # Opposition in the first debate, Proposition in the rematch
+    set_winner(first, winner)
+    set_winner(second, winner)
+    assert second.config.participant(winner).name == "Proposition"  # the rematch's banner: "Proposition wins"
+    result = series_result([first, second])
+    assert result is not None and result.kind == "same-model"
+    # Not "Opposition (demo:demo-instant) won both sides" beside a banner saying "Proposition wins".
+    assert result.headline == "demo:demo-instant won both sides"
+    assert "Opposition" not in result.headline and "Proposition" not in result.headline
+
+
+async def test_two_debaters_of_one_model_are_said_to_share_it(engine: Engine) -> None:
+    first, second = await seat_named_series(engine, ("demo", "demo"))
+    winner = first.config.participants[0].id
+    set_winner(first, winner)
+    set_winner(second, winner)
+    result = series_result([first, second])
+    assert result is not None
+    assert result.headline == ("demo:demo, first Proposition won both sides; both sides ran demo:demo, "
+                               "so no model beat another")
+
+
 async def test_the_same_position_winning_twice_means_the_position_decided(engine: Engine) -> None:
     first, second = await series(engine)
     set_winner(first, "ada")  # pro

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nicegui.testing import User
 
 from webapp.settings import get_settings
 from webapp.ui.pages.dashboard import ZONE_JS
+
+
+# NiceGUI's `should_see`/`should_not_see` give a condition 3 tries 0.1 s apart: on a loaded 2-core machine a
+# page that writes the store first (saving a profile, signing in) takes longer than that. They still return
+# the moment the condition holds; only the deadline for a real failure is longer (5 s).
+PATIENT_RETRIES = 50
+
+
+def _patient(check: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(check)
+    async def patient(self: User, *args: Any, retries: int = PATIENT_RETRIES, **kwargs: Any) -> None:
+        await check(self, *args, retries=max(retries, PATIENT_RETRIES), **kwargs)
+    return patient
+
+
+@pytest.fixture(autouse=True, scope="session")
+def patient_user() -> Iterator[None]:
+    saved = User.should_see, User.should_not_see
+    User.should_see, User.should_not_see = _patient(saved[0]), _patient(saved[1])  # type: ignore[method-assign]
+    yield
+    User.should_see, User.should_not_see = saved  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)

@@ -14,10 +14,11 @@ from tests.ui.test_access import add_users, audit_rows, browser, signed_in
 from webapp.engine.machine import State
 from webapp.models import utcnow
 from webapp.settings import get_settings
+from webapp.store.repository import DebateRow
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import outcome_of
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.pages.dashboard import exact_time, relative_time
+from webapp.ui.pages.dashboard import exact_time, models_line, relative_time
 
 
 @pytest.fixture
@@ -215,3 +216,11 @@ async def test_a_debate_stopped_mid_way_says_it_was_stopped_and_why(user: User,
     else:
         assert shown == f"{outcome.headline} · {stop.rstrip('.')}", shown
     assert shown.count("Stopped by ada") == 1
+
+
+def test_a_participant_named_after_its_model_is_said_once() -> None:
+    row = DebateRow(id="x", topic="t", format="classic", status="completed", created_at=utcnow(), updated_at=utcnow(),
+                    participants=[
+        {"id": "g", "name": "demo:gamma", "provider": "demo", "model": "gamma"},
+        {"id": "b", "name": "Bo", "provider": "demo", "model": "beta"}])
+    assert models_line(row) == "demo:gamma vs Bo (demo:beta)"  # not "demo:gamma (demo:gamma)"

@@ -377,9 +377,29 @@ async def test_retry_notes_of_a_turn_that_never_finished_are_shown_after_a_reloa
     assert len(shown) == len(notes) and all(t.startswith(f"{unfinished}:") for t in shown), shown
 
 
-async def test_a_debate_offers_clone_into_the_form_to_those_who_may_create(user: User) -> None:
+async def test_a_finished_debate_offers_re_run_and_no_command_buttons(user: User) -> None:
     session = await start_demo("Clone me?")
     await session.join()
     await user.open(f"/debate/{session.id}")
-    link = one(user, "clone")
+    link = one(user, "rerun")
     assert link.props["href"] == f"/new?from={session.id}"
+    bar = one(user, "controls")
+    assert all(bar.label(name) is None for name in CONTROLS)  # not four disabled buttons
+    assert bar.parent_slot is not None and "sticky-bar" in bar.parent_slot.parent._markers  # in the sticky bar
+
+
+async def test_a_cost_warning_during_the_verdict_is_shown_as_a_warning(user: User) -> None:
+    topic = "Should sleep be scheduled?"
+    probe = await start_demo(topic)  # the same debate unwarned: what its turns cost and what the verdict adds
+    assert await probe.join() is State.COMPLETED
+    turns = sum(t.cost_usd or 0.0 for t in probe.state.turns)
+    total = probe.state.ledger.total_usd
+    assert total > turns
+    session = await start_demo(topic, budget={"warn_at": (turns + total) / 2, "cost_limit": None})
+    assert await session.join() is State.COMPLETED  # the verdict cannot wait for an answer: it went on
+    await user.open(f"/debate/{session.id}")
+    await user.should_see(marker="cost-warning-note")
+    note = one(user, "cost-warning-note")
+    text = " ".join(e.text for e in note.descendants() if isinstance(e, ui.label))
+    assert text.startswith("Spending warning: spending reached $") and "during the verdict" in text, text
+    assert text.endswith("the verdict was not interrupted.")

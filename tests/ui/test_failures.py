@@ -1,6 +1,6 @@
 """Errored and stopped debates say what happened in words: which participant's call failed, on which
 provider and model, the variable to set, a Retry that names whose turn runs again; who stopped a debate
-and where; and Clone / Re-run with edits into the new-debate form."""
+and where; and Re-run with edits into the new-debate form."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer, Script
 from tests.provider_helpers import register_in_store
-from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, one, start_demo
+from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, html_text, one, start_demo
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.ui.components.failure import explain_error, retry_label
@@ -39,7 +39,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
     assert "Set OPENAI_API_KEY" in one(user, "error-advice").text and "then Retry" in one(user, "error-advice").text
     assert one(user, "error-retry").text == "Retry Opposition's turn (3 left)"
     assert one(user, "controls").label("retry") == "Retry Opposition's turn (3 left)"  # the control bar's too
-    for marker in ("clone", "rerun", "error-clone", "error-rerun"):
+    for marker in ("rerun", "error-rerun"):
         assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
     assert one(user, "rerun").visible
     assert_nowhere_on_page(user, KEY)
@@ -47,7 +47,7 @@ async def test_an_auth_error_names_participant_provider_model_and_the_key_to_set
     user.find(marker="error-retry").click()  # the fake server answers this time
     await user.should_see(marker="winner", retries=50)
     await user.should_see(marker="status-completed", retries=50)  # the verdict shows a moment before
-    assert one(user, "controls").label("retry") == "Retry"
+    assert one(user, "controls").label("retry") is None  # ended: no command buttons at all
     assert one(user, "rerun").props["href"] == f"/new?from={session.id}"  # completed: still offered
 
 
@@ -61,27 +61,31 @@ async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
     await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
     await user.open(f"/debate/{session.id}")
-    await user.should_see(marker="stopped-panel")
-    assert one(user, "stopped-by").text == f"Stopped by ada at {phase}, round {position['round']}."
-    for marker in ("rerun", "stopped-clone", "stopped-rerun"):
-        assert one(user, marker).props["href"] == f"/new?from={session.id}", marker
-    user.find(marker="stopped-rerun").click()
+    await user.should_see(marker="outcome")
+    said = html_text(one(user, "outcome").content).removeprefix("stop_circle")  # after the icon
+    assert said.startswith(f"Stopped by ada at {phase}, round {position['round']}, without a verdict"), said
+    assert said.lower().count("stopped") == 1  # said once: no second panel, no note beside the badge
+    await user.should_not_see(marker="stopped-panel")
+    assert one(user, "rerun").props["href"] == f"/new?from={session.id}"
+    user.find(marker="rerun").click()
     await user.should_see(marker="debate-form")
     assert one(user, "field-topic").value == "Who stopped it?"
 
 
-async def test_re_run_is_offered_once_a_debate_is_stopped_not_while_it_runs(
+async def test_re_run_with_edits_is_one_action_offered_while_it_runs_and_after(
         user: User, monkeypatch: pytest.MonkeyPatch) -> None:
     await demo_speed(monkeypatch, 5)  # slow enough to still be running when the page opens
     session = await start_demo("Finished?")
     await user.open(f"/debate/{session.id}")
     await user.should_see(marker="status-running")
-    await user.should_not_see(marker="rerun")  # hidden while it runs; Clone is always there
-    assert one(user, "clone").visible
+    assert one(user, "rerun").visible  # one action at every stage: no "Clone" beside it
+    await user.should_not_see(marker="clone")
+    await user.should_not_see("Clone")
     await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
-    await user.should_see(marker="stopped-panel")
+    await user.should_see(marker="outcome")
     assert one(user, "rerun").visible and one(user, "rerun").props["href"] == f"/new?from={session.id}"
+    await user.should_not_see("Clone")
 
 
 
@@ -103,6 +107,6 @@ async def test_a_debate_its_hard_limit_stopped_says_it_stopped_by_itself(user: U
     session = await start_demo("Who pays?", budget={"warn_at": None, "cost_limit": 0.0001})
     assert await session.join() is State.STOPPED
     await user.open(f"/debate/{session.id}")
-    await user.should_see(marker="stopped-panel")
-    said = one(user, "stopped-by").text
+    await user.should_see(marker="outcome")
+    said = html_text(one(user, "outcome").content).removeprefix("stop_circle")  # after the icon
     assert said.startswith("Stopped automatically at ") and "Stopped by" not in said, said

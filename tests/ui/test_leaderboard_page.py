@@ -3,6 +3,7 @@ style-controlled view, the head-to-head drill-down, safe rendering of hostile na
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -31,6 +32,13 @@ async def test_the_leaderboard_ranks_models_and_drills_into_a_head_to_head_cell(
     rows = table_rows(user, "ratings-table")
     assert [r["model"] for r in rows] == [ALPHA, GAMMA, BETA]
     assert rows[0]["record"] == "3–0–1" and rows[2]["record"] == "0–3–1"
+    # One line in words per neighbouring pair: what a team lead can act on.
+    said = [e.text for e in one(user, "pair-words").descendants() if isinstance(e, ui.label)]
+    assert len(said) == 2 and said[0].startswith(f"{ALPHA} ") and said[1].startswith(f"{GAMMA} ")
+    for line in said:
+        assert re.fullmatch(r".+ beats .+ in \d+ % of bootstrap samples \(\d+ debates\)", line) or \
+            re.fullmatch(r".+ vs .+: no clear difference yet \(.+ ahead in \d+ % of bootstrap samples, \d+ debates\) "
+                         r"— (about \d+|more than \d+) more debates would tell", line), line
     # The matrix is ordered by rank: cell (0, 2) is alpha against beta.
     cell = one(user, "h2h-cell-0-2")
     assert cell.text == "2–0–1"
@@ -73,7 +81,8 @@ async def test_filters_and_the_style_controlled_view(user: User) -> None:
     one(user, "style-control").value = True
     await user.should_see(marker="style-table", retries=100)
     assert one(user, "leaderboard-title").text == "Style-controlled ratings over 7 debates"
-    assert one(user, "length-effect").text.startswith("Length effect ")
+    # Seven debates do not make a length effect: said so rather than shown as a result.
+    assert one(user, "length-effect").text.startswith("Length effect: too few debates (n = 7)")
 
 
 async def test_an_empty_leaderboard_says_so(user: User) -> None:

@@ -394,3 +394,13 @@ async def test_a_database_that_cannot_be_written_shows_on_the_form_and_keeps_the
     await user.should_see("another process holds the database")
     assert one(user, "field-topic").value == "Should libraries lend tools?"
     assert eng.sessions == {}
+
+
+async def test_money_fields_keep_a_fraction_of_a_cent_as_typed(user: User) -> None:
+    await user.open("/new")
+    for marker, typed in (("field-budget.warn_at", 0.005), ("field-budget.cost_limit", 0.0125)):
+        field = one(user, marker)
+        with user:
+            field.value = typed
+            field.sanitize()  # what leaving the field does
+        assert field.value == typed  # not rounded to the field's step or to cents

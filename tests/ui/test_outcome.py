@@ -15,6 +15,7 @@ from nicegui.testing import User
 
 from tests.ui.helpers import html_text, marked_texts, one, start_demo
 from webapp.engine.machine import State
+from webapp.engine.panel import SPLIT_RULE
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.models import Participant, Verdict
@@ -108,7 +109,7 @@ async def test_a_debate_stopped_after_an_error_without_a_verdict_says_why_it_end
     assert await session.join() is State.STOPPED
     await show(user, session.state)
     text = headline(user)
-    assert text.startswith("Stopped without a verdict: stopped by user")
+    assert text.startswith("Stopped automatically at ") and ", without a verdict, after an error from " in text, text
     assert "simulated invalid API key" in text
     await user.should_not_see(marker="outcome-verdict-link")  # no verdict card to link to
 
@@ -139,12 +140,16 @@ async def test_a_split_panel_says_so_and_shows_no_single_confidence(user: User) 
     session = await finished("Should museums return artefacts?", judge=PANEL)
     state = session.state
     pro, con = (p.id for p in state.config.participants)
-    state.verdict = split(state, pro, con)
+    # Stored under the old rule, the mean score had broken the split: one rule reads it everywhere now.
+    state.verdict = split(state, pro, con).model_copy(update={"winner": con, "disagreement": 2.5})
     await show(user, state)
-    assert headline(user) == "Judges split 1–1"
+    assert headline(user) == "No winner: judges split 1–1"
     assert outcome_of(state).winner is None  # type: ignore[union-attr]
     await user.should_not_see(marker="confidence")  # no panel-wide confidence badge
-    assert marked_texts(user, "panel-split") == ["on mean score · judges split 1–1"]
+    assert marked_texts(user, "winner") == ["No winner"]  # not "Winner: … on mean score" under the banner
+    assert marked_texts(user, "panel-split") == ["judges split 1–1"]
+    assert marked_texts(user, "split-rule") == [SPLIT_RULE]
+    await user.should_see("Disagreement between judges: 2.5 points, how far apart the judges' scores are")
     await user.should_see(marker="rulings")  # each judge's confidence is in the rulings table
     table = next(e for e in one(user, "rulings").descendants() if isinstance(e, ui.table))
     assert [row["confidence"] for row in table.rows[:2]] == ["50%", "60%"]
@@ -172,7 +177,7 @@ async def test_a_real_demo_panel_never_shows_one_judges_confidence_as_the_panels
     await user.should_not_see(marker="confidence")
     picks = {r.winner for r in verdict.rulings}
     if len(picks) > 1:
-        assert headline(user) == "Judges split 1–1"
+        assert headline(user) == "No winner: judges split 1–1"
     else:
         (pick,) = picks
         assert headline(user) == ("Tie" if pick is None else f"{names(state)[pick]} wins 2–0")

@@ -20,3 +20,16 @@ async def test_the_panel_notes_a_temperature_anthropic_is_not_sent(user: User, m
     panel = one(user, "participants")
     assert panel.notes("ada") == ["temperature 0.7 not sent (anthropic does not accept it)"]
     assert panel.notes("bo") == []
+
+
+async def test_personas_are_on_the_panel_after_the_start(user: User) -> None:
+    long = "A retired judge who weighs every claim against the record. " * 5
+    config = DebateConfig(topic="Personas", format="oxford", participants=[
+        Participant(name="Ada", position="pro", persona="Calm and precise."),
+        Participant(name="Bo", position="con", persona=long)])
+    await user.open("/")
+    debate_id = await (await engine()).create(config)
+    await user.open(f"/debate/{debate_id}")
+    panel = one(user, "participants")
+    assert panel.persona("ada") == "Calm and precise."
+    assert panel.persona("bo") == long.strip()  # the page folds a long one (participants.js)

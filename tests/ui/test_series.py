@@ -9,7 +9,7 @@ from tests.ui.helpers import demo_speed, engine, one, start_demo
 from webapp.access.gate import Gate
 from webapp.access.roles import CLI
 from webapp.engine.machine import State
-from webapp.engine.series import series_result, series_states
+from webapp.engine.series import participant_label, series_result, series_states
 
 
 async def test_rematch_starts_the_swapped_debate_and_both_pages_show_the_series(user: User) -> None:
@@ -33,6 +33,13 @@ async def test_rematch_starts_the_swapped_debate_and_both_pages_show_the_series(
     await user.should_see(expected.headline)
     assert one(user, "series-headline").text == expected.headline
     await user.should_see("First debate (this one)")
+    # Each debate's row names the participants as the headline does, their side beside them.
+    first_state = first.state
+    labels = {p.id: participant_label(first_state, p.id) for p in first_state.config.participants}
+    rows = [element.text for element in user.find(marker="series-sides").elements]
+    assert rows == [f"pro: {labels[a]}, con: {labels[b]}" for a, b in
+                    ([p.id for p in first_state.config.participants],
+                     [p.id for p in rematch.state.config.participants])]
 
 
 async def test_the_first_page_follows_its_rematch_from_pending_to_the_result(user: User) -> None:

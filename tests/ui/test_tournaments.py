@@ -5,6 +5,7 @@ leaderboard."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 
@@ -18,14 +19,17 @@ from tests.ui.test_access import add_users, signed_in
 from tests.ui.test_leaderboard_page import table_rows
 from tests.ui.test_not_found import page_elements
 from webapp.access.roles import LOCAL
+from webapp.engine.formats import FORMATS
 from webapp.models import EventKind, JudgeRuling, Verdict
 from webapp.settings import get_settings
 from webapp.store.migrations import migrate
 from webapp.store.protocol import EventStore
-from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
+from webapp.tournament.plan import Contender, Slot, Tournament, estimate_debate, schedule, slot_config
+from webapp.tournament.runner import budget_words
 from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.badges import money
 
 HOSTILE = "<img src=x onerror=alert(1)> Should cities ban cars?"
 
@@ -51,13 +55,27 @@ async def test_the_form_creates_a_tournament_that_plays_to_the_end(user: User) -
     user.find(marker="t-topics").type("Cities should ban private cars\nHomework should be abolished")
     for element in user.find(marker="t-format").elements:
         element.value = "round-limited"
+    rounds = one(user, "t-rounds")
+    assert rounds.props["label"] == "Rounds"  # a whole label, not "Rounds (format default if empty)" cut short
+    assert rounds.props["placeholder"] == str(FORMATS["round-limited"].termination.default_rounds)  # its default
     for element in user.find(marker="t-rounds").elements:
         element.value = 1
+    # Before starting: how many debates, and the most they may cost (3 models, 2 topics, sides swapped).
+    said = one(user, "t-estimate").text
+    assert re.fullmatch(r"12 debates · estimated up to \$0\.\d{4} in all \(each debate at its longest\)", said), said
+    for element in user.find(marker="t-budget").elements:
+        element.value = 0.01
+    assert " · over the budget by up to $" in one(user, "t-estimate").text
+    for element in user.find(marker="t-budget").elements:
+        element.value = None
     user.find(marker="t-start").click()
     await user.should_see(marker="tournament-progress", retries=50)
 
     rows = await TournamentStore((await engine()).store).all()
     assert len(rows) == 1
+    planned = rows[0].tournament
+    worst = sum(estimate_debate(planned, slot, get_settings()) or 0.0 for slot in schedule(planned))
+    assert said.startswith(f"12 debates · estimated up to {money(worst)} in all")  # what was started
     tournament = rows[0].tournament
     assert [m.label for m in tournament.models] == ["demo:alpha", "demo:beta", "demo:gamma"]
     assert tournament.topics == ["Cities should ban private cars", "Homework should be abolished"]
@@ -98,9 +116,15 @@ async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User)
 
     await user.open(f"/tournaments/{stored.id}")
     assert one(user, "tournament-name").text == "<b>bold</b> cup"  # shown as text, never as markup
-    assert one(user, "tournament-reason").text.startswith("Stopped: budget reached")
+    reason = one(user, "tournament-reason").text
+    assert reason.startswith("Stopped: budget reached: the next debate may cost up to $")
+    assert reason.endswith("and of the $0.0001 budget $0.0000 is spent and $0.0001 is left")  # figures named
     assert one(user, "tournament-done").text == "Debates done: 0 / 1"
-    assert one(user, "tournament-cost").text == "Cost so far: $0 of $0.0001 budget"
+    assert one(user, "tournament-cost").text == "Budget $0.0001: spent $0 · left $0.0001"
+    estimate = estimate_debate(plan, schedule(plan)[0])
+    assert estimate is not None
+    assert one(user, "tournament-add").text == (f"Add {money(estimate - 0.0001)} to finish: the 1 debate not played "
+                                                f"yet may cost up to {money(estimate)} in all.")
     await user.should_see(marker="tournament-continue")
     await user.should_see(HOSTILE[:40])
 
@@ -200,3 +224,10 @@ async def test_the_tournament_page_shows_its_own_leaderboard(user: User) -> None
     await user.should_see("Ratings over 2 debates", retries=300)
     rows = table_rows(user, "ratings-table")
     assert [(r["model"], r["record"]) for r in rows] == [("demo:alpha", "1–0–1"), ("demo:beta", "0–1–1")]
+
+
+def test_the_budget_figures_of_a_stop_add_up() -> None:
+    said = budget_words(0.2227, 1.0, spent=0.6271, committed=0.7933)
+    assert said == ("the next debate may cost up to $0.2227, and of the $1.00 budget $0.6271 is spent, $0.1662 "
+                    "reserved for the debates still running and $0.2067 is left")
+    assert round(0.6271 + 0.1662 + 0.2067, 4) == 1.0

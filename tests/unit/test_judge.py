@@ -265,7 +265,7 @@ async def test_panel_mean_and_disagreement() -> None:
     assert verdict.winner is None  # no majority and equal means: a tie
     # spread of each participant's scores is pstdev(80, 70, 60) = 8.16…, the mean of both is the same
     assert verdict.disagreement == pytest.approx(8.2)
-    assert "split on the winner" in verdict.reasoning and "the mean score decides" in verdict.reasoning
+    assert "split on the winner" in verdict.reasoning and "no majority, so no winner" in verdict.reasoning
     assert verdict.criteria["logic"]["alice-pro"].score == 70.0
 
 

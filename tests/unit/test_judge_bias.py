@@ -19,6 +19,7 @@ from webapp.engine.judge import (
     presentation_order,
     verdict_request,
 )
+from webapp.engine.panel import decided_winner, panel_decision
 from webapp.models import DebateConfig, JudgeConfig, JudgeRuling, JudgeSpec, Participant, Turn, utcnow
 from webapp.providers.base import ProviderRequest
 
@@ -267,11 +268,17 @@ def test_a_majority_decides_over_the_mean_score() -> None:
     assert [(r.winner, r.confidence) for r in verdict.rulings] == [("x", 0.6), ("x", 0.5), ("y", 0.9)]
 
 
-def test_an_even_split_goes_to_the_mean_score_and_says_so() -> None:
+def test_an_even_split_has_no_winner_whatever_the_mean_scores_and_says_so() -> None:
     rulings = [JudgeRuling(judge="j1", winner="x", scores={"x": 70, "y": 60}),
                JudgeRuling(judge="j2", winner="y", scores={"x": 50, "y": 65})]
     verdict = combine(rulings, {"A": "x", "B": "y"}, [])
-    assert verdict.winner == "y" and "the mean score decides" in verdict.reasoning
+    assert verdict.scores["y"] > verdict.scores["x"]  # the mean favours y, but it never picks the winner
+    assert verdict.winner is None and "no majority, so no winner" in verdict.reasoning
+    decision = panel_decision(verdict)
+    assert (decision.winner, decision.how, decision.split) == (None, "split", "1–1")
+    # A verdict stored under the old rule (the mean broke the split) reads by the rule all the same.
+    old = verdict.model_copy(update={"winner": "y"})
+    assert decided_winner(old) is None and panel_decision(old).words == "judges split 1–1: no winner"
 
 
 def test_a_unanimous_tie() -> None:

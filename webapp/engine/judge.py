@@ -15,9 +15,9 @@ What "the order shown" changes: the labels, the order the debaters are introduce
 answer's fields, and the order of turns given side by side (a parallel phase). Turns that answer each
 other stay in the order they were spoken.
 
-A panel's scores are averaged; the winner is the majority of the deciding judges' picks, or the mean
-score when they split evenly. A failed judge is recorded and the others still rule; a fallback judge
-takes over when every configured judge fails.
+A panel's scores are averaged; the winner is the majority of the deciding judges' picks, and an even
+split has no winner (`webapp.engine.panel`: mean scores never pick one). A failed judge is recorded
+and the others still rule; a fallback judge takes over when every configured judge fails.
 """
 
 from __future__ import annotations
@@ -355,17 +355,15 @@ def _label_of(names: dict[str, str] | None, labels: dict[str, str], pid: str | N
     return f"Debater {by_id[pid]}" if pid in by_id else pid
 
 
-def _pick(deciding: list[JudgeRuling], pids: list[str]) -> tuple[str | None, str]:
-    """The panel's winner from its deciding judges, and how it was decided ("single", "majority", "mean")."""
+def _pick(deciding: list[JudgeRuling]) -> tuple[str | None, str]:
+    """The panel's winner from its deciding judges, and how it was decided ("single", "majority", "split"):
+    the rule of `webapp.engine.panel` (an even split has no winner; mean scores never pick one)."""
     if len(deciding) == 1:
         return deciding[0].winner, "single"
     votes = Counter(r.winner for r in deciding).most_common()
     if len(votes) == 1 or votes[0][1] > votes[1][1]:
         return votes[0][0], "majority"
-    means = {pid: statistics.fmean(r.scores[pid] for r in deciding) for pid in pids}
-    ranked = sorted(pids, key=lambda p: -means[p])
-    winner = ranked[0] if len(ranked) == 1 or means[ranked[0]] > means[ranked[1]] else None
-    return winner, "mean"
+    return None, "split"
 
 
 def length_check(winner: str | None, scores: dict[str, float], words: dict[str, int],
@@ -390,8 +388,8 @@ def length_check(winner: str | None, scores: dict[str, float], words: dict[str, 
 def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[str], *,
             names: dict[str, str] | None = None, words: dict[str, int] | None = None) -> Verdict:
     """The panel verdict: mean scores; the winner by the deciding judges (a judge whose winner flipped with
-    the order is undecided and does not vote): one judge's pick, the majority's, or on an even split the
-    mean score; disagreement as the mean score spread. `words` (participant id → words) sets the length
+    the order is undecided and does not vote): one judge's pick or the majority's; an even split has no
+    winner; disagreement as the mean score spread. `words` (participant id → words) sets the length
     flag."""
     good = [r for r in rulings if r.error is None]
     pids = list(labels.values())
@@ -411,7 +409,7 @@ def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[s
     notes: list[str] = []
     reasoning = good[0].reasoning if len(good) == 1 else "\n\n".join(f"{r.judge}: {r.reasoning}" for r in good)
     if deciding:
-        winner, how = _pick(deciding, pids)
+        winner, how = _pick(deciding)
     else:
         winner, how = None, "undecided"
         notes.append(f"Every judge changed its winner when the order was reversed: {UNDECIDED}")
@@ -426,7 +424,8 @@ def combine(rulings: list[JudgeRuling], labels: dict[str, str], criteria: list[s
         picks = {r.winner for r in deciding}
         if len(picks) > 1:
             split = ", ".join(f"{r.judge} → {_label_of(names, labels, r.winner)}" for r in deciding)
-            decides = "the majority decides" if how == "majority" else "the mean score decides"
+            decides = "the majority decides" if how == "majority" else \
+                "no majority, so no winner: the debate counts as a tie"
             reasoning = f"The judges split on the winner ({split}); {decides}.\n\n{reasoning}"
     if undecided:
         reasoning = "\n".join(notes) + ".\n\n" + reasoning

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from webapp.engine.formats import get_format
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES
+from webapp.engine.panel import decided_winner
 from webapp.engine.schedule import ConfigError
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, Participant
@@ -143,19 +144,45 @@ def game_of(state: DebateState) -> Game:
     judged = ended and verdict is not None and verdict.available
     return Game(
         id=state.id, status=state.status.value, ended=ended, running=state.status in ACTIVE_STATES, judged=judged,
-        winner=verdict.winner if judged and verdict is not None else None,
+        winner=decided_winner(verdict) if judged else None,  # by the panel rule, as the banner says
         seats=tuple(p.id for p in state.config.participants if p.position != "moderator"),
         positions=tuple(p.position for p in state.config.participants if p.position != "moderator"),
     )
 
 
+def _seat_names(state: DebateState) -> dict[str, str]:
+    try:
+        return {seat.position: seat.name for seat in get_format(state.config.format).cast}
+    except KeyError:
+        return {}
+
+
 def participant_label(state: DebateState, pid: str) -> str:
-    """"Ada (openai:gpt-4o)": the participant's name in the first debate and its model."""
+    """A participant's one name across a series, from the first debate `state`: "Ada (openai:gpt-4o)".
+
+    A name that only names the seat ("Proposition", "Pro 1") moves with the seat in a rematch, so it
+    cannot name the participant across the series: the model does ("demo:demo"), and where two debaters
+    run the same model, the seat it held in the first debate tells them apart ("demo:demo, first
+    Proposition")."""
     try:
         p = state.config.participant(pid)
     except KeyError:
         return pid
-    return f"{p.name} ({p.provider}:{p.model})"
+    model = f"{p.provider}:{p.model}"
+    if not _seat_name(p, _seat_names(state)):
+        return f"{p.name} ({model})"
+    if len(shared_models(state).get(model, ())) > 1:
+        return f"{model}, first {p.name}"
+    return model
+
+
+def shared_models(state: DebateState) -> dict[str, list[str]]:
+    """The debaters' ids by model ("demo:demo"), for telling when two of them run the same model."""
+    out: dict[str, list[str]] = {}
+    for p in state.config.participants:
+        if p.position != "moderator":
+            out.setdefault(f"{p.provider}:{p.model}", []).append(p.id)
+    return out
 
 
 def _ordinal(n: int) -> str:
@@ -183,7 +210,13 @@ def series_result(states: list[DebateState]) -> SeriesResult | None:
     both = "both sides" if n == 2 else f"all {n} debates, on every side"
     champion = winners[0]
     if champion is not None and all(w == champion for w in winners) and len({g.seat(champion) for g in games}) > 1:
-        return SeriesResult("same-model", f"{participant_label(first, champion)} won {both}", games)
+        headline = f"{participant_label(first, champion)} won {both}"
+        model = next((m for m, ids in shared_models(first).items() if champion in ids), "")
+        if len(shared_models(first).get(model, ())) > 1:
+            # Both sides ran one model: it beat itself, which says something of the runs, not of the model.
+            headline += f"; both sides ran {model}, so no model beat another" if len(games[0].seats) == 2 else \
+                f"; other debaters ran {model} too, so no model beat another"
+        return SeriesResult("same-model", headline, games)
     seats = [g.seat(w) for g, w in zip(games, winners, strict=True)]
     if seats[0] is not None and all(seat == seats[0] for seat in seats):
         side = games[0].seat_label(seats[0])

@@ -17,11 +17,13 @@ series counts once, however many rematches it had.
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -92,6 +94,46 @@ class StyleView(BaseModel):
     length_high: float | None
 
 
+# Below this many rated comparisons a fitted coefficient (the length effect) is not a result: "too few".
+MIN_FOR_STYLE = 10
+CLEAR = 0.9  # a pair's order is "clear" when one side is rated above in this share of bootstrap replicates
+Z_CLEAR = 1.2816  # the normal quantile of CLEAR: how far the evidence must go
+MORE_CAP = 200
+
+
+class PairWords(BaseModel):
+    """One line in words about two models next to each other on the board, for a team lead to act on."""
+
+    a: str  # the higher-rated model
+    b: str
+    share: float | None  # of bootstrap replicates with a rated above b
+    debates: int  # rated comparisons involving either model
+    clear: bool
+    more: int | None  # about how many more debates would tell (None: clear, or no estimate)
+    words: str
+
+
+def pair_words(a: str, b: str, share: float | None, debates: int) -> PairWords:
+    """"a beats b in 92 % of bootstrap samples (8 debates)", or "no clear difference yet — about N more
+    debates would tell" (the normal approximation: the evidence grows with the square root of the
+    debates, so reaching CLEAR from a share p needs n·(z(CLEAR)/z(p))² debates in all)."""
+    n = f"{debates} debate{'s' if debates != 1 else ''}"
+    if share is None:
+        return PairWords(a=a, b=b, share=None, debates=debates, clear=False, more=None,
+                         words=f"{a} and {b}: too few debates to compare (n = {debates})")
+    if share >= CLEAR:
+        return PairWords(a=a, b=b, share=share, debates=debates, clear=True, more=None,
+                         words=f"{a} beats {b} in {share:.0%} of bootstrap samples ({n})".replace("%", " %"))
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(min(max(share, 0.55), 0.999))
+    more = max(1, math.ceil(debates * (Z_CLEAR / z) ** 2) - debates)
+    about = f"more than {MORE_CAP}" if more > MORE_CAP else f"about {more}"
+    return PairWords(a=a, b=b, share=share, debates=debates, clear=False, more=min(more, MORE_CAP + 1),
+                     words=f"{a} vs {b}: no clear difference yet ({a} ahead in {share:.0%} of bootstrap samples, "
+                           f"{n}) — {about} more debates would tell".replace("%", " %"))
+
+
 class DebateBrief(BaseModel):
     """What a head-to-head cell's list says about one debate."""
 
@@ -119,6 +161,7 @@ class Leaderboard(BaseModel):
     debates: int
     ratings: list[ModelRating]
     style: StyleView
+    words: list[PairWords] = []  # one line per neighbouring pair of the plain ratings, best first
     pairs: list[PairRecord]
     history: list[HistoryPoint]
     computed_at: datetime
@@ -243,11 +286,22 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
                                    avg_cost_usd=sum(spent) / len(spent) if spent else 0.0))
         return out
 
+    ranked = lines(plain)
+    words = []
+    for upper, lower in pairwise(ranked):
+        i, j = index[upper.model], index[lower.model]
+        share = float(plain.beats[i, j]) if plain.beats is not None else None
+        involved = sum(1 for u in rated if {u.a, u.b} & {upper.model, lower.model})
+        words.append(pair_words(upper.model, lower.model, share, involved))
+    # A coefficient fitted on a handful of debates (or with no spread at all) is not a result.
+    length = (styled.style, styled.style_low, styled.style_high)
+    if len(rated) < MIN_FOR_STYLE or length[1] == length[2]:
+        length = (None, None, None)
     board = Leaderboard(
         filters=filters, unit="series" if filters.series_only else "debate", comparisons=len(rated),
-        debates=len(counted), ratings=lines(plain),
-        style=StyleView(ratings=lines(styled), length_effect=styled.style, length_low=styled.style_low,
-                        length_high=styled.style_high),
+        debates=len(counted), ratings=ranked, words=words,
+        style=StyleView(ratings=lines(styled), length_effect=length[0], length_low=length[1],
+                        length_high=length[2]),
         pairs=head_to_head(chosen), history=_history(rated, cells(comparisons), models),
         computed_at=datetime.now().astimezone(),
     )

@@ -55,6 +55,9 @@ class Fit:
     style: float | None = None
     style_low: float | None = None
     style_high: float | None = None
+    # beats[i, j]: the share of bootstrap replicates in which model i is rated above model j (None: no
+    # replicates were drawn).
+    beats: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,10 @@ def _fit(grid: Cells, n: int, with_style: bool, reps: int, seed: int, level: flo
     ratings = BASE + SCALE * point[:n]
     low = BASE + SCALE * np.minimum(low_q[:n], point[:n])
     high = BASE + SCALE * np.maximum(high_q[:n], point[:n])
+    beats = None
+    if len(replicates):
+        strengths = replicates[:, :n]
+        beats = (strengths[:, :, None] > strengths[:, None, :]).mean(axis=0)
     if not with_style:
-        return Fit(ratings, low, high)
-    return Fit(ratings, low, high, float(point[n]), float(low_q[n]), float(high_q[n]))
+        return Fit(ratings, low, high, beats=beats)
+    return Fit(ratings, low, high, float(point[n]), float(low_q[n]), float(high_q[n]), beats=beats)

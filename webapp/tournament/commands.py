@@ -164,4 +164,9 @@ async def report(store: TournamentStore, row: TournamentRow, out: TextIO) -> Non
         for s in table:
             out.write(f"  {s.label}: {s.wins}-{s.losses}-{s.ties}\n")
     if row.status != "completed":
+        budget_usd = row.tournament.budget_usd
+        more = state.add_to_finish(budget_usd) if budget_usd is not None else None
+        if budget_usd is not None and more is not None:
+            out.write(f"Add ${more:.4f} to finish: --budget {budget_usd + more:.4f} would let every remaining "
+                      "debate fit\n")
         out.write(f"Continue with: python -m webapp tournament --resume {row.id} [--budget USD]\n")

@@ -29,6 +29,7 @@ from webapp.engine.engine import Engine, RemoteRunner
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.models import utcnow
+from webapp.settings import Settings
 from webapp.store.errors import DuplicateKey
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.store import (
@@ -69,6 +70,16 @@ class Standing:
         return self.wins + 0.5 * self.ties
 
 
+def budget_words(estimate: float, budget: float, spent: float, committed: float) -> str:
+    """The figures of a budget stop, named so that they add up: spent + reserved + left = budget."""
+    reserved = max(0.0, committed - spent)
+    left = max(0.0, budget - committed)
+    held = f", ${reserved:.4f} reserved for the debates still running" if reserved > 0 else ""
+    whole = f"${budget:.2f}" if budget >= 1 else f"${budget:.4f}"  # a budget under $1 keeps its fraction
+    return (f"the next debate may cost up to ${estimate:.4f}, and of the {whole} budget ${spent:.4f} is "
+            f"spent{held} and ${left:.4f} is left")
+
+
 @dataclass
 class Progress:
     """Where a tournament stands, read from the store: for its page and the CLI."""
@@ -80,10 +91,27 @@ class Progress:
     spent: float = 0.0
     eta_seconds: float | None = None
     live: list[SlotDebate] = field(default_factory=list)
+    committed: float = 0.0  # spent, plus what the running debates may still spend (their hard limits)
+    to_finish: float | None = None  # the most the debates not yet played may cost (None: unpriced)
 
     @property
     def total(self) -> int:
         return len(self.slots)
+
+    @property
+    def reserved(self) -> float:
+        """Held back for the debates still running: part of the budget, not spent yet."""
+        return max(0.0, self.committed - self.spent)
+
+    def left(self, budget: float) -> float:
+        return max(0.0, budget - self.committed)
+
+    def add_to_finish(self, budget: float) -> float | None:
+        """What to add to the budget so that every debate not played yet fits (None: it fits, or unpriced)."""
+        if self.to_finish is None:
+            return None
+        more = self.to_finish - self.left(budget)
+        return more if more > 0 else None
 
 
 def standings(tournament: Tournament, debates: dict[str, SlotDebate]) -> list[Standing]:
@@ -108,7 +136,7 @@ def standings(tournament: Tournament, debates: dict[str, SlotDebate]) -> list[St
     return sorted(table.values(), key=lambda s: (-s.points, -s.wins, s.label))
 
 
-async def progress(store: TournamentStore, row: TournamentRow) -> Progress:
+async def progress(store: TournamentStore, row: TournamentRow, settings: Settings | None = None) -> Progress:
     """Debates done out of all slots, money spent, the live debates and an estimate of the time left
     (the mean length of the finished debates, times what is left, over the concurrency)."""
     slots = schedule(row.tournament)
@@ -118,7 +146,11 @@ async def progress(store: TournamentStore, row: TournamentRow) -> Progress:
     finished = [d for d in mine.values() if d.row.status in TERMINAL]
     result = Progress(row=row, slots=slots, debates=mine, done=len(finished),
                       spent=sum(d.row.cost_usd for d in mine.values()),
-                      live=[d for d in mine.values() if d.row.status not in TERMINAL])
+                      live=[d for d in mine.values() if d.row.status not in TERMINAL],
+                      committed=await store.committed(row.id, TERMINAL))
+    if row.tournament.budget_usd is not None:
+        estimates = [estimate_debate(row.tournament, slot, settings) for slot in slots if slot.key not in mine]
+        result.to_finish = None if any(e is None for e in estimates) else sum(e or 0.0 for e in estimates)
     if finished and result.done < result.total and row.status == "running":
         mean = sum((d.row.updated_at - d.row.created_at).total_seconds() for d in finished) / len(finished)
         result.eta_seconds = mean * (result.total - result.done) / row.tournament.concurrency
@@ -214,6 +246,11 @@ class TournamentRunner:
                 cost_limit = None
                 if existing is None:
                     refusal, cost_limit = await self._budget_check(tournament, slot)
+                    # Money held back for the debates still running is not spent yet: wait for them to
+                    # end (they usually spend far less than their share) before refusing the next one.
+                    while refusal is not None and (running := [t for t in tasks if not t.done()]):
+                        await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                        refusal, cost_limit = await self._budget_check(tournament, slot)
                     if refusal is not None:
                         free.release()
                         reason = refusal
@@ -257,8 +294,8 @@ class TournamentRunner:
         committed = await self.store.committed(tournament.id, TERMINAL)
         left = tournament.budget_usd - committed
         if estimate > left:
-            return (f"budget reached: the next debate may cost up to ${estimate:.4f} and "
-                    f"${max(left, 0.0):.4f} of ${tournament.budget_usd:.2f} is left"), None
+            spent = sum(d.row.cost_usd for d in (await self.store.debates(tournament.id)).values())
+            return "budget reached: " + budget_words(estimate, tournament.budget_usd, spent, committed), None
         return None, estimate
 
     async def _play(self, tournament: Tournament, slot: Slot, session: DebateSession, actor: str,

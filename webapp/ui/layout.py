@@ -26,10 +26,23 @@ NAV = [
 ]
 # A table wider than a phone scrolls sideways inside its card: keyboard users must be able to focus it
 # to scroll it (Quasar gives the scrolling element no tabindex, and it has no prop for one).
+# The header's height, whatever it is (one row on a phone, taller if a long name wraps), is
+# `--rostrum-header`: the debate page's sticky status bar sticks right below it.
 FOCUSABLE_TABLES = """
+const rostrumHeader = new ResizeObserver(entries => {
+  for (const e of entries) document.documentElement.style.setProperty(
+    '--rostrum-header', Math.ceil(e.target.getBoundingClientRect().height) + 'px');
+});
+let rostrumHeaderSeen = null;
 new MutationObserver(() => {
   for (const e of document.querySelectorAll('.q-table__middle.scroll:not([tabindex])')) e.tabIndex = 0;
+  const header = document.querySelector('.q-header');
+  if (header && header !== rostrumHeaderSeen) { rostrumHeaderSeen = header; rostrumHeader.observe(header); }
 }).observe(document.documentElement, {childList: true, subtree: true});
+document.addEventListener('click', event => {  // the phone's navigation menu closes on a click elsewhere
+  for (const menu of document.querySelectorAll('details.rostrum-nav-menu[open]'))
+    if (!menu.contains(event.target)) menu.open = false;
+});
 """.strip()
 DARK_CYCLE = {None: True, True: False, False: None}  # auto -> dark -> light -> auto
 DARK_ICONS = {None: "brightness_auto", True: "dark_mode", False: "light_mode"}
@@ -63,7 +76,8 @@ def _account_menu(principal: Principal) -> None:
         await sign_out(principal)  # ends this session everywhere (its other tabs are cut off)
         ui.navigate.to("/login")  # which gives this browser a fresh id
 
-    account = ui.button(principal.name, icon="account_circle").props("flat no-caps color=white").mark("account")
+    account = ui.button(principal.name, icon="account_circle").props("flat no-caps color=white") \
+        .classes("rostrum-icon-sm min-w-0").mark("account")  # on a phone the icon (the name is in its menu)
     with account, ui.menu().mark("account-menu"):
         with ui.column().classes("px-4 py-2 gap-0"):
             ui.label(principal.name).classes("font-medium").mark("account-name")
@@ -79,14 +93,14 @@ def nav_slug(label: str) -> str:
     return "nav-" + "-".join(label.lower().split())
 
 
-def nav_link(label: str, target: str, icon: str, current: bool = False) -> str:
+def nav_link(label: str, target: str, icon: str, current: bool = False, menu: bool = False) -> str:
     """One navigation item as HTML: a real link (focusable, opens in a new tab), the current page
-    marked with `aria-current="page"`. On a phone only the icon shows; the label stays the
-    accessible name."""
+    marked with `aria-current="page"`. `menu`: the copy in the phone's navigation menu (its own marker)."""
     current_attrs = ' aria-current="page"' if current else ""
     classes = "rostrum-nav rostrum-nav-current" if current else "rostrum-nav"
+    mark = ("menu-" if menu else "") + nav_slug(label)
     return (f'<a href="{escape(target)}" class="{classes}" aria-label="{escape(label)}"{current_attrs} '
-            f'data-mark="{nav_slug(label)}"><i class="q-icon notranslate material-icons rostrum-nav-icon" '
+            f'data-mark="{mark}"><i class="q-icon notranslate material-icons rostrum-nav-icon" '
             f'aria-hidden="true">{escape(icon)}</i><span class="rostrum-nav-label">{escape(label)}</span></a>')
 
 
@@ -103,18 +117,28 @@ def header_html(active: str, principal: Principal | None) -> str:
     """The product link and the navigation `principal` may use, as one piece of HTML: a page holds
     one element for it instead of three per link (every element costs each open page memory)."""
     shared = principal is not None and principal.kind == "share-link"
-    parts = [f'<a href="{"" if shared else "/"}" class="rostrum-home" aria-label="{PRODUCT}" data-mark="home">'
-             # The image is decoration: the product name next to it (or the link's label on a phone) names it.
-             '<img src="/static/favicon.svg" alt="" class="w-8 h-8">'
-             f'<span class="text-xl font-semibold tracking-tight rostrum-collapse-sm">{PRODUCT}</span></a>',
-             '<nav class="row items-center gap-1" aria-label="Main">']
+    home = (f'<a href="{"" if shared else "/"}" class="rostrum-home" aria-label="{PRODUCT}" data-mark="home">'
+            # The image is decoration: the product name next to it (or the link's label on a phone) names it.
+            '<img src="/static/favicon.svg" alt="" class="w-8 h-8">'
+            f'<span class="text-xl font-semibold tracking-tight rostrum-collapse-sm">{PRODUCT}</span></a>')
     if shared:
-        parts.append('<span class="text-sm rostrum-shared-view" data-mark="shared-view">Shared read-only view</span>')
-    elif principal is not None:  # nobody signed in yet (the sign-in page): no navigation
-        parts += [nav_link(label, target, icon, current=target == active)
-                  for label, target, icon, needs in NAV if principal.can(needs)]
-    parts.append("</nav>")
-    return "".join(parts)
+        return home + ('<nav class="row items-center gap-1" aria-label="Main"><span class="text-sm '
+                       'rostrum-shared-view" data-mark="shared-view">Shared read-only view</span></nav>')
+    if principal is None:  # nobody signed in yet (the sign-in page): no navigation
+        return home + '<nav class="row items-center gap-1" aria-label="Main"></nav>'
+    items = [(label, target, icon) for label, target, icon, needs in NAV if principal.can(needs)]
+    # On a phone the links are in a menu (the header stays one row); elsewhere they are in the header.
+    # Only one of the two is displayed at a time (styles.css), so each is the page's one "Main" navigation.
+    menu = ('<details class="rostrum-nav-menu" data-mark="nav-menu"><summary class="rostrum-nav" role="button" '
+            'aria-label="Menu" title="Menu"><i class="q-icon notranslate material-icons rostrum-nav-icon" '
+            'aria-hidden="true">menu</i></summary><nav class="rostrum-nav-menu-list" aria-label="Main">'
+            + "".join(nav_link(label, target, icon, current=target == active, menu=True) for label, target, icon
+                      in items) + "</nav></details>")
+    bar = ('<nav class="row items-center gap-1 rostrum-nav-row" aria-label="Main">'
+           + "".join(nav_link(label, target, icon, current=target == active) for label, target, icon in items)
+           + "</nav>")
+    return f'<span class="row items-center gap-2 no-wrap">{menu}{home}</span>{bar}'
+
 
 
 def heading(text: str, level: int = 1) -> ui.label:
@@ -140,9 +164,9 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
     """Enter the page body (a centred column) below the shared header. The navigation shows what
     `principal` may use (a share link gets none: it may see its one debate only)."""
     # The brand colours are set in styles.css (no `ui.colors` element on every page).
-    with ui.header(elevated=False).classes("items-center justify-between px-4 py-2 bg-primary text-white"):
+    with ui.header(elevated=False).classes("items-center justify-between no-wrap px-4 py-2 bg-primary text-white"):
         ui.html(shared_text(header_html(active, principal)), sanitize=False) \
-            .classes("row items-center justify-between grow mr-2").mark("navigation")
+            .classes("row items-center justify-between no-wrap grow mr-2 min-w-0").mark("navigation")
         if principal is not None and principal.kind in ("user", "proxy"):
             _account_menu(principal)
         _theme_toggle()

@@ -1,6 +1,6 @@
 """Panels that appear when a debate waits for a person: error (what failed, for whom, what to do, with
 Retry), stopped (by whom, where), interrupted by a restart (with Resume), cost warning (acknowledge or
-stop), and the clarification Q&A. Errored and stopped debates offer "Clone" and "Re-run with edits"."""
+stop), and the clarification Q&A. Errored and stopped debates offer "Re-run with edits"."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def banner_signature(view: SessionView, state: DebateState) -> tuple:
 
 def render_banners(view: SessionView, state: DebateState, run: Command,
                    answers: dict[int, dict[str, list[str]]], clone: bool = False, names: bool = True) -> None:
-    """`clone`: whether to offer "Clone" and "Re-run with edits" (to those who may start debates);
-    `names`: whether to say who did what (not to a share link's holder)."""
+    """`clone`: whether to offer "Re-run with edits" (to those who may start debates); `names`: whether
+    to say who did what (not to a share link's holder)."""
     status = view.status
     if view.storage_problem:
         with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert") \
@@ -38,7 +38,7 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
         return
     if status is State.ERROR:
         _error_panel(view, state, run, clone)
-    if status is State.STOPPED or (status is State.JUDGING and state.stopping):
+    if status is State.JUDGING and state.stopping:  # once stopped, the outcome card says it (once)
         _stopped_note(state, clone, names)
     if status is State.PAUSED and view.interrupted:
         with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered") \
@@ -60,8 +60,7 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
 
 
 def _rerun_links(debate_id: str, marker: str) -> None:
-    """"Clone" and "Re-run with edits": both open the new-debate form filled in from this debate."""
-    ui.link("Clone", f"/new?from={debate_id}").classes("text-sm").mark(f"{marker}-clone")
+    """"Re-run with edits": the new-debate form filled in from this debate (one action, not two names)."""
     ui.link("Re-run with edits", f"/new?from={debate_id}").classes("text-sm").mark(f"{marker}-rerun")
 
 

@@ -1,5 +1,6 @@
 """Pause, Resume, Stop, Retry (and Acknowledge): enabled exactly when the machine allows them and
-the person's role does. The four buttons are one browser element (`CommandBar`, controls.js).
+the person's role does. The four buttons are one browser element (`CommandBar`, controls.js), in the
+debate page's sticky bar; none are shown to a viewer or once the debate has ended.
 
 A click disables its button at once (no double commands from one tab); the engine serialises
 commands, and one the machine refuses (another tab was faster) is shown with its reason. Every
@@ -18,7 +19,7 @@ from nicegui.events import GenericEventArguments
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.engine.api import Command
-from webapp.engine.machine import State, TransitionNotAllowed
+from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.store import StoreError
 from webapp.ui.components.failure import explain_error
@@ -35,7 +36,7 @@ BUTTONS = {
 
 class CommandBar(ui.element, component="controls.js"):
     """The command buttons as one browser element (four buttons were four elements on every
-    spectator's page); the page's other actions go inside it."""
+    spectator's page)."""
 
     def __init__(self, buttons: list[list[str]]) -> None:
         super().__init__()
@@ -70,11 +71,18 @@ class Controls:
         # A press arrives whether or not its button is enabled in this browser: the gate decides, and
         # logs refusals (a tampered page can send any command).
         self.row.on("command", self._pressed)
-        if self.commands and not any(self.gate.principal.can(COMMANDS[name], session.id) for name in BUTTONS):
-            with ui.row().classes("items-center"):
-                ui.label(f"{self.gate.principal.role.value.capitalize()}s can watch and export; "
-                         "controls need an operator.").classes("text-xs text-grey-7").mark("read-only")
         self.update()
+
+    @property
+    def operates(self) -> bool:
+        """Whether this person may send any command here (a viewer and a share link may not)."""
+        return self.commands and any(self.gate.principal.can(COMMANDS[name], self.session.id) for name in BUTTONS)
+
+    def read_only_note(self) -> None:
+        """For a signed-in viewer: why there are no command buttons (the page places it)."""
+        if self.commands and not self.operates:
+            ui.label(f"{self.gate.principal.role.value.capitalize()}s can watch and export; "
+                     "controls need an operator.").classes("text-xs text-grey-7").mark("read-only")
 
     async def _pressed(self, event: GenericEventArguments) -> None:
         args = event.args if isinstance(event.args, dict) else {}
@@ -105,11 +113,15 @@ class Controls:
         """Called on every committed event: re-send the buttons only when what they show changed."""
         shown: dict[str, Any] = {name: allowed and not self.busy for name, allowed in self.allowed().items()}
         shown["retry-text"] = self.retry_text()
+        shown["ended"] = self.session.state.status in TERMINAL_STATES
         if shown == self._shown:
             return
         self._shown = shown
+        # No buttons at all where none can ever be pressed: for a viewer or a link, and once the debate
+        # has ended (four disabled buttons said nothing; Stop's open menu goes with its button).
+        ended = self.session.state.status in TERMINAL_STATES
         buttons = [[name, str(shown["retry-text"]) if name == "retry" else label, icon, color]
-                   for name, (label, icon, _, color) in BUTTONS.items()] if self.commands else []
+                   for name, (label, icon, _, color) in BUTTONS.items()] if self.operates and not ended else []
         self.row.show(buttons, {name: bool(shown[name]) for name in BUTTONS})
 
     async def run(self, command: str, **kwargs: object) -> None:

@@ -80,12 +80,14 @@ def limits_card(form: FormFields, values: dict[str, Any]) -> None:
     with ui.card().classes("w-full gap-1 p-3"):
         heading("Budget", 2)
         # No min/max on these numbers: the browser would clamp what was typed; a value out of range is
-        # an error shown at its field instead.
+        # an error shown at its field instead. No display format either: NiceGUI rounds the value itself
+        # to the format on blur ("%.2f" made a warn-at of $0.005 into $0.01), and prices need fractions
+        # of a cent.
         with ui.row().classes("w-full items-start gap-2"):
-            warn = ui.number("Warn at (USD)", step=0.01, format="%.2f") \
+            warn = ui.number("Warn at (USD)", step=0.01) \
                 .props('outlined dense prefix="$" hint="pause and ask at this spend"').classes("w-56")
             form.field("budget.warn_at", warn.bind_value(budget, "warn_at"))
-            limit = ui.number("Hard limit (USD)", step=0.01, format="%.2f") \
+            limit = ui.number("Hard limit (USD)", step=0.01) \
                 .props('outlined dense prefix="$" hint="never crossed: answers are cut"').classes("w-56")
             form.field("budget.cost_limit", limit.bind_value(budget, "cost_limit"))
         with form.section("Advanced: word limit, discipline and context", "rule",

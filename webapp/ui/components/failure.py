@@ -124,6 +124,23 @@ def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -
                    "Retry; if it happens again, Re-run with edits.", who, model, label)
 
 
+STAGES = {State.JUDGING.value: "during the verdict", State.CLARIFYING.value: "during the clarifying questions",
+          State.AWAITING_CLARIFICATION.value: "while waiting for answers to the clarifying questions",
+          State.INITIALIZING.value: "before the first turn", State.PREPARATION.value: "during preparation",
+          State.IDLE.value: "before it started"}
+
+
+def _stopped_in(state: DebateState, stop: dict[str, Any]) -> str | None:
+    """The state a debate was stopped in, looking through a pause (or a cost warning) to what it paused."""
+    index = next(i for i, t in enumerate(state.transitions) if t is stop)
+    origin = stop.get("from")
+    for earlier in reversed(state.transitions[:index]):
+        if origin not in (State.PAUSED.value, State.AWAITING_ACK.value):
+            break
+        origin = earlier.get("from")
+    return str(origin) if origin else None
+
+
 def explain_stop(state: DebateState, names: bool = True) -> str | None:
     """"Stopped by ada at Rebuttal, round 2" for a debate a person (or a limit) stopped; None otherwise."""
     stop = next((t for t in reversed(state.transitions) if t.get("event") == "STOP"), None)
@@ -141,6 +158,11 @@ def explain_stop(state: DebateState, names: bool = True) -> str | None:
             where = f" at {phase_id}"
         if state.format.has_rounds and position.get("round"):
             where += f", round {position['round']}"
+    # The position still names the last phase debated once the debate has moved on to its verdict (or
+    # has not reached a phase yet): the state it was stopped in says where it really was.
+    stage = STAGES.get(_stopped_in(state, stop) or "")
+    if stage:
+        where = f" {stage}" + (f" (after{where.removeprefix(' at')})" if where and "verdict" in stage else "")
     actor = stop.get("actor") or SYSTEM_ACTOR
     if not names and actor != SYSTEM_ACTOR:
         actor = "a team member"  # a share link shows the debate, not who is on the team

@@ -11,7 +11,7 @@ export default {
       <span v-for="(p, i) in s.speaking" :key="i" class="rostrum-livebar-speaker">
         <span v-if="p[1]" class="rostrum-dot" :style="{background: p[1]}"></span>{{ p[0] }} <em>{{ p[2] }}</em>
       </span>
-      <span v-if="!s.speaking.length" class="rostrum-livebar-state">{{ s.state }}</span>
+      <span v-if="!s.speaking.length && !s.ended" class="rostrum-livebar-state">{{ s.state }}</span>
       <span class="rostrum-livebar-cost" :class="{'rostrum-warned': s.warned}" title="Spent so far">{{ s.cost }}</span>
     </div>
     <div v-else class="rostrum-cost">

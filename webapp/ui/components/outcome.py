@@ -1,6 +1,7 @@
 """The outcome card, result first: what a finished debate came to, in one line, at the top of the page.
 
-A winner (with their colour), a tie, a panel's split ("Judges split 1–1", "Proposition wins 2–1"), the
+A winner (with their colour), a tie, a panel's split ("No winner: judges split 1–1", "Proposition wins
+2–1", by the one rule of `webapp.engine.panel`), the
 agreement a convergence debate reached, the final solution of a collaborative one, "Verdict
 unavailable: why", or why a debate without a verdict ended. Then one line of mean scores and a link to
 the full verdict card (`#verdict`). `outcome_of` is the pure part (tested without a page).
@@ -18,6 +19,7 @@ from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.state import DebateState
 from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.failure import explain_stop
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.verdict import panel_tally
@@ -107,13 +109,15 @@ def _error_note(state: DebateState) -> str | None:
     return f"after an error from {provider}: {message}" if message else f"after an error from {provider}"
 
 
-def _ended(state: DebateState) -> Outcome:
-    """A finished debate without a verdict: why it ended."""
+def _ended(state: DebateState, names: bool = True) -> Outcome:
+    """A finished debate without a verdict: why it ended. A stopped debate says it once, here: who
+    stopped it and where (the page shows no separate "stopped" panel once it has ended)."""
     reason = state.ended_because
     if state.status is State.STOPPED:
-        why = reason or "stopped"
+        said = explain_stop(state, names)
         error = _error_note(state)
-        headline = f"Stopped without a verdict: {why}" + (f", {error}" if error else "")
+        headline = (f"{said.rstrip('.')}, without a verdict" if said else
+                    f"Stopped without a verdict: {reason or 'stopped'}") + (f", {error}" if error else "")
     else:
         headline = f"Finished without a verdict: {reason}" if reason else "Finished (not judged)"
     return Outcome("ended", _clip(headline, HEADLINE_CHARS))
@@ -125,7 +129,7 @@ def _ruling(state: DebateState, verdict: Verdict) -> Outcome:
     if tally is not None and tally.judges >= 2 and not tally.unanimous:
         has_majority, pick = tally.majority
         if not has_majority:
-            return Outcome("split", f"Judges split {tally.split}")
+            return Outcome("split", f"No winner: judges split {tally.split}")
         if pick is None:
             return Outcome("tie", f"Tie {tally.split}")
         return Outcome("winner", f"{_name(state, pick)} wins {tally.split}", winner=pick)
@@ -135,8 +139,9 @@ def _ruling(state: DebateState, verdict: Verdict) -> Outcome:
     return Outcome("winner", f"{_name(state, verdict.winner)} wins{suffix}", winner=verdict.winner)
 
 
-def outcome_of(state: DebateState) -> Outcome | None:
-    """What the outcome card shows, or None while the debate has not ended."""
+def outcome_of(state: DebateState, names: bool = True) -> Outcome | None:
+    """What the outcome card shows, or None while the debate has not ended. `names`: whether to say who
+    stopped it (not to a share link's holder)."""
     if state.status not in TERMINAL_STATES:
         return None
     verdict = state.verdict
@@ -150,7 +155,7 @@ def outcome_of(state: DebateState) -> Outcome | None:
     elif convergence and verdict is not None:  # ended before any round was rated (a cap of one round, a stop)
         result = Outcome("no-agreement", "No agreement reached")
     elif verdict is None:
-        result, note = _ended(state), None
+        result, note = _ended(state, names), None
     elif not verdict.available:
         why = verdict.reasoning.strip()
         if why.lower().startswith("verdict unavailable"):
@@ -162,13 +167,13 @@ def outcome_of(state: DebateState) -> Outcome | None:
     tally = panel_tally(verdict) if verdict is not None else None
     label = f"Mean scores of {tally.judges} judges" if tally is not None and tally.judges >= 2 else "Scores"
     if state.status is State.STOPPED and result.kind != "ended":
-        note = f"stopped early: {state.ended_because}" if state.ended_because else "stopped early"
+        note = (explain_stop(state, names) or "Stopped early").rstrip(".")
     return Outcome(result.kind, result.headline, result.winner, _scores(state, verdict), label,
                    _clip(note, HEADLINE_CHARS) if note else None, result.synthesis, verdict is not None)
 
 
-def outcome_signature(state: DebateState) -> tuple[Any, ...]:
-    outcome = outcome_of(state)
+def outcome_signature(state: DebateState, names: bool = True) -> tuple[Any, ...]:
+    outcome = outcome_of(state, names)
     if outcome is None:
         return (None,)
     colors = tuple((p.id, p.name, safe_color(p.color)) for p in state.config.participants)
@@ -180,10 +185,10 @@ ICONS = {"winner": "emoji_events", "tie": "balance", "split": "call_split", "agr
          "ended": "stop_circle"}
 
 
-def render_outcome(state: DebateState) -> None:
+def render_outcome(state: DebateState, names: bool = True) -> None:
     """The outcome card; renders nothing for a debate that has not ended. Its fixed parts are HTML, not
     elements: every spectator's page builds this card at the same moment, when the debate ends."""
-    outcome = outcome_of(state)
+    outcome = outcome_of(state, names)
     if outcome is None:
         return
     colors = {p.id: safe_color(p.color) for p in state.config.participants}
@@ -204,7 +209,7 @@ def render_outcome(state: DebateState) -> None:
     if outcome.note or outcome.verdict:
         rest.add('<div class="row items-center gap-x-3 gap-y-0 text-sm">')
         if outcome.note:
-            rest.text(f"Ended: {outcome.note}" if not outcome.note.startswith("stopped") else
+            rest.text(f"Ended: {outcome.note}" if not outcome.note.lower().startswith("stopped") else
                       outcome.note[0].upper() + outcome.note[1:], MUTED, "outcome-note", "span")
         if outcome.verdict:
             rest.add('<a href="#verdict" class="nicegui-link font-medium" data-mark="outcome-verdict-link">'

@@ -1,4 +1,5 @@
-// The participants panel as one element: who debates (colour, name, position, model, notes) and who judges.
+// The participants panel as one element: who debates (colour, name, position, model, notes, persona: folded
+// when long) and who judges.
 export default {
   template: `
     <div class="rostrum-participants">
@@ -9,6 +10,12 @@ export default {
           <div><span class="rostrum-person-name">{{ p.name }}</span> <small>({{ p.position }})</small></div>
           <div class="rostrum-person-model">{{ p.model }}</div>
           <div v-for="(n, i) in p.notes" :key="i" class="rostrum-person-note">{{ n }}</div>
+          <div v-if="p.persona && p.persona.length <= foldAt" class="rostrum-person-persona">
+            <span class="rostrum-person-note">Persona:</span> {{ p.persona }}</div>
+          <details v-else-if="p.persona" class="rostrum-person-persona">
+            <summary>Persona: {{ p.persona.slice(0, 60).trimEnd() }}…</summary>
+            <div class="rostrum-persona-text">{{ p.persona }}</div>
+          </details>
         </div>
       </div>
       <template v-if="judges">
@@ -22,5 +29,5 @@ export default {
         </div>
       </template>
     </div>`,
-  props: { people: Array, judges: String },
+  props: { people: Array, judges: String, foldAt: { type: Number, default: 140 } },
 };

@@ -1,4 +1,4 @@
-"""Participants panel: colour, name, position and model of each speaker, and the judge.
+"""Participants panel: colour, name, position, model and persona of each speaker, and the judge.
 
 Who is speaking right now is shown by the live status bar (fed by the live stream, not per page)."""
 
@@ -25,13 +25,17 @@ class ParticipantsPanel(ui.element, component="participants.js"):
         super().__init__()
         self.people = [
             {"id": p.id, "name": p.name, "position": p.position, "color": safe_color(p.color),
-             "model": f"{p.provider}:{p.model}", "notes": [n for n in (temperature_note(p),) if n]}
+             "model": f"{p.provider}:{p.model}", "notes": [n for n in (temperature_note(p),) if n],
+             "persona": p.persona}
             for p in state.config.participants
         ]
         self._props["people"] = shared_prop(self.people)
         judge = state.config.judge
         self._props["judges"] = ", ".join(j.label for j in judge.judges) if judge.enabled else ""
         self.classes("w-full").mark("participants")
+
+    def persona(self, participant_id: str) -> str:
+        return next((str(p["persona"]) for p in self.people if p["id"] == participant_id), "")
 
     def notes(self, participant_id: str) -> list[str]:
         return next((p["notes"] for p in self.people if p["id"] == participant_id), [])

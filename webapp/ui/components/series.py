@@ -42,13 +42,13 @@ def render_series(state: DebateState, siblings: list[DebateState], links: bool =
         return
     first = siblings[0]
     with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("series"):
-        with ui.row().classes("w-full items-center gap-2 no-wrap"):
+        with ui.row().classes("w-full items-center gap-x-2 gap-y-0"):
             ui.icon(ICONS.get(result.kind, "flag")).classes("text-2xl shrink-0 text-primary") \
                 .props('aria-hidden="true"')
             ui.label(f"Series of {len(siblings)} debates, sides swapped:").classes("text-sm text-grey-8 shrink-0")
-            ui.label(result.headline).classes("text-base font-semibold min-w-0").mark("series-headline")
-        for index, (game, sibling) in enumerate(zip(result.games, siblings, strict=True)):
-            with ui.row().classes("items-center gap-2 text-sm").mark("series-debate"):
+            ui.label(result.headline).classes("text-base font-semibold min-w-0 break-words").mark("series-headline")
+        for index, game in enumerate(result.games):
+            with ui.row().classes("w-full items-center gap-x-2 gap-y-0 text-sm min-w-0").mark("series-debate"):
                 title = "First debate" if index == 0 else f"Rematch {index}" if len(siblings) > 2 else "Rematch"
                 if game.id == state.id:
                     ui.label(f"{title} (this one)").classes("font-medium")
@@ -56,9 +56,10 @@ def render_series(state: DebateState, siblings: list[DebateState], links: bool =
                     ui.label(title).classes("font-medium")
                 else:
                     ui.link(title, f"/debate/{game.id}").classes("font-medium")
-                sides = ", ".join(f"{participant_label(first, pid)} {position}"
+                # Each participant by its one name across the series; its side in this debate beside it.
+                sides = ", ".join(f"{position}: {participant_label(first, pid)}"
                                   for pid, position in zip(game.seats, game.positions, strict=True))
-                ui.label(sides).classes("text-grey-8")
+                ui.label(sides).classes("text-grey-8 min-w-0 break-words").mark("series-sides")
                 if not game.ended:
                     ui.label(f"· {game.status.replace('_', ' ')}").classes("text-grey-7")
                 elif not game.judged:
@@ -66,8 +67,8 @@ def render_series(state: DebateState, siblings: list[DebateState], links: bool =
                 elif game.winner is None:
                     ui.label("· tie").classes("font-medium")
                 else:
-                    name = next((p.name for p in sibling.config.participants if p.id == game.winner), game.winner)
-                    ui.label(f"· {name} won").classes("font-medium")
+                    side = game.seat_label(game.seat(game.winner) or 0)
+                    ui.label(f"· {participant_label(first, game.winner)} won, as {side}").classes("font-medium")
 
 
 class SeriesCard:

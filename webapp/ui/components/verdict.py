@@ -13,6 +13,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.judge_health import RELIABILITY_RULE
+from webapp.engine.panel import DISAGREEMENT_MEANING, SPLIT_RULE, decided_winner
 from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.settings import image_hosts
@@ -174,12 +175,14 @@ def render_verdict(state: DebateState, unreliable: Mapping[str, str] | None = No
         _synthesis(verdict)
         return
     top.add('<div class="row items-center gap-3">')
-    if verdict.winner is None:
-        top.text("Tie", "text-2xl font-bold", "winner")
-    else:
-        name, color = _names(state).get(verdict.winner, (verdict.winner, NEUTRAL))
-        top.add(dot(color, "w-4 h-4")).text(f"Winner: {name}", "text-2xl font-bold", "winner")
+    winner = decided_winner(verdict)  # by the panel rule, whatever rule the stored verdict was made by
     tally = panel_tally(verdict)
+    if winner is None:
+        split = tally is not None and tally.judges >= 2 and not tally.majority[0]
+        top.text("No winner" if split else "Tie", "text-2xl font-bold", "winner")
+    else:
+        name, color = _names(state).get(winner, (winner, NEUTRAL))
+        top.add(dot(color, "w-4 h-4")).text(f"Winner: {name}", "text-2xl font-bold", "winner")
     if tally is None:
         if verdict.confidence is not None:
             top.text(f"confidence {verdict.confidence:.0%}", "q-badge bg-grey-7 text-white", "confidence", "span")
@@ -189,6 +192,8 @@ def render_verdict(state: DebateState, unreliable: Mapping[str, str] | None = No
     else:  # a panel has no single confidence: each judge's is in the rulings table
         top.text(_panel_words(tally), "text-sm text-grey-8", "panel-split")
     top.add("</div>")
+    if tally is not None and tally.judges >= 2:
+        top.text(SPLIT_RULE, "text-xs text-grey-7", "split-rule")
     top.add('<div class="row gap-4">' + "".join(
         f'<span class="font-mono">{escape(_name(state, pid))}: {verdict.scores[pid]:g}/100</span>'
         for pid in _ordered(state, verdict.scores)) + "</div>")
@@ -267,12 +272,12 @@ def _notes(top: HtmlParts, verdict: Verdict) -> None:
 
 
 def _panel_words(tally: PanelTally) -> str:
-    """What the panel's headline says beside the winner (who wins on the mean score)."""
+    """What the panel's headline says beside the winner: how the judges' picks decided it."""
     if tally.judges < 2:
         return "only one judge of the panel ruled" if tally.judges else ""
     if tally.unanimous:
         return f"judges agree {tally.split}"
-    return f"on mean score · judges split {tally.split}"
+    return f"majority of judges ({tally.split})" if tally.majority[0] else f"judges split {tally.split}"
 
 
 def _criteria_notes(top: HtmlParts, state: DebateState, verdict: Verdict) -> None:
@@ -309,14 +314,14 @@ def _rulings(state: DebateState, verdict: Verdict) -> None:
                                    "mode": ruling.output_mode or "", "swap": _swap_words(state, ruling)}
             row.update({pid: f"{ruling.scores[pid]:g}" if pid in ruling.scores else "–" for pid in pids})
             rows.append(row)
-        mean = {"id": "mean", "judge": "Mean", "winner": _name(state, verdict.winner), "confidence": "", "mode": "",
+        mean = {"id": "mean", "judge": "Mean", "winner": "", "confidence": "", "mode": "",
                 "swap": ""}
         mean.update({pid: f"{verdict.scores[pid]:g}" for pid in pids})
         rows.append(mean)
         ui.table(columns=columns, rows=rows, row_key="id").props("flat dense").classes("w-full")
         if verdict.disagreement is not None:
-            ui.label(f"Disagreement between judges: {counted(verdict.disagreement, 'point')}").classes("text-sm") \
-                .mark("disagreement")
+            ui.label(f"Disagreement between judges: {counted(verdict.disagreement, 'point')}, "
+                     f"{DISAGREEMENT_MEANING}").classes("text-sm").mark("disagreement")
 
 
 def _swap_words(state: DebateState, ruling: JudgeRuling) -> str:

@@ -15,7 +15,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import Request
@@ -110,9 +110,14 @@ async def viewer_zone(client: Client) -> str | None:
 
 
 def models_line(row: DebateRow) -> str:
-    """Who debates with which model: 'Ada (openai:gpt-4o) vs Bo (demo:demo)'."""
-    return " vs ".join(f"{p.get('name') or p.get('id') or '?'} ({p.get('provider') or '?'}:{p.get('model') or '?'})"
-                       for p in row.participants)
+    """Who debates with which model: 'Ada (openai:gpt-4o) vs Bo (demo:demo)'; a participant named after its
+    model says it once ('demo:gamma', not 'demo:gamma (demo:gamma)')."""
+    def who(p: dict[str, Any]) -> str:
+        name = str(p.get("name") or p.get("id") or "?")
+        model = f"{p.get('provider') or '?'}:{p.get('model') or '?'}"
+        return model if name in (model, str(p.get("model") or "")) else f"{name} ({model})"
+
+    return " vs ".join(who(p) for p in row.participants)
 
 
 def tags_line(row: DebateRow) -> str:

@@ -23,7 +23,7 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
-from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.machine import State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
@@ -33,7 +33,7 @@ from webapp.live import Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.components.badges import status_badge_html
+from webapp.ui.components.badges import money, status_badge_html
 from webapp.ui.components.banners import (
     banner_signature,
     last_cost_warning,
@@ -53,10 +53,31 @@ from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
 
 
+def unasked_cost_warning(state: DebateState) -> str | None:
+    """The cost warning in words when the debate could not stop to ask about it — spending crossed warn-at
+    during the verdict, which is not interrupted (without this, a tinted badge was its only sign)."""
+    warn_at, spent = state.config.budget.warn_at, state.ledger.total_usd
+    if warn_at is None or any(t.get("event") == "COST_WARNING" for t in state.transitions):
+        return None  # no threshold, or the debate waited for it (the acknowledgement panel and dialog said it)
+    warning = last_cost_warning(state)
+    if not warning and spent < warn_at:
+        return None
+    debated = sum(t.cost_usd or 0.0 for t in state.turns)
+    during = " during the verdict" if state.verdict is not None and debated < warn_at else ""
+    return (f"Spending warning: spending reached {money(spent)}{during}, at or above the {money(warn_at)} "
+            "warning threshold" + ("; the verdict was not interrupted." if during else "."))
+
+
 def render_cost_warning(state: DebateState) -> None:
     budget = state.config.budget
     if state.cost_warned or (budget.warn_at is not None and state.ledger.total_usd >= budget.warn_at):
         ui.badge("warning threshold reached", color="orange-9").mark("cost-warning")
+    said = unasked_cost_warning(state)
+    if said:
+        with ui.row().classes("items-start gap-1 no-wrap text-sm text-orange-10 dark:text-orange-3") \
+                .props('role="alert"').mark("cost-warning-note"):
+            ui.icon("warning").classes("text-lg shrink-0").props('aria-hidden="true"')
+            ui.label(said).classes("min-w-0")
 
 
 ACTION_WORDS = {
@@ -130,19 +151,18 @@ class DebateView:
                 ui.link("part of a tournament", f"/tournaments/{state.config.tournament}") \
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
-            self.controls = Controls(self.session, self.gate, after=self.sync)  # a share link gets none
-            with self.controls.row:  # one row for the commands and the rest: one element less
+            with ui.row().classes("w-full items-center gap-2").mark("page-actions"):
                 self.export_menu: ui.menu | None = None
                 self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
-                    .props('flat dense no-caps aria-haspopup="menu"').classes("ml-auto").mark("export")
+                    .props('flat dense no-caps aria-haspopup="menu"').mark("export")
                 self.rematch = RematchButton(self.session, self.gate)
                 if principal.kind != "share-link" and principal.can(Action.CREATE):
-                    # "Clone" opens the form filled in from this debate, to re-run it with edits.
-                    ui.link("Clone", f"/new?from={state.id}").classes("rostrum-clone q-px-sm").props(
-                        'aria-label="Clone this debate into the new-debate form"').mark("clone")
-                    # The same form, offered by name once a debate has ended, failed or was stopped.
+                    # One action (it was "Clone" and "Re-run with edits", the same form twice): the
+                    # new-debate form filled in from this debate, at any stage.
                     self.rerun = ui.link("Re-run with edits", f"/new?from={state.id}") \
-                        .classes("rostrum-clone q-px-sm").mark("rerun")
+                        .classes("rostrum-clone q-px-sm").props(
+                            'aria-label="Re-run with edits: the new-debate form filled in from this debate"') \
+                        .mark("rerun")
         # Sections that are often empty (the outcome, banners, what follows the transcript) are rendered
         # straight into their place when they have something to show (`_place`): no holder element.
         # name -> (parent, anchor, whether the section goes after the anchor or before it)
@@ -154,6 +174,10 @@ class DebateView:
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
             self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
+            # Pause and Stop stay in reach while following the live turn (a share link gets none).
+            self.controls = Controls(self.session, self.gate, after=self.sync)
+        with self.top_card:
+            self.controls.read_only_note()
         self.places["banners"] = (context.slot.parent, sticky, True)
         self.places["series"] = (context.slot.parent, sticky, False)  # before the bar: after the outcome
         with ui.element("div").classes("w-full grid grid-cols-1 lg:grid-cols-[minmax(0,1fr)_22rem] gap-4 items-start"):
@@ -229,7 +253,8 @@ class DebateView:
         status = (view.status.value, view.interrupted, state.ended_because)
         if self.signatures.get("status") != status:
             self.signatures["status"] = status
-            note = state.ended_because if state.status in TERMINAL_STATES else None
+            # Why it ended beside the badge, except for a stop: the outcome card says who stopped it and where.
+            note = state.ended_because if state.status is State.COMPLETED else None
             badge, marker = status_badge_html(view.status.value, view.interrupted, note)
             # The topic tags go into this one element's HTML (escaped): no element of their own, since
             # every element costs each spectator's memory.
@@ -242,7 +267,8 @@ class DebateView:
                 + f'<span class="row items-center gap-2">{badge}</span>'
                 f'<span class="text-xs text-grey-7">created {state.created_at.strftime("%Y-%m-%d %H:%M UTC")} · '
                 f'id {escape(state.id)}</span>'))
-        self._section("outcome", outcome_signature(state), lambda: render_outcome(state))
+        names = self.gate.principal.kind != "share-link"  # a share link shows the debate, not the team
+        self._section("outcome", outcome_signature(state, names), lambda: render_outcome(state, names))
         self._section("banners", banner_signature(view, state),
                       lambda: self._render_banners(view, state))
         if state.answers and "past" not in self.sections:
@@ -256,19 +282,18 @@ class DebateView:
         self._section("after", (aux_notes_signature(state, live), len(state.round_scores), state.verdict,
                                 state.ended_because, self.unreliable),
                       lambda: self._render_after(state, live, self.unreliable))
-        if "cost-warning" not in self.sections and (state.cost_warned or state.warnings):
+        unasked = unasked_cost_warning(state)
+        if "cost-warning" not in self.sections and (state.cost_warned or state.warnings or unasked):
             with self.right:  # made when first needed, above the cost card
                 self.sections["cost-warning"] = ui.element("div").move(self.right, 1)
         if "cost-warning" in self.sections:
-            self._section("cost-warning", (state.cost_warned, len(state.warnings)),
+            self._section("cost-warning", (state.cost_warned, len(state.warnings), unasked),
                           lambda: render_cost_warning(state))
         activity = (len(state.actions), state.created_by)
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
             names = self.gate.principal.kind != "share-link"
             self.sections["activity"].set_content(shared_text(activity_html(state, names)))
-        if self.rerun is not None:
-            self.rerun.set_visibility(state.status in TERMINAL_STATES or state.status is State.ERROR)
         self.controls.update()
         self.rematch.update()
         self.series.update()

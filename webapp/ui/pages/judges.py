@@ -20,12 +20,17 @@ from webapp.ui.auth import admit
 from webapp.ui.layout import frame, heading
 from webapp.wording import counted
 
+# Below this many debates compared, agreement and kappa are not figures: one debate gives 0 % or 100 %
+# and a kappa of 0.00 or 1.00 that say nothing of the judge.
+MIN_COMPARED = 5
 EXPLAIN = (
     "Per judge model, over the last verdict of every stored debate. Parse failures: rulings that failed or "
-    "needed a repeat request. Picked 1st / 2nd: of the rulings naming a winner, how often it was the participant "
-    "presented first or second (a fair judge shows no pattern over many debates). Flipped on swap: rulings whose "
+    "needed a repeat request. Winner presented: of the rulings naming a winner, how often it was the participant "
+    "presented first, second or later (ties are counted apart; a fair judge shows no pattern over many "
+    "debates). Flipped on swap: rulings whose "
     "winner changed when the order was reversed. Agreement: identical winners with the other judges of the same "
-    "debates; kappa discounts the agreement expected by chance (1 = perfect, 0 = chance)."
+    f"debates; kappa discounts the agreement expected by chance (1 = perfect, 0 = chance). Below {MIN_COMPARED} "
+    "debates compared, agreement and kappa say \"too few debates\" instead of a figure."
 )
 
 
@@ -33,17 +38,47 @@ def _pct(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.0%}"
 
 
+def too_few(n: int) -> str:
+    return f"too few debates (n = {n})"
+
+
+def whole_shares(counts: list[int]) -> list[int]:
+    """Percentages of `counts` that add up to 100 (largest remainders), so a row's parts are its whole."""
+    total = sum(counts)
+    if not total:
+        return [0 for _ in counts]
+    exact = [100 * c / total for c in counts]
+    floors = [int(e) for e in exact]
+    for i in sorted(range(len(counts)), key=lambda k: exact[k] - floors[k], reverse=True)[:100 - sum(floors)]:
+        floors[i] += 1
+    return floors
+
+
+def order_text(stats: JudgeStats) -> str:
+    """"59 % 1st, 35 % 2nd, 6 % later (of 17); 2 ties": the parts add up, and the rest is named."""
+    if not stats.ordered:
+        return "–"
+    later = max(0, stats.ordered - stats.picked_first - stats.picked_second)
+    shares = whole_shares([stats.picked_first, stats.picked_second, later])
+    text = f"{shares[0]} % 1st, {shares[1]} % 2nd" + (f", {shares[2]} % later" if later else "") + \
+        f" (of {stats.ordered})"
+    return text + (f"; {stats.ties} tie{'s' if stats.ties != 1 else ''} not counted" if stats.ties else "")
+
+
 def judge_row(stats: JudgeStats) -> dict[str, Any]:
     """The table row of one judge, as text."""
+    enough = stats.compared >= MIN_COMPARED
     return {
         "judge": stats.judge,
         "debates": stats.debates,
         "rulings": stats.rulings,
         "failures": f"{_pct(stats.failure_rate)} ({stats.failed})",
-        "order": f"{_pct(stats.first_rate)} / {_pct(stats.second_rate)} of {stats.ordered}" if stats.ordered else "–",
+        "order": order_text(stats),
         "swap": f"{_pct(stats.flip_rate)} ({stats.flipped} of {stats.rejudged})" if stats.rejudged else "–",
-        "agreement": f"{_pct(stats.agreement)} of {stats.compared}" if stats.compared else "–",
-        "kappa": "–" if stats.kappa is None else f"{stats.kappa:.2f}",
+        "agreement": "–" if not stats.compared else too_few(stats.compared) if not enough else
+        f"{_pct(stats.agreement)} of {stats.compared}",
+        "kappa": "–" if not stats.compared else too_few(stats.compared) if not enough else
+        "–" if stats.kappa is None else f"{stats.kappa:.2f}",
     }
 
 
@@ -60,7 +95,7 @@ def render_health(report: HealthReport) -> None:
             {"name": "debates", "label": "Debates", "field": "debates", "sortable": True},
             {"name": "rulings", "label": "Rulings", "field": "rulings", "sortable": True},
             {"name": "failures", "label": "Parse failures", "field": "failures", "align": "left"},
-            {"name": "order", "label": "Picked 1st / 2nd", "field": "order", "align": "left"},
+            {"name": "order", "label": "Winner presented", "field": "order", "align": "left"},
             {"name": "swap", "label": "Flipped on swap", "field": "swap", "align": "left"},
             {"name": "agreement", "label": "Agreement", "field": "agreement", "align": "left"},
             {"name": "kappa", "label": "Kappa", "field": "kappa"},
@@ -82,8 +117,10 @@ def render_health(report: HealthReport) -> None:
                 {"name": "agreement", "label": "Identical winners", "field": "agreement"},
                 {"name": "kappa", "label": "Kappa", "field": "kappa"},
             ]
-            rows = [{"pair": f"{p.judges[0]} + {p.judges[1]}", "debates": p.debates, "agreement": _pct(p.agreement),
-                     "kappa": "–" if p.kappa is None else f"{p.kappa:.2f}"} for p in report.pairs]
+            rows = [{"pair": f"{p.judges[0]} + {p.judges[1]}", "debates": p.debates,
+                     "agreement": _pct(p.agreement) if p.debates >= MIN_COMPARED else too_few(p.debates),
+                     "kappa": too_few(p.debates) if p.debates < MIN_COMPARED else
+                     "–" if p.kappa is None else f"{p.kappa:.2f}"} for p in report.pairs]
             ui.table(columns=columns, rows=rows, row_key="pair").props("flat dense").classes("w-full") \
                 .mark("pairs-table")
 

@@ -23,7 +23,7 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.judge_health import RELIABILITY_RULE, unreliable_judges
 from webapp.results.head_to_head import PairRecord
-from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, ModelRating, choices, leaderboard
+from webapp.results.leaderboard import MIN_FOR_STYLE, Leaderboard, LeaderboardFilters, ModelRating, choices, leaderboard
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
@@ -79,7 +79,7 @@ def history_chart(board: Leaderboard) -> dict[str, Any]:
         "tooltip": {**_TOOLTIP, "trigger": "axis"},
         "legend": {"top": 0, "type": "scroll"},
         "grid": {"left": 8, "right": 24, "top": 36, "bottom": 24, "containLabel": True},
-        "xAxis": {"type": "time"},
+        "xAxis": {"type": "time", "axisLabel": {"hideOverlap": True}},  # dates never print over each other
         "yAxis": {"type": "value", "scale": True},
         "series": [{"type": "line", "name": m, "showSymbol": True,
                     "data": [[p.at.isoformat(), p.ratings[m]] for p in board.history if m in p.ratings]}
@@ -195,6 +195,13 @@ def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
             ui.label(f"Length effect {s.length_effect:+.2f} (95% {s.length_low:+.2f} to {s.length_high:+.2f}) "
                      "on the log-odds of winning, per unit of normalised word-count difference.") \
                 .classes("text-sm font-medium").mark("length-effect")
+        elif style:  # a fit on a handful of debates (or none with any spread) is not a result
+            ui.label(f"Length effect: too few debates (n = {board.comparisons}); it is estimated from "
+                     f"{MIN_FOR_STYLE} on.").classes("text-sm font-medium").mark("length-effect")
+        if not style and board.words:
+            with ui.column().classes("gap-0").mark("pair-words"):
+                for line in board.words:
+                    ui.label(line.words).classes("text-sm" + (" font-medium" if line.clear else ""))
         _table(lines, "style-table" if style else "ratings-table")
         options = interval_chart(lines)
         height = f"h-[{max(160, 40 * len(lines) + 60)}px]"

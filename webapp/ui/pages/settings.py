@@ -110,7 +110,7 @@ class LocalServers:
                      "model for a tiny JSON answer to learn which structured-output mode it accepts "
                      f"(at most {PROBE_TIMEOUT_S:g} s).").classes("text-sm text-grey-7")
             for preset in local:
-                with ui.row().classes("w-full items-center gap-3 no-wrap").mark(f"local-{preset.name}"):
+                with ui.row().classes("w-full items-center gap-x-3 gap-y-1").mark(f"local-{preset.name}"):
                     with ui.column().classes("gap-0 w-56"):
                         ui.label(preset.title).classes("font-medium")
                         ui.label(preset.default_url).classes("font-mono text-xs text-grey-7")
@@ -320,7 +320,7 @@ def _server_card() -> None:
     settings = get_settings()
     with ui.card().classes("w-full"):
         heading("This server", 2)
-        with ui.grid(columns=2).classes("gap-x-6 gap-y-1 text-sm"):
+        with ui.grid(columns="auto minmax(0, 1fr)").classes("w-full gap-x-6 gap-y-1 text-sm"):
             for label, value in (
                 ("Database", redacted(settings.db)),  # never a PostgreSQL password
                 ("Listening on", f"{settings.host}:{settings.port}"),
@@ -335,7 +335,7 @@ def _server_card() -> None:
                  else "refused: registered endpoints only"),
             ):
                 ui.label(label).classes("text-grey-7")
-                ui.label(value).classes("font-mono")
+                ui.label(value).classes("font-mono min-w-0 break-all")
 
 
 async def page(request: Request) -> Response | None:

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 from nicegui import ui
+from nicegui.elements.mixins.value_element import ValueElement
 from pydantic import ValidationError
 
 from webapp.access.gate import Gate
@@ -23,8 +24,9 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.schedule import ConfigError
 from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, leaderboard
+from webapp.settings import get_settings
 from webapp.store import StoreError
-from webapp.tournament.plan import Contender, Tournament
+from webapp.tournament.plan import Contender, Tournament, estimate_debate, schedule
 from webapp.tournament.runner import Progress, progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
 from webapp.ui import runtime
@@ -94,6 +96,20 @@ async def list_page(request: Request) -> Response | None:
 # --- the form --------------------------------------------------------------------------------------
 
 
+def rounds_default(format_id: str) -> str:
+    """What an empty Rounds field plays: the format's own default, shown in the field."""
+    fmt = FORMATS.get(format_id)
+    return str(fmt.termination.default_rounds) if fmt is not None and fmt.has_rounds else "–"
+
+
+def rounds_hint(format_id: str) -> str:
+    fmt = FORMATS.get(format_id)
+    if fmt is None or not fmt.has_rounds:
+        return "this format has no rounds"
+    term = fmt.termination
+    return f"{term.min_rounds}–{term.max_rounds}; empty = {term.default_rounds}"
+
+
 class TournamentForm:
     """The new-tournament form: a plain dictionary bound to the inputs, checked into a `Tournament`."""
 
@@ -105,27 +121,59 @@ class TournamentForm:
         }
         self.submitting = False
 
+    @property
+    def inputs(self) -> list[ValueElement]:
+        return [e for e in self.card.descendants() if isinstance(e, ValueElement)]
+
+    def estimate_text(self) -> str:
+        """"12 debates · up to $2.6712 in all": the schedule's size and its worst case, as the debate form's."""
+        try:
+            tournament = self.tournament()
+        except (ValidationError, KeyError, ValueError):
+            return "Debates and estimated cost: fill in the models and topics"
+        slots = schedule(tournament)
+        costs = [estimate_debate(tournament, slot, get_settings()) for slot in slots]
+        debates = f"{len(slots)} debate{'s' if len(slots) != 1 else ''}"
+        if any(c is None for c in costs):
+            return f"{debates} · cost unknown (a model has no price)"
+        total = sum(c or 0.0 for c in costs)
+        fits = "" if tournament.budget_usd is None or total <= tournament.budget_usd else \
+            f" · over the budget by up to {money(total - tournament.budget_usd)}"
+        return f"{debates} · estimated up to {money(total)} in all (each debate at its longest){fits}"
+
     def build(self) -> None:
-        with ui.card().classes("w-full gap-3").mark("tournament-form"):
+        with ui.card().classes("w-full gap-3").mark("tournament-form") as self.card:
             ui.input("Name (optional)").bind_value(self.form, "name").props("maxlength=120").classes("w-full") \
                 .mark("t-name")
             ui.textarea("Models, one per line (provider:model)").bind_value(self.form, "models") \
                 .classes("w-full").mark("t-models")
             ui.textarea("Topics, one per line").bind_value(self.form, "topics").classes("w-full").mark("t-topics")
-            with ui.row().classes("w-full gap-4 items-center"):
-                ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
-                    .bind_value(self.form, "format").classes("min-w-48").mark("t-format")
-                ui.number("Rounds (format default if empty)", min=1, max=50, precision=0) \
-                    .bind_value(self.form, "rounds").mark("t-rounds")
+            with ui.row().classes("w-full gap-4 items-start"):
+                fmt = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
+                    .bind_value(self.form, "format").props("outlined dense").classes("min-w-48").mark("t-format")
+                # The label stays whole; what an empty field means (the format's default) is in the field.
+                rounds = ui.number("Rounds", min=1, max=50, precision=0).bind_value(self.form, "rounds") \
+                    .props("outlined dense").classes("w-44").mark("t-rounds")
+
+                def explain_rounds() -> None:
+                    rounds.props(f'placeholder="{rounds_default(self.form["format"])}" '
+                                 f'hint="{rounds_hint(self.form["format"])}"')
+
+                explain_rounds()
+                fmt.on_value_change(explain_rounds)
                 ui.checkbox("Play each pairing twice, sides swapped").bind_value(self.form, "swap_sides") \
                     .mark("t-swap")
             ui.textarea("Judges, one per line (provider:model; several make a panel)") \
                 .bind_value(self.form, "judges").classes("w-full").mark("t-judges")
             with ui.row().classes("w-full gap-4 items-center"):
                 ui.number("Total budget (USD, optional)", min=0, step=0.5).bind_value(self.form, "budget_usd") \
-                    .mark("t-budget")
+                    .props("outlined dense").classes("w-64").mark("t-budget")
                 ui.number("Debates at once", min=1, max=16, precision=0).bind_value(self.form, "concurrency") \
-                    .mark("t-concurrency")
+                    .props("outlined dense").classes("w-44").mark("t-concurrency")
+            # How many debates and the most they may cost, before starting (kept current as the form changes).
+            self.estimate = ui.label(self.estimate_text()).classes("text-sm font-medium").mark("t-estimate")
+            for element in self.inputs:
+                element.on_value_change(lambda: self.estimate.set_text(self.estimate_text()))
             self.error = ui.label("").classes("text-negative").mark("t-error")
             self.error.set_visibility(False)
             self.button = ui.button("Start tournament", icon="emoji_events", on_click=self.submit) \
@@ -217,7 +265,7 @@ class TournamentView:
         engine = await runtime.current().engine()
         store = TournamentStore(engine.store)
         row = await store.get(self.tournament_id)
-        return None if row is None else await progress(store, row)
+        return None if row is None else await progress(store, row, engine.settings)
 
     async def marker(self, state: Progress) -> tuple[Any, ...]:
         """What the page shows, in short: it is redrawn only when this changes."""
@@ -267,9 +315,19 @@ class TournamentView:
             ui.label(f"Debates done: {state.done} / {state.total}").mark("tournament-done")
             ui.linear_progress(value=state.done / state.total if state.total else 0, show_value=False) \
                 .props("rounded size=10px")
-            budget = f" of {money(tournament.budget_usd)} budget" if tournament.budget_usd is not None else \
-                " (no budget)"
-            ui.label(f"Cost so far: {money(state.spent)}{budget}").mark("tournament-cost")
+            if tournament.budget_usd is None:
+                ui.label(f"Cost so far: {money(state.spent)} (no budget)").mark("tournament-cost")
+            else:  # named so that they add up: spent + reserved + left = the budget
+                budget = tournament.budget_usd
+                held = f" · reserved for running debates {money(state.reserved)}" if state.reserved > 0 else ""
+                ui.label(f"Budget {money(budget)}: spent {money(state.spent)}{held} · left "
+                         f"{money(state.left(budget))}").mark("tournament-cost")
+                more = state.add_to_finish(budget)
+                if more is not None and row.status != "completed":
+                    remaining = state.total - len(state.debates)
+                    ui.label(f"Add {money(more)} to finish: the {remaining} debate{'s' if remaining != 1 else ''} "
+                             f"not played yet may cost up to {money(state.to_finish)} in all.") \
+                        .classes("text-sm text-warning").mark("tournament-add")
             ui.label(f"Time left (estimate): {_duration(state.eta_seconds)}").mark("tournament-eta")
             ui.label(f"{len(tournament.models)} models · {counted(len(tournament.topics), 'topic')} · format "
                      f"{tournament.format} · {'sides swapped' if tournament.swap_sides else 'one side each'} · "
