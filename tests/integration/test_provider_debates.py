@@ -278,15 +278,16 @@ async def test_slow_first_token_times_out_and_is_retried_once(
 ) -> None:
     never = threading.Event()  # the first attempt's first token never comes
     at = enqueue_fault(server, protocol, Script.held(never))
-    started = time.monotonic()
     session = await run_debate(engine, make_config(url=server.url))
     assert_completed_intact(session, server)
-    assert time.monotonic() - started < 5
     await wait_for(server.client_left, "the timed-out request to be abandoned")
     counts = request_counts(server)
     assert counts[TURN_ORDER[at]] == 2 and sum(counts.values()) == 6
+    # The first-token limit (0.5 s) cut it, not the turn's (10 s): said by the note, not guessed from a
+    # wall clock (the whole debate took 19 s under load, the SDK's first use in the process included).
     [note] = [n for n in session.state.notes if n.get("type") == "retry"]
-    assert note["error"]["reason"] == "timeout" and "timed out" in note["error"]["message"]
+    assert note["error"]["reason"] == "timeout"
+    assert note["error"]["message"] == "timed out: no first token within the first-token timeout of 0.5 s"
 
 
 async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
