@@ -12,7 +12,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-import httpx
 from pydantic import BaseModel
 
 from webapp.engine.budget import HOSTED_PRESET_PROVIDER
@@ -110,6 +109,10 @@ async def list_server_models(base_url: str, api_key: str | None = None,
     if not url.startswith(("http://", "https://")):
         return ServerAnswer(url=url, answers=False, message=f"{url or 'The base URL'} is not an http:// or "
                                                             "https:// address")
+    # Loaded on the first "Test connection", not at start-up: the form page imports this module, and
+    # httpx was a quarter of Rostrum's own import time before the first page (bench/README.md, "Start-up").
+    import httpx
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:

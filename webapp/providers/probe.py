@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import httpx2
 from pydantic import BaseModel
 
 from webapp.models import utcnow
@@ -43,6 +42,10 @@ class ServerCheck(BaseModel):
 
 async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S) -> ServerCheck:
     """Ask `base_url`/models once; never raises for a server that is down, slow or odd."""
+    # Loaded on the first check, not at start-up: the settings page imports this module, and httpx2 is
+    # most of Rostrum's own import time before the first page (bench/README.md, "Start-up").
+    import httpx2
+
     url = base_url.rstrip("/")
     try:
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout)) as client:
