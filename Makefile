@@ -70,10 +70,18 @@ format: install
 typecheck: install
 	$(PY) -m mypy
 
+# The services the targets above managed to install, which the tests may then not skip (tests/services.py):
+# a skip of a PostgreSQL, Redis or axe test is a failure when the service is here. Looked up when the
+# recipe runs, after the installs. -rs lists every other skip with its reason.
+REQUIRED_SERVICES = $$( \
+	{ [ -x $(PG_INITDB) ] && echo postgres; command -v redis-server >/dev/null && echo redis; \
+	  [ -f $(AXE) ] && echo axe; } | paste -sd, -)
+
 test: install chromium postgres redis axe
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 3 --dist loadfile
+	$(VENV)/bin/lint-imports
+	ROSTRUM_REQUIRE_SERVICES="$(REQUIRED_SERVICES)" $(PY) -m pytest -q -rs -n 3 --dist loadfile
 
 bench: install
 	$(PY) bench/run.py

@@ -28,6 +28,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.services import unavailable
 from webapp.store import Store
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore
@@ -124,7 +125,7 @@ def pg_server() -> Iterator[str]:
     """A PostgreSQL server for this test session; yields the DSN of its (empty) template database."""
     reason = _unavailable()
     if reason is not None:
-        pytest.skip(reason)
+        unavailable("postgres", reason)
     with running_server() as admin:
         server = create_database(admin, EMPTY_TEMPLATE)
         create_database(admin, MIGRATED_TEMPLATE)

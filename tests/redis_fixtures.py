@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.services import unavailable
+
 REDIS_BIN = Path(os.environ.get("ROSTRUM_TEST_REDIS_SERVER", "/usr/bin/redis-server"))
 START_TIMEOUT = 10.0  # seconds for the server to accept connections
 
@@ -46,7 +48,7 @@ class RedisServer:
 
     def __init__(self) -> None:
         if not REDIS_BIN.exists():
-            pytest.skip(f"redis-server is not installed ({REDIS_BIN} is missing): run `make redis`")
+            unavailable("redis", f"redis-server is not installed ({REDIS_BIN} is missing): run `make redis`")
         self.port = _free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="rostrum-redis-"))
         self.process: subprocess.Popen[bytes] | None = None

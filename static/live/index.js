@@ -14,11 +14,12 @@ import DOMPurify from "dompurify";
 
 const subscribers = new Set();
 const early = [];
-let listening = false;
+let listening = null; // the socket the handler is on
 
 function listen() {
-  if (listening) return true;
+  if (listening && listening === window.socket) return true;
   if (!window.socket) return false;
+  listening = window.socket;
   window.socket.on("rl", (items) => {
     if (!subscribers.size) {
       early.push(...items);
@@ -27,15 +28,31 @@ function listen() {
     }
     for (const fn of subscribers) fn(items);
   });
-  listening = true;
   return true;
+}
+
+// NiceGUI creates `window.socket` in its app's `mounted`, after the components that subscribe here have
+// mounted. Waiting for it on a timer could let a page's first batch (the resync a (re)connecting page is sent:
+// the turns in flight and the whole status) arrive before the handler (timers run late on a busy machine), and socket.io
+// drops an event nobody listens to: a late spectator would stay stale. So the handler goes on in the same
+// step that assigns the socket, before any of its events can be delivered.
+if (!listen()) {
+  let current;
+  Object.defineProperty(window, "socket", {
+    configurable: true,
+    enumerable: true,
+    get: () => current,
+    set: (value) => {
+      current = value;
+      listen();
+    },
+  });
 }
 
 // `fn(items)` for every batch from now on (and the ones that came before anybody listened).
 export function subscribe(fn) {
   subscribers.add(fn);
-  const tryListen = () => listen() || setTimeout(tryListen, 50); // the socket exists once the app mounted
-  tryListen();
+  listen();
   if (early.length) fn(early.splice(0));
   return () => subscribers.delete(fn);
 }

@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.e2e.conftest import ROOT, launch_server
+from tests.services import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -65,7 +66,7 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not AXE.exists():
-        pytest.skip(f"axe-core is not installed ({AXE}): run `make axe`")
+        unavailable("axe", f"axe-core is not installed ({AXE}): run `make axe`")
     workdir = tmp_path_factory.mktemp("a11y")
     db = workdir / "e2e.sqlite3"
     with launch_server(workdir, db=db, log_name="a11y-server.log") as base:
@@ -272,7 +273,7 @@ def test_navigation_links_work_by_keyboard_show_focus_and_fold_into_a_menu_on_a_
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_the_sign_in_page_passes_axe(tmp_path: Path, browser: Browser, scheme: str) -> None:
     if not AXE.exists():
-        pytest.skip(f"axe-core is not installed ({AXE}): run `make axe`")
+        unavailable("axe", f"axe-core is not installed ({AXE}): run `make axe`")
     with launch_server(tmp_path, extra_env={"ROSTRUM_AUTH": "on"}, log_name="a11y-login-server.log") as base:
         context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
         try:

@@ -94,8 +94,10 @@ def make_config(**overrides: Any) -> DebateConfig:
     return DebateConfig(**data)
 
 
-async def wait_for(event: threading.Event, what: str, timeout: float = 5.0) -> None:
-    """Await a flag the fake server's thread sets (no polling sleeps in the test)."""
+async def wait_for(event: threading.Event, what: str, timeout: float = 60.0) -> None:
+    """Await a flag the fake server's thread sets (no polling sleeps in the test). `timeout` only bounds a
+    hang: the wait ends when the flag is set, and a first debate in a busy process (the SDK's first use)
+    took 19 s to reach its held turn, so nothing here may hinge on how soon that is."""
     if not await asyncio.to_thread(event.wait, timeout):
         raise AssertionError(f"timed out waiting for {what}")
 
@@ -235,6 +237,15 @@ def collect_live(session: Any) -> list[LiveMessage]:
     return seen
 
 
+def assert_cut_by_the_command(session: Any, live: list[LiveMessage]) -> None:
+    """The held stream was cut by the command itself, at once: not by a time limit (which a command that
+    waited for the stream would have ended with) and not retried. Said by what the session reports, not by
+    a wall clock, which a busy machine stretches."""
+    aborted = [m for m in live if isinstance(m, LiveTurnAborted)]
+    assert aborted and not any("timed out" in m.reason for m in aborted), aborted
+    assert not [n for n in session.state.notes if n.get("type") == "retry"]
+
+
 async def stored_text(engine: Engine, debate_id: str) -> str:
     return json.dumps([e.model_dump(mode="json") for e in await engine.events(debate_id)])
 
@@ -279,15 +290,16 @@ async def test_slow_first_token_times_out_and_is_retried_once(
 ) -> None:
     never = threading.Event()  # the first attempt's first token never comes
     at = enqueue_fault(server, protocol, Script.held(never))
-    started = time.monotonic()
     session = await run_debate(engine, make_config(url=server.url))
     assert_completed_intact(session, server)
-    assert time.monotonic() - started < 5
     await wait_for(server.client_left, "the timed-out request to be abandoned")
     counts = request_counts(server)
     assert counts[TURN_ORDER[at]] == 2 and sum(counts.values()) == 6
+    # The first-token limit (0.5 s) cut it, not the turn's (10 s): said by the note, not guessed from a
+    # wall clock (the whole debate took 19 s under load, the SDK's first use in the process included).
     [note] = [n for n in session.state.notes if n.get("type") == "retry"]
-    assert note["error"]["reason"] == "timeout" and "timed out" in note["error"]["message"]
+    assert note["error"]["reason"] == "timeout"
+    assert note["error"]["message"] == "timed out: no first token within the first-token timeout of 0.5 s"
 
 
 async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
@@ -407,14 +419,12 @@ async def test_pause_cancels_the_stream_at_once_and_resume_redoes_the_turn(
     live = collect_live(session)
     await wait_for(server.holding, "the held turn to reach the server")
     assert session.live  # the turn is in flight
-    started = time.monotonic()
     await session.pause()
-    assert time.monotonic() - started < 1.0
-    await wait_for(server.client_left, "the client to drop the held stream", timeout=2.0)
+    await wait_for(server.client_left, "the client to drop the held stream")
     state = session.state
     assert state.status is State.PAUSED and not session.running
     assert len(state.turns) == at and session.live == {}
-    assert any(isinstance(m, LiveTurnAborted) for m in live)
+    assert_cut_by_the_command(session, live)
     gate.set()
     await session.resume()
     await session.join()
@@ -428,11 +438,11 @@ async def test_stop_cancels_the_stream_and_the_judge_rules_on_finished_turns(
     gate = threading.Event()
     server.enqueue(Script(), Script.held(gate))
     session = await engine.start(make_config(url=server.url))
+    live = collect_live(session)
     await wait_for(server.holding, "the held turn to reach the server")
-    started = time.monotonic()
     await session.stop(verdict=True)
-    await wait_for(server.client_left, "the client to drop the held stream", timeout=2.0)
-    assert time.monotonic() - started < 1.0
+    await wait_for(server.client_left, "the client to drop the held stream")
+    assert_cut_by_the_command(session, live)
     await session.join()
     state = session.state
     assert state.status is State.STOPPED and state.ended_because == "stopped by user"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import sqlite3
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, assert_never
@@ -82,12 +81,13 @@ from webapp.providers.base import (
 from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
 from webapp.store import StaleWrite, StoreError
+from webapp.store.errors import STORAGE_FAULTS
 from webapp.store.protocol import EventStore
 from webapp.wording import counted
 
 # A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
-# full, I/O, …), and a raw SQLite operational error should one ever escape unclassified.
-STORAGE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.OperationalError)
+# full, I/O, …), and a raw driver error should one ever escape unclassified (the store says which).
+STORAGE_ERRORS = STORAGE_FAULTS
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-import httpx2
 from pydantic import BaseModel
 
 from webapp.engine.budget import HOSTED_PRESET_PROVIDER
@@ -118,7 +117,11 @@ async def list_server_models(base_url: str, api_key: str | None = None, timeout:
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
         return ServerAnswer(url=url, answers=False, message=f"Not asked: {refused}")
-    from webapp.providers.netguard import BlockedAddress, guarded_client  # httpcore2: loaded when first asked
+    # Loaded on the first "Test connection", not at start-up: the form page imports this module
+    # (bench/README.md, "Start-up").
+    import httpx2
+
+    from webapp.providers.netguard import BlockedAddress, guarded_client
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

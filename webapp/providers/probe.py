@@ -15,7 +15,6 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
-import httpx2
 from pydantic import BaseModel
 
 from webapp.models import utcnow
@@ -56,6 +55,10 @@ async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S,
                        policy: EndpointPolicy | None = None) -> ServerCheck:
     """Ask `base_url`/models once, if `policy` lets this server ask that address (the guard every debate
     call goes through); never raises for a server that is down, slow, odd or not to be asked."""
+    # Loaded on the first check, not at start-up: the settings page imports this module, and httpx2 is
+    # most of Rostrum's own import time before the first page (bench/README.md, "Start-up").
+    import httpx2
+
     url = base_url.rstrip("/")
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
@@ -149,6 +152,8 @@ async def probe_structured(base_url: str, model: str, *, preset: Preset | None =
     route, refused_by = (policy or configured_policy()).url_rule(url)
     if route is None:  # the same guard as a debate's calls: no key, and only addresses it allows
         return StructuredCheck(url=url, model=model, problem=f"not asked: {refused_by}", checked_at=utcnow())
+    import httpx2  # loaded on the first probe, not at start-up (see check_server)
+
     client = guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout, connect=CHECK_TIMEOUT_S))
     provider = CompatibleProvider(url, connect_timeout=CHECK_TIMEOUT_S, preset=preset, http_client=client)
     request = ProviderRequest(

@@ -124,3 +124,12 @@ class StoreUnavailable(StoreError):
 class DuplicateKey(ValueError):
     """A row with the same unique key is stored already (a constraint of the data, not a storage fault).
     The PostgreSQL store raises it where SQLite raises `sqlite3.IntegrityError`."""
+
+
+# What code outside the store catches, so that only the store knows which driver it runs on (no
+# `import sqlite3` elsewhere). A storage fault once the store's own retries are spent: its classified
+# errors, and a raw SQLite operational error should one ever escape unclassified.
+STORAGE_FAULTS: tuple[type[BaseException], ...] = (StoreError, sqlite3.OperationalError)
+# "That row exists already": the PostgreSQL store raises `DuplicateKey`, the SQLite store lets
+# `sqlite3.IntegrityError` through from a few paths (to be translated at the source, then this is one type).
+DUPLICATE_KEYS: tuple[type[BaseException], ...] = (DuplicateKey, sqlite3.IntegrityError)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, Transit
 from webapp.engine.runner import DebateSession
 from webapp.models import utcnow
 from webapp.settings import Settings
-from webapp.store.errors import DuplicateKey
+from webapp.store.errors import DUPLICATE_KEYS
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
 from webapp.tournament.store import (
     LEASE_S,
@@ -319,7 +318,7 @@ class TournamentRunner:
             config = slot_config(tournament, slot, cost_limit)
             try:
                 debate_id = await self.engine.create(config, actor=tournament.created_by or actor)
-            except (sqlite3.IntegrityError, DuplicateKey):  # another process created it a moment ago: continue it
+            except DUPLICATE_KEYS:  # another process created it a moment ago: continue it
                 found = (await self.store.debates(tournament.id)).get(slot.key)
                 if found is None:
                     raise
@@ -377,7 +376,7 @@ class TournamentRunner:
             config = slot_config(tournament, slot, cost_limit)
             try:
                 debate_id = await self.engine.create(config, actor=tournament.created_by or actor)
-            except (sqlite3.IntegrityError, DuplicateKey):  # another process created it a moment ago
+            except DUPLICATE_KEYS:  # another process created it a moment ago
                 found = (await self.store.debates(tournament.id)).get(slot.key)
                 if found is None:
                     raise

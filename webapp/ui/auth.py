@@ -10,9 +10,10 @@ Pages call `admit(request, action)` first; it returns the principal, or the resp
 from __future__ import annotations
 
 import logging
+import unicodedata
 import uuid
 from datetime import timedelta
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
@@ -26,7 +27,6 @@ from webapp.settings import Settings, get_settings
 from webapp.store.accounts import Accounts, UserRow
 from webapp.store.sign_ins import SignIns
 from webapp.ui import runtime
-from webapp.ui.cutoff import cutoff
 
 log = logging.getLogger("rostrum.access")
 
@@ -34,6 +34,19 @@ log = logging.getLogger("rostrum.access")
 # `request.session`, which NiceGUI also uses for its browser id `id`).
 COOKIE_KEY = "rostrum"
 FINISH_PATH = "/login/finish"
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path on this server: never an open redirect to another site. Control characters are
+    removed first (browsers drop tabs and line breaks from a URL, so `/\t/evil.example` would go to
+    `//evil.example`), then the parsed target must have neither scheme nor host."""
+    target = unquote(target or "/")
+    target = "".join(ch for ch in target if unicodedata.category(ch) != "Cc")
+    parts = urlsplit(target)
+    if (parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//")
+            or "\\" in target):
+        return "/"
+    return target
 
 
 def browser_id(request: Request) -> str:
@@ -57,7 +70,6 @@ async def finish_sign_in(request: Request) -> Response:
     gets a new NiceGUI browser id and a new session token — nothing of the cookie it had before signing
     in stays valid or carries over (no session fixation: a copy of the old cookie is not signed in), and
     its per-browser storage starts empty."""
-    from webapp.ui.pages.login import safe_next
 
     engine = await runtime.current().engine()
     ticket = request.query_params.get("ticket", "")[:200]
@@ -88,7 +100,7 @@ async def sign_out(principal: Principal) -> None:
     engine = await runtime.current().engine()
     if await SignIns(engine.store).end(principal.session_id, "signed out"):
         await Accounts(engine.store).audit(principal.actor, "sign_out")
-    cutoff().cut_sessions({principal.session_id}, "You signed out.")
+    runtime.current().cutoff.cut_sessions({principal.session_id}, "You signed out.")
 
 
 def client_address(request: Request) -> str:

@@ -128,9 +128,3 @@ class Cutoff:
         if self._task is not None:
             self._task.cancel()
         self.tabs.clear()
-
-
-def cutoff() -> Cutoff:
-    from webapp.ui import runtime
-
-    return runtime.current().cutoff

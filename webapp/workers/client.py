@@ -17,8 +17,8 @@ from webapp.engine.api import Command, CommandResult
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.machine import Event, State, TransitionNotAllowed
 from webapp.store.protocol import EventStore
+from webapp.workers.channels import commands_channel, results_channel, tournament_channel
 from webapp.workers.leases import JobQueue, Outcome
-from webapp.workers.worker import commands_channel, results_channel, tournament_channel
 
 ANSWER_TIMEOUT = 10.0  # seconds a command waits for a worker before giving up
 POLL_SECONDS = 0.25  # how often the job table is read while waiting (the answer may come without a message)

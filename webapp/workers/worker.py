@@ -29,21 +29,19 @@ import logging
 import os
 import socket
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.machine import ACTIVE_STATES, TransitionNotAllowed
 from webapp.store import StaleWrite
 from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore, owner_name
+from webapp.workers.channels import COMMANDS_PATTERN, results_channel
+from webapp.workers.client import WorkerClient
 from webapp.workers.leases import Job, JobQueue, Leases, now
-
-if TYPE_CHECKING:
-    from webapp.workers.client import WorkerClient
 
 log = logging.getLogger(__name__)
 
-COMMANDS_PATTERN = "rostrum:commands:*"
 LEASE_SECONDS = 15.0  # a dead worker's debates are taken over within this plus one poll
 POLL_SECONDS = 1.0  # how often the tables are read when no ring arrives (and Redis is not configured)
 REDIS_RETRY = 1.0  # seconds between attempts to reach Redis again
@@ -53,22 +51,6 @@ REDIS_RETRY = 1.0  # seconds between attempts to reach Redis again
 SPREAD_SECONDS = 0.1
 SPREAD_MOST = 4
 JOB_CONCURRENCY = 8  # debates whose jobs one worker answers side by side
-
-
-def commands_channel(debate_id: str) -> str:
-    """Where a web process rings the worker of a debate after leaving it a job."""
-    return f"rostrum:commands:{debate_id}"
-
-
-def tournament_channel(tournament_id: str) -> str:
-    """Where a web process rings the workers after asking for a tournament to be played or stopped
-    (under the commands pattern, so it wakes the jobs loop, which also looks at tournaments)."""
-    return f"rostrum:commands:tournament:{tournament_id}"
-
-
-def results_channel(debate_id: str) -> str:
-    """Where a worker says it answered a job of a debate (the message is the job's id)."""
-    return f"rostrum:results:{debate_id}"
 
 
 class Worker:
@@ -92,8 +74,6 @@ class Worker:
         self.client: WorkerClient | None = None  # how those tournaments hand their debates to the workers
 
     async def start(self) -> None:
-        from webapp.workers.client import WorkerClient  # it imports this module's channel names
-
         self.client = WorkerClient(self.engine.store, self._redis_url)
         if self._redis_url:
             import redis.asyncio as aioredis

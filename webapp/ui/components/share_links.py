@@ -11,7 +11,7 @@ from nicegui import background_tasks, ui
 from webapp.access.gate import Gate
 from webapp.engine.runner import DebateSession
 from webapp.store.accounts import ShareLinkRow
-from webapp.ui.cutoff import cutoff
+from webapp.ui import runtime
 
 EXPIRY_CHOICES = {0: "Never", 1: "1 hour", 24: "1 day", 24 * 7: "1 week", 24 * 30: "30 days"}
 STATUS_COLOUR = {"active": "positive", "expired": "grey-7", "revoked": "negative"}
@@ -75,7 +75,8 @@ class ShareLinks:
             ui.notify(f"Not done: {exc}", type="negative")
             return
         # Tabs open on it here stop at once (other processes' within a second: `webapp.ui.cutoff`).
-        cutoff().cut_links({link.id}, "This share link was revoked. Ask whoever shared it for a new one.")
+        runtime.current().cutoff.cut_links(
+            {link.id}, "This share link was revoked. Ask whoever shared it for a new one.")
         await self.refresh()
         ui.notify(f"Share link {link.id} revoked", type="positive")
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import unicodedata
-from urllib.parse import unquote, urlsplit
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
@@ -20,25 +18,12 @@ from webapp.access.throttle import user_key as throttle_user_key
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import runtime
-from webapp.ui.auth import begin_sign_in, client_address, principal_for
+from webapp.ui.auth import begin_sign_in, client_address, principal_for, safe_next
 from webapp.ui.layout import PRODUCT, frame, heading
 
 log = logging.getLogger("rostrum.access")
 
 FAILED = "Wrong username or password."
-
-
-def safe_next(target: str | None) -> str:
-    """Only a path on this server: never an open redirect to another site. Control characters are
-    removed first (browsers drop tabs and line breaks from a URL, so `/\t/evil.example` would go to
-    `//evil.example`), then the parsed target must have neither scheme nor host."""
-    target = unquote(target or "/")
-    target = "".join(ch for ch in target if unicodedata.category(ch) != "Cc")
-    parts = urlsplit(target)
-    if (parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//")
-            or "\\" in target):
-        return "/"
-    return target
 
 
 class LoginForm:

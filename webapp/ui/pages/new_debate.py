@@ -63,12 +63,15 @@ FIELD_FOR = {"budget": "budget.cost_limit"}
 # Where a tab keeps its form (`app.storage.tab`): a reload shows what was typed.
 STORAGE_KEY = "new_debate_form"
 TOPIC_PLACEHOLDER = "e.g. Should cities ban private cars?"
-# Scroll the element with this id into view and focus its input (or the element itself).
+# Scroll the element with this id to the middle of the window and focus its input (or the element itself).
+# The scroll is instant and comes first: a smooth scroll left the field focused under the sticky action
+# bar for as long as it ran (seconds on a busy machine), and the page's scroll-padding (styles.css) keeps
+# the bar's strip out of what "the middle" means.
 FOCUS_JS = """
 requestAnimationFrame(() => requestAnimationFrame(() => {
   const el = document.getElementById(%r);
   if (!el) return;
-  el.scrollIntoView({block: 'center', behavior: 'smooth'});
+  el.scrollIntoView({block: 'center', behavior: 'instant'});
   const input = el.matches('input, textarea') ? el : el.querySelector('input, textarea, [tabindex]');
   (input || el).focus({preventScroll: true});
 }));
