@@ -18,13 +18,16 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
+from swagger_ui_bundle import swagger_ui_path
 
 from webapp.api.routes import router
 
 PREFIX = "/api/v1"
 OPENAPI = f"{PREFIX}/openapi.json"
 DOCS = "/api/docs"
+DOCS_FILES = "/api/docs-files"  # Swagger UI's script and style, from the swagger-ui-bundle package
 DESCRIPTION = """Start, follow and steer debates from scripts, notebooks and CI.
 
 Authenticate with a personal API token (made on the **API tokens** page or with
@@ -41,7 +44,10 @@ def build() -> FastAPI:
 
 
 async def docs() -> HTMLResponse:
-    return get_swagger_ui_html(openapi_url=OPENAPI, title="Rostrum API")
+    return get_swagger_ui_html(openapi_url=OPENAPI, title="Rostrum API",
+                               swagger_js_url=f"{DOCS_FILES}/swagger-ui-bundle.js",
+                               swagger_css_url=f"{DOCS_FILES}/swagger-ui.css",
+                               swagger_favicon_url=f"{DOCS_FILES}/favicon-32x32.png")
 
 
 def front_door(api: ASGIApp, pages: ASGIApp) -> ASGIApp:
@@ -65,10 +71,12 @@ def mount(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> Non
     answer passes through besides the API's own handling (the security headers), since the front door
     hands `/api/v1` to the API before the app's middlewares."""
     app.router.routes[:] = [r for r in app.router.routes
-                            if not (isinstance(r, Mount) and r.path == PREFIX) and getattr(r, "path", None) != DOCS]
+                            if not (isinstance(r, Mount) and r.path in (PREFIX, DOCS_FILES))
+                            and getattr(r, "path", None) != DOCS]
     api = build()
     app.mount(PREFIX, api)  # what the front door does, for anything that builds the stack its own way
     app.add_api_route(DOCS, docs, include_in_schema=False, response_class=HTMLResponse)
+    app.mount(DOCS_FILES, StaticFiles(directory=str(swagger_ui_path)), name="api-docs-files")
     build_stack = type(app).build_middleware_stack
 
     def build_with_front_door() -> ASGIApp:
