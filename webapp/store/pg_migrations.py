@@ -272,8 +272,8 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
     CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at DESC);
     """),
-    # Comments and reactions on finished turns (`webapp.store.comments`; as in SQLite), and whether a share link lets its
-    # holders comment (links made before default to no). `person` is who counts once (a user, a share-link
+    # As in SQLite: comments and reactions on finished turns (`webapp.store.comments`), and whether a share
+    # link lets its holders comment (links made before default to no). `person` is who counts once (a user, a share-link
     # holder's browser session, a browser); `author` is the name shown. A deleted comment keeps its row
     # (`deleted_at`, `deleted_by`) for the audit trail and is shown to nobody. Times: seconds since the epoch
     # (the per-person rate limit compares them).

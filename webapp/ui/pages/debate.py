@@ -47,6 +47,7 @@ from webapp.ui.components.series import RematchButton, SeriesCard
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import Stepper
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
+from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
 
@@ -413,12 +414,15 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
     unreliable = None
     if session.state.verdict is not None:  # a judged debate: its card says which judges are unreliable
         unreliable = await unreliable_judges((await runtime.current().engine()).store)
+    gate = auth_gate(principal)
+    desk, talk, mine = await talk_hub(session, gate, hub)  # comments and reactions (a resync covers a gap)
     # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
     with frame("", principal):
-        view = DebateView(session, auth_gate(principal), base_url)
+        view = DebateView(session, gate, base_url)
         view.unreliable = unreliable
         channel = hub.channel(session)
         view.build(channel)
+        TurnTalkHub(session, desk, hub, talk, mine, gate)
         hub.watch(session, view.on_batch, lambda: view.transcript.finished_turns)
 
 

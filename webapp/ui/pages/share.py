@@ -36,7 +36,8 @@ async def page(request: Request, token: str) -> None:
         what = "was revoked" if status == "revoked" else "has expired"
         not_found(None, f"This share link {what}. Ask whoever shared it for a new one.", status=410)
         return
-    principal = Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link", debate_id=link.debate_id)
+    principal = Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link", debate_id=link.debate_id,
+                          link_comments=link.comments)
     try:
         session = await engine.session(link.debate_id)
     except DebateNotFound:
