@@ -9,12 +9,17 @@ characters (ESC sequences, NUL, bidi overrides), and JSON stays exact (it escape
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from webapp.engine.state import DebateState
 from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
 from webapp.models import Participant, Turn
+from webapp.store.comments import REACTIONS, TurnTalk
+
+# turn key -> what people said about it (`webapp.store.comments`): comments and reaction counts
+Talk = Mapping[str, TurnTalk]
+NO_TALK = TurnTalk()
 
 # The ledger's totals an export shows (tokens are listed on their own).
 COST_KEYS = ("total_usd", "by_model", "by_participant", "by_round", "unpriced_models", "simulated",
@@ -36,8 +41,9 @@ def _who(p: Participant) -> str:
     return f"{p.name} ({p.position}, {p.provider}:{p.model})"
 
 
-def to_dict(state: DebateState) -> dict[str, Any]:
-    """The `show --json` shape (plus a few extra keys)."""
+def to_dict(state: DebateState, talk: Talk | None = None) -> dict[str, Any]:
+    """The `show --json` shape (plus a few extra keys); each turn with its comments and reaction counts."""
+    talk = talk or {}
     verdict = state.verdict
     ledger = state.ledger.to_dict()
     return {
@@ -66,6 +72,7 @@ def to_dict(state: DebateState) -> dict[str, Any]:
                 "cost_usd": turn.cost_usd,
                 "visible": turn.visible,
                 "notes": list(turn.notes),
+                **talk.get(turn.key, NO_TALK).public(),
             }
             for seq, turn in enumerate(state.turns, start=1)
         ],
@@ -98,8 +105,13 @@ def to_dict(state: DebateState) -> dict[str, Any]:
     }
 
 
-def to_json(state: DebateState) -> str:
-    return json.dumps(to_dict(state), indent=2, ensure_ascii=False)
+def to_json(state: DebateState, talk: Talk | None = None) -> str:
+    return json.dumps(to_dict(state, talk), indent=2, ensure_ascii=False)
+
+
+def _reaction_line(entry: TurnTalk) -> str:
+    """"👍 2 · ❓ 1", or "" when nobody reacted."""
+    return " · ".join(f"{emoji} {entry.reactions[emoji]}" for emoji in REACTIONS if entry.reactions.get(emoji))
 
 
 def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:
@@ -141,8 +153,9 @@ def _turn_notes(turn: Turn) -> list[str]:
     return [*turn.notes, *([ESTIMATED_NOTE] if turn.usage.estimated else [])]
 
 
-def to_markdown(state: DebateState) -> str:
+def to_markdown(state: DebateState, talk: Talk | None = None) -> str:
     config = state.config
+    talk = talk or {}
     md, inline = escape_markdown, escape_markdown_inline  # every value from a model or a person
 
     def name(pid: str | None) -> str:
@@ -162,6 +175,12 @@ def to_markdown(state: DebateState) -> str:
             notes = _turn_notes(turn)
             lines += [f"> _{inline(note)}_" for note in notes]
             if notes:
+                lines.append("")
+            entry = talk.get(turn.key, NO_TALK)
+            if entry.reactions and _reaction_line(entry):
+                lines += [f"Reactions: {_reaction_line(entry)}", ""]
+            lines += [f"- **{inline(c.author)}:** {inline(c.body)}" for c in entry.comments]
+            if entry.comments:
                 lines.append("")
     verdict = state.verdict
     if verdict is not None:
@@ -192,8 +211,9 @@ def to_markdown(state: DebateState) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_text(state: DebateState) -> str:
+def to_text(state: DebateState, talk: Talk | None = None) -> str:
     config = state.config
+    talk = talk or {}
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
     lines += [f"Participant: {_who(p)}" for p in config.participants]
@@ -205,6 +225,10 @@ def to_text(state: DebateState) -> str:
         for turn in turns:
             lines += [f"{_name(state, turn.speaker)}:", turn.text, ""]
             lines += [f"  [{note}]" for note in _turn_notes(turn)]
+            entry = talk.get(turn.key, NO_TALK)
+            if _reaction_line(entry):
+                lines.append(f"  Reactions: {_reaction_line(entry)}")
+            lines += [f"  {c.author}: {c.body}" for c in entry.comments]
     verdict = state.verdict
     if verdict is not None:
         lines += ["VERDICT", "-------", ""]
@@ -219,8 +243,14 @@ def to_text(state: DebateState) -> str:
     return strip_controls("\n".join(lines)).rstrip() + "\n"  # the words as written, minus ESC, NUL…
 
 
+class Writer(Protocol):
+    """An export: the debate, and what people said about its turns (none: an export without them)."""
+
+    def __call__(self, state: DebateState, talk: Talk | None = None) -> str: ...
+
+
 # file extension -> (writer, media type): the one table behind the page's downloads and the CLI.
-FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
+FORMATS: dict[str, tuple[Writer, str]] = {
     "md": (to_markdown, "text/markdown"),
     "json": (to_json, "application/json"),
     "txt": (to_text, "text/plain"),
@@ -228,7 +258,7 @@ FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
 ALIASES = {"markdown": "md", "text": "txt"}
 
 
-def writer_for(extension: str) -> Callable[[DebateState], str] | None:
+def writer_for(extension: str) -> Writer | None:
     """The export function for a file extension (`.md`, `md`, `markdown`, …), or None."""
     ext = extension.lower().lstrip(".")
     entry = FORMATS.get(ALIASES.get(ext, ext))

@@ -28,6 +28,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.live import Batch, DebateChannel
+from webapp.store.comments import CommentStore
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -388,7 +389,9 @@ class DebateView:
             return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
-        ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
+        talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
+        ui.download.content(content(state, talk).encode("utf-8"), f"rostrum-{state.id}.{kind}",
+                            f"{media}; charset=utf-8")
 
 
 def not_found(principal: Principal | None, message: str, status: int = 404, title: str | None = None,
