@@ -56,8 +56,8 @@ export const TurnTalk = {
           <span class="rostrum-composer-count" :class="{'rostrum-over': draft.length > max}">{{ draft.length }}/{{ max }}</span>
           <button type="submit" class="rostrum-composer-send" :disabled="busy">Send</button>
         </div>
-        <p v-if="error" class="rostrum-composer-error" role="alert">{{ error }}</p>
       </form>
+      <p v-if="error" class="rostrum-composer-error" role="alert">{{ error }}</p>
     </section>`,
   data() {
     return { draft: "", open: false, reactions: REACTIONS, max: MAX_CHARS };
