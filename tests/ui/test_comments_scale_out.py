@@ -76,7 +76,8 @@ async def test_a_comment_made_on_another_instance_reaches_this_instances_room(
             await arrived.wait()
         data, room = sent[-1]
         assert room == channel.room and data["d"] == session.id
-        assert [c["text"] for c in data["turns"][key]["comments"]] == ["before the page opened", "<i>from instance B</i>"]
+        texts = [c["text"] for c in data["turns"][key]["comments"]]
+        assert texts == ["before the page opened", "<i>from instance B</i>"]
     finally:
         other_hub.close()
         await other_bus.close()
