@@ -9,6 +9,7 @@ import { reactive } from "vue";
 
 export const REACTIONS = ["👍", "❓", "⚠️"];
 export const MAX_CHARS = 500;
+const NAMES = { "👍": "Agree", "❓": "Question", "⚠️": "Doubtful" }; // what a screen reader says for each
 
 export const talk = reactive({ debate: "", turns: {}, mine: {}, can: {}, errors: {}, busy: {}, hub: null });
 let listening = false;
@@ -35,7 +36,7 @@ export const TurnTalk = {
       <div class="rostrum-reactions">
         <button v-for="e in reactions" :key="e" type="button" class="rostrum-reaction"
                 :class="{'rostrum-reaction-mine': mine.includes(e)}" :aria-pressed="mine.includes(e) ? 'true' : 'false'"
-                :disabled="!can.react" :data-emoji="e" @click="react(e)">
+                :disabled="!can.react" :data-emoji="e" :aria-label="names[e] + ': ' + count(e)" @click="react(e)">
           <span aria-hidden="true">{{ e }}</span> <span class="rostrum-reaction-count">{{ count(e) }}</span>
         </button>
         <button v-if="can.comment" type="button" class="rostrum-talk-open" @click="open = !open"
@@ -60,7 +61,7 @@ export const TurnTalk = {
       <p v-if="error" class="rostrum-composer-error" role="alert">{{ error }}</p>
     </section>`,
   data() {
-    return { draft: "", open: false, reactions: REACTIONS, max: MAX_CHARS };
+    return { draft: "", open: false, reactions: REACTIONS, names: NAMES, max: MAX_CHARS };
   },
   computed: {
     can() { return talk.can; },
