@@ -311,7 +311,7 @@ class DebateChannel:
                 if item.turn.visible:
                     info = live_wire.committed_info(state, item.turn, item.streamed)
                     if item.turn.key in self._announced:  # browsers know who spoke where: just the end
-                        info = {k: v for k, v in info.items() if k in ("meta", "notes", "text", "n")}
+                        info = {k: v for k, v in info.items() if k in ("key", "meta", "notes", "text", "n")}
                     wire.append([live_wire.COMMITTED, self.kid(item.turn.key), info])
                 self._hidden.discard(item.turn.key)
                 self._announced.discard(item.turn.key)

@@ -174,6 +174,7 @@ export default {
             this.items.push(t);
           }
           if (info.text !== undefined && info.text !== null) t.text = info.text;
+          if (info.key) t.key = info.key; // a turn heard of live gets its key here (comments hang on it)
           Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });
           if (info.n !== undefined) this.place(t, info.n);
         } else if (type === 4) {
