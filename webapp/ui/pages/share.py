@@ -2,7 +2,8 @@
 
 The link is the only credential: it is checked on every load, so a revoked or expired link stops
 working at the next load (HTTP 410 with a clear page; an unknown one is a 404). A page opened
-through a link can watch and export that debate and nothing else: its gate refuses every command.
+through a link can watch and export that debate, react to its turns and, where the link allows it,
+comment on them (`webapp.access.comments`), and nothing else: its gate refuses every command.
 """
 
 from __future__ import annotations
