@@ -78,6 +78,7 @@ from webapp.models import DebateConfig
 from webapp.settings import Settings, get_settings
 from webapp.store import StoreError
 from webapp.store.accounts import Accounts, UnknownUser, UserRow
+from webapp.store.comments import CommentStore
 from webapp.terminal import (
     LineReader,
     TerminalView,
@@ -339,12 +340,12 @@ def report_end(state: DebateState, out: TextIO) -> int:
     return EXIT_STOPPED
 
 
-def write_export(state: DebateState, path: Path) -> None:
+def write_export(state: DebateState, path: Path, talk: export.Talk | None = None) -> None:
     exporter = export.writer_for(path.suffix)
     if exporter is None:
         raise UsageError(f"export: unknown file type {path.suffix or '(none)'}; use .md, .json or .txt")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(exporter(state), encoding="utf-8")
+    path.write_text(exporter(state, talk), encoding="utf-8")
 
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
@@ -434,21 +435,23 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-async def _load_state(args: argparse.Namespace) -> DebateState:
+async def _load_state(args: argparse.Namespace) -> tuple[DebateState, export.Talk]:
+    """The debate, and its comments and reaction counts per turn (`webapp.store.comments`)."""
     async with opened(args.db, _settings(args)) as engine:
-        return (await engine.session(args.id)).state
+        state = (await engine.session(args.id)).state
+        return state, await CommentStore(engine.store).for_debate(state.id)
 
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    state = await _load_state(args)
-    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state)
+    state, talk = await _load_state(args)
+    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state, talk)
     (exact_output(out) if args.json else out).write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
 
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    state = await _load_state(args)
-    write_export(state, Path(args.path))
+    state, talk = await _load_state(args)
+    write_export(state, Path(args.path), talk)
     out.write(f"Exported {state.id} to {args.path}\n")
     return EXIT_OK
 

@@ -9,13 +9,18 @@ characters (ESC sequences, NUL, bidi overrides), and JSON stays exact (it escape
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from webapp.engine.panel import SPLIT_RULE, PanelDecision, panel_decision
 from webapp.engine.state import DebateState
 from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
 from webapp.models import Participant, Turn
+from webapp.store.comments import REACTIONS, TurnTalk
+
+# turn key -> what people said about it (`webapp.store.comments`): comments and reaction counts
+Talk = Mapping[str, TurnTalk]
+NO_TALK = TurnTalk()
 
 # The ledger's totals an export shows (tokens are listed on their own).
 COST_KEYS = ("total_usd", "by_model", "by_participant", "by_round", "unpriced_models", "simulated",
@@ -46,8 +51,9 @@ def _winner_line(decision: PanelDecision, name: Callable[[str | None], str]) -> 
     return f"{name(decision.winner)} ({decision.words})"
 
 
-def to_dict(state: DebateState) -> dict[str, Any]:
-    """The `show --json` shape (plus a few extra keys)."""
+def to_dict(state: DebateState, talk: Talk | None = None) -> dict[str, Any]:
+    """The `show --json` shape (plus a few extra keys); each turn with its comments and reaction counts."""
+    talk = talk or {}
     verdict = state.verdict
     ledger = state.ledger.to_dict()
     return {
@@ -76,6 +82,7 @@ def to_dict(state: DebateState) -> dict[str, Any]:
                 "cost_usd": turn.cost_usd,
                 "visible": turn.visible,
                 "notes": list(turn.notes),
+                **talk.get(turn.key, NO_TALK).public(),
             }
             for seq, turn in enumerate(state.turns, start=1)
         ],
@@ -123,13 +130,28 @@ def without_people(data: dict[str, Any]) -> dict[str, Any]:
         "created_by": anonymous(data.get("created_by")),
         "transitions": [t | {"actor": anonymous(t.get("actor"))} for t in data.get("transitions", [])],
         "actions": [a | {"actor": anonymous(a.get("actor"))} for a in data.get("actions", [])],
+        "turns": [turn | {"comments": [c | {"author": SOMEONE} for c in turn.get("comments", [])]}
+                  for turn in data.get("turns", [])],
     }
 
 
-def to_json(state: DebateState, people: bool = True) -> str:
-    """The JSON export; without `people`, with no team member's username (`without_people`)."""
-    data = to_dict(state)
+def talk_without_people(talk: Talk) -> Talk:
+    """Comments with their authors' names replaced (`without_people`, for a share link's downloads)."""
+    return {key: entry.model_copy(update={"comments": [c.model_copy(update={"author": SOMEONE})
+                                                       for c in entry.comments]})
+            for key, entry in talk.items()}
+
+
+def to_json(state: DebateState, talk: Talk | None = None, people: bool = True) -> str:
+    """The JSON export, each turn with its comments; without `people`, with no team member's username
+    (`without_people`)."""
+    data = to_dict(state, talk)
     return json.dumps(data if people else without_people(data), indent=2, ensure_ascii=False)
+
+
+def _reaction_line(entry: TurnTalk) -> str:
+    """"👍 2 · ❓ 1", or "" when nobody reacted."""
+    return " · ".join(f"{emoji} {entry.reactions[emoji]}" for emoji in REACTIONS if entry.reactions.get(emoji))
 
 
 def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:
@@ -171,8 +193,9 @@ def _turn_notes(turn: Turn) -> list[str]:
     return [*turn.notes, *([ESTIMATED_NOTE] if turn.usage.estimated else [])]
 
 
-def to_markdown(state: DebateState) -> str:
+def to_markdown(state: DebateState, talk: Talk | None = None) -> str:
     config = state.config
+    talk = talk or {}
     md, inline = escape_markdown, escape_markdown_inline  # every value from a model or a person
 
     def name(pid: str | None) -> str:
@@ -193,6 +216,12 @@ def to_markdown(state: DebateState) -> str:
             notes = _turn_notes(turn)
             lines += [f"> _{inline(note)}_" for note in notes]
             if notes:
+                lines.append("")
+            entry = talk.get(turn.key, NO_TALK)
+            if entry.reactions and _reaction_line(entry):
+                lines += [f"Reactions: {_reaction_line(entry)}", ""]
+            lines += [f"- **{inline(c.author)}:** {inline(c.body)}" for c in entry.comments]
+            if entry.comments:
                 lines.append("")
     verdict = state.verdict
     if verdict is not None:
@@ -226,8 +255,9 @@ def to_markdown(state: DebateState) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_text(state: DebateState) -> str:
+def to_text(state: DebateState, talk: Talk | None = None) -> str:
     config = state.config
+    talk = talk or {}
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
     for p in config.participants:
@@ -242,6 +272,10 @@ def to_text(state: DebateState) -> str:
         for turn in turns:
             lines += [f"{_name(state, turn.speaker)}:", turn.text, ""]
             lines += [f"  [{note}]" for note in _turn_notes(turn)]
+            entry = talk.get(turn.key, NO_TALK)
+            if _reaction_line(entry):
+                lines.append(f"  Reactions: {_reaction_line(entry)}")
+            lines += [f"  {c.author}: {c.body}" for c in entry.comments]
     verdict = state.verdict
     if verdict is not None:
         lines += ["VERDICT", "-------", ""]
@@ -259,8 +293,14 @@ def to_text(state: DebateState) -> str:
     return strip_controls("\n".join(lines)).rstrip() + "\n"  # the words as written, minus ESC, NUL…
 
 
+class Writer(Protocol):
+    """An export: the debate, and what people said about its turns (none: an export without them)."""
+
+    def __call__(self, state: DebateState, talk: Talk | None = None) -> str: ...
+
+
 # file extension -> (writer, media type): the one table behind the page's downloads and the CLI.
-FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
+FORMATS: dict[str, tuple[Writer, str]] = {
     "md": (to_markdown, "text/markdown"),
     "json": (to_json, "application/json"),
     "txt": (to_text, "text/plain"),
@@ -268,7 +308,7 @@ FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
 ALIASES = {"markdown": "md", "text": "txt"}
 
 
-def writer_for(extension: str) -> Callable[[DebateState], str] | None:
+def writer_for(extension: str) -> Writer | None:
     """The export function for a file extension (`.md`, `md`, `markdown`, …), or None."""
     ext = extension.lower().lstrip(".")
     entry = FORMATS.get(ALIASES.get(ext, ext))

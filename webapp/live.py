@@ -210,6 +210,10 @@ class DebateChannel:
 
     def _on_remote(self, item: RemoteItem) -> None:
         if isinstance(item, Changed):
+            listener = getattr(self.hub, "side_listeners", {}).get(item.change or "")
+            if listener is not None:  # beside the log (comments…): its own reader, not the log's
+                listener(self)
+                return
             self._read_log()
         elif not self.session.running:  # streamed by the process that runs it: as if our engine said it
             self._on_message(item)
@@ -317,7 +321,7 @@ class DebateChannel:
                 if item.turn.visible:
                     info = live_wire.committed_info(state, item.turn, item.streamed)
                     if item.turn.key in self._announced:  # browsers know who spoke where: just the end
-                        info = {k: v for k, v in info.items() if k in ("meta", "notes", "text", "n")}
+                        info = {k: v for k, v in info.items() if k in ("key", "meta", "notes", "text", "n")}
                     wire.append([live_wire.COMMITTED, self.kid(item.turn.key), info])
                 self._hidden.discard(item.turn.key)
                 self._announced.discard(item.turn.key)
@@ -457,6 +461,8 @@ class LiveHub:
         self._marker: tuple[int, str] | None = None
         self._follow_task = background_tasks.create(self._follow_dashboards(), name="live-follow-dashboards")
         self._unwatch_dashboard = self.bus.watch_dashboard(self.debates_changed)  # changes made elsewhere
+        # change signal -> what a channel does when another process says so (`side_change`)
+        self.side_listeners: dict[str, Callable[[DebateChannel], None]] = {}
 
     async def _follow_dashboards(self) -> None:
         """Notice debates other processes create or change, and tell open dashboards. The marker is
@@ -484,6 +490,15 @@ class LiveHub:
         channel = self.channel(session)
         channel.watch(callback, since_turns)
         return channel
+
+    def side_change(self, debate_id: str, change: str) -> None:
+        """Something kept beside a debate's log changed (comments and reactions: `change` names it): tell
+        the other processes over the bus, and this process's channel of the debate, if any page watches it."""
+        self.bus.publish(LiveStatus(debate_id, change))
+        channel = self.channels.get(debate_id)
+        listener = self.side_listeners.get(change)
+        if channel is not None and listener is not None:
+            listener(channel)
 
     def _on_any_event(self, message: LiveMessage) -> None:
         if isinstance(message, LiveEvent | LiveStatus):

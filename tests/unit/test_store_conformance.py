@@ -32,6 +32,7 @@ from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import UNKNOWN_ACTOR, Accounts, UnknownUser, UserExists
+from webapp.store.comments import CommentStore
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.errors import DuplicateKey
 from webapp.store.postgres import PostgresStore
@@ -666,3 +667,52 @@ async def test_finished_deliveries_are_pruned_and_pending_ones_kept(any_store: E
     assert await hooks.prune(before=1_000.0) == 1  # the delivered one; pending ones stay, however old
     rows, total = await hooks.deliveries()
     assert total == 2 and {r.status for r in rows} == {"pending"}
+
+
+# --- comments and reactions on turns ----------------------------------------------------------------
+
+
+async def test_comments_are_listed_per_turn_deleted_once_and_rate_counted(any_store: EventStore) -> None:
+    await _debate(any_store)
+    comments = CommentStore(any_store)
+    first = await comments.add("abc", "opening/r1/pro/0", "user:alice", "alice", "<b>first</b>", at=100.0)
+    await comments.add("abc", "opening/r1/pro/0", "user:bob", "bob", "second", at=101.0)
+    await comments.add("abc", "opening/r1/con/0", "user:alice", "alice", "on con", at=102.0)
+    talk = await comments.for_debate("abc")
+    assert [c.body for c in talk["opening/r1/pro/0"].comments] == ["<b>first</b>", "second"]
+    assert [c.body for c in talk["opening/r1/con/0"].comments] == ["on con"]
+    assert await comments.recent_count("user:alice", 100.0) == 2
+    assert await comments.recent_count("user:alice", 101.5) == 1
+    assert await comments.oldest_since("user:alice", 100.5) == 102.0
+    assert await comments.delete(first.id, "carol") is True
+    assert await comments.delete(first.id, "carol") is False  # once
+    gone = await comments.get(first.id)
+    assert gone is not None and gone.deleted_by == "carol" and gone.deleted_at is not None
+    assert [c.body for c in (await comments.for_debate("abc"))["opening/r1/pro/0"].comments] == ["second"]
+    assert await comments.recent_count("user:alice", 100.0) == 2  # deleted ones still count
+    await any_store.delete_debate("abc")
+    assert await comments.for_debate("abc") == {} and await comments.get(first.id) is None
+
+
+async def test_a_reaction_is_one_per_person_and_toggles(any_store: EventStore) -> None:
+    await _debate(any_store)
+    comments = CommentStore(any_store)
+    key = "opening/r1/pro/0"
+    assert await comments.toggle("abc", key, "user:alice", "👍") is True
+    assert await comments.toggle("abc", key, "user:bob", "👍") is True
+    assert await comments.toggle("abc", key, "user:bob", "❓") is True
+    assert (await comments.for_debate("abc"))[key].reactions == {"👍": 2, "❓": 1}
+    assert await comments.mine("abc", "user:bob") == {key: sorted(["👍", "❓"])}
+    assert await comments.toggle("abc", key, "user:bob", "👍") is False  # taken back
+    assert (await comments.for_debate("abc"))[key].public()["reactions"] == {"👍": 1, "❓": 1, "⚠️": 0}
+    await any_store.delete_debate("abc")
+    assert await comments.mine("abc", "user:alice") == {}
+
+
+async def test_a_share_link_remembers_whether_it_allows_comments(any_store: EventStore) -> None:
+    await _debate(any_store)
+    accounts = Accounts(any_store)
+    await accounts.add_link("abc", "digest-a", "alice", None, comments=True)
+    await accounts.add_link("abc", "digest-b", "alice", None)
+    assert (await accounts.link_by_hash("digest-a")).comments is True
+    assert (await accounts.link_by_hash("digest-b")).comments is False

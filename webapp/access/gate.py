@@ -252,15 +252,17 @@ class Gate:
 
     # --- share links -------------------------------------------------------------------------
 
-    async def share(self, session: DebateSession, expires_in_hours: float | None = None) -> tuple[ShareLinkRow, str]:
-        """A new read-only link to one debate; returns the row and the token (shown once, stored hashed)."""
+    async def share(self, session: DebateSession, expires_in_hours: float | None = None,
+                    comments: bool = False) -> tuple[ShareLinkRow, str]:
+        """A new read-only link to one debate; returns the row and the token (shown once, stored hashed).
+        With `comments`, its holders may comment on turns (they may always react)."""
         principal = await self.authorize(Action.SHARE, session.id)
         if expires_in_hours is not None and not 0 < expires_in_hours <= MAX_SHARE_HOURS:
             raise ValueError(f"expiry: give a number of hours between 1 and {MAX_SHARE_HOURS}, or none")
         expires_at = utcnow() + timedelta(hours=expires_in_hours) if expires_in_hours else None
         token = new_token()
-        row = await self.accounts.add_link(session.id, token_digest(token), principal.actor, expires_at)
-        detail: dict[str, Any] = {"link": row.id}
+        row = await self.accounts.add_link(session.id, token_digest(token), principal.actor, expires_at, comments)
+        detail: dict[str, Any] = {"link": row.id, "comments": comments}
         if expires_at is not None:
             detail["expires_at"] = expires_at.isoformat()
         await session.record_action("share_link_created", principal.actor, detail)

@@ -41,25 +41,30 @@ class Action(StrEnum):
     SERVER_SETTINGS = "server_settings"
     MANAGE_WEBHOOKS = "manage_webhooks"
     VIEW_AUDIT = "view_audit"
+    # people in the debate: comments and reactions on turns (`webapp.access.comments`)
+    COMMENT = "comment"
+    REACT = "react"
+    MODERATE_COMMENTS = "moderate_comments"
 
 
 _READ = {Action.WATCH, Action.EXPORT, Action.LIST}
-_OPERATE = _READ | {
+_TALK = {Action.COMMENT, Action.REACT}  # spectators take part: every role
+_OPERATE = _READ | _TALK | {Action.MODERATE_COMMENTS} | {
     Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY, Action.ACKNOWLEDGE_WARNING,
     Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE, Action.REVOKE_SHARE,
 }
 PERMISSIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: frozenset(_READ),
+    Role.VIEWER: frozenset(_READ | _TALK),
     Role.OPERATOR: frozenset(_OPERATE),
     Role.ADMIN: frozenset(Action),
 }
 # A share link watches and exports its one debate, nothing else (no list, no other debates).
-SHARE_LINK_ACTIONS = frozenset({Action.WATCH, Action.EXPORT})
+SHARE_LINK_ACTIONS = frozenset({Action.WATCH, Action.EXPORT, Action.REACT})  # and comment, if the link allows
 
 ROLE_HELP = {
     Role.ADMIN: "everything: users, server defaults, deleting debates",
     Role.OPERATOR: "create debates; pause, resume, stop, retry and answer on any debate; share, export",
-    Role.VIEWER: "watch and export; nothing that spends money or changes a debate",
+    Role.VIEWER: "watch and export, comment and react; nothing that spends money or changes a debate",
 }
 
 
@@ -70,6 +75,7 @@ class Principal(BaseModel):
     role: Role
     kind: Literal["user", "proxy", "local", "share-link", "cli", "system", "token"] = "user"
     debate_id: str | None = None  # a share link's one debate
+    link_comments: bool = False  # a share link whose holders may comment
     expires_at: datetime | None = None  # when a browser sign-in runs out
     disabled: bool = False  # the account was disabled after this principal was made
     session_id: str | None = None  # a browser sign-in's session (`login_sessions`): checked on every command
@@ -80,7 +86,8 @@ class Principal(BaseModel):
         if self.disabled:
             return False
         if self.kind == "share-link":
-            return action in SHARE_LINK_ACTIONS and debate_id is not None and debate_id == self.debate_id
+            allowed = action in SHARE_LINK_ACTIONS or (action is Action.COMMENT and self.link_comments)
+            return allowed and debate_id is not None and debate_id == self.debate_id
         return action in PERMISSIONS[self.role]
 
     @property

@@ -50,6 +50,7 @@ class ShareLinkRow(BaseModel):
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    comments: bool = False  # whether its holders may comment (they may always react)
 
     def status(self, now: datetime | None = None) -> Literal["active", "expired", "revoked"]:
         if self.revoked_at is not None:
@@ -156,14 +157,15 @@ class Accounts:
     # --- share links -------------------------------------------------------------------------
 
     async def add_link(self, debate_id: str, token_hash: str, created_by: str,
-                       expires_at: datetime | None) -> ShareLinkRow:
+                       expires_at: datetime | None, comments: bool = False) -> ShareLinkRow:
         row = ShareLinkRow(id=uuid.uuid4().hex[:10], debate_id=debate_id, created_by=created_by,
-                           created_at=utcnow(), expires_at=expires_at)
+                           created_at=utcnow(), expires_at=expires_at, comments=comments)
         async with self.store.transaction() as db:
             await db.execute(
-                "INSERT INTO share_links (id, debate_id, token_hash, created_by, created_at, expires_at)"
-                " VALUES (?,?,?,?,?,?)",
-                (row.id, debate_id, token_hash, created_by, row.created_at.isoformat(), _when(expires_at)),
+                "INSERT INTO share_links (id, debate_id, token_hash, created_by, created_at, expires_at, comments)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (row.id, debate_id, token_hash, created_by, row.created_at.isoformat(), _when(expires_at),
+                 int(comments)),
             )
         return row
 

@@ -318,6 +318,35 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
     CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at DESC);
     """),
+    # As in SQLite: comments and reactions on finished turns (`webapp.store.comments`), and whether a share
+    # link lets its holders comment (links made before default to no). `person` is who counts once (a user, a share-link
+    # holder's browser session, a browser); `author` is the name shown. A deleted comment keeps its row
+    # (`deleted_at`, `deleted_by`) for the audit trail and is shown to nobody. Times: seconds since the epoch
+    # (the per-person rate limit compares them).
+    Migration("019_comments", """
+    CREATE TABLE comments (
+        id TEXT PRIMARY KEY,
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        turn_key TEXT NOT NULL,
+        person TEXT NOT NULL,
+        author TEXT NOT NULL,
+        body TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        deleted_at DOUBLE PRECISION,
+        deleted_by TEXT
+    );
+    CREATE INDEX comments_debate ON comments (debate_id, at);
+    CREATE INDEX comments_person ON comments (person, at);
+    CREATE TABLE reactions (
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        turn_key TEXT NOT NULL,
+        person TEXT NOT NULL,
+        emoji TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (debate_id, turn_key, person, emoji)
+    );
+    ALTER TABLE share_links ADD COLUMN comments INTEGER NOT NULL DEFAULT 0;
+    """),
 ]
 
 NAMES: tuple[str, ...] = tuple(m.name for m in MIGRATIONS)

@@ -40,7 +40,7 @@ EVENT_COLUMNS = ("debate_id", "seq", "kind", "at", "data", "idem_key")
 TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, in an order foreign keys allow
     "users": ("username", "password_hash", "role", "created_at", "last_login_at", "disabled"),
     "share_links": ("id", "debate_id", "token_hash", "created_by", "created_at", "expires_at", "revoked_at",
-                    "revoked_by"),
+                    "revoked_by", "comments"),
     "audit": ("id", "at", "actor", "action", "debate_id", "outcome", "detail"),
     # saved participant profiles and debate templates (`webapp.store.library`)
     "library": ("id", "kind", "name", "data", "created_by", "created_at", "updated_at"),
@@ -58,10 +58,14 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     # personal API tokens (only their digests): a moved server keeps its scripts working
     "api_tokens": ("id", "username", "name", "role", "token_hash", "suffix", "created_at", "expires_at",
                    "last_used_at", "revoked_at", "revoked_by"),
+    # comments and reactions on turns (`webapp.store.comments`)
+    "comments": ("id", "debate_id", "turn_key", "person", "author", "body", "at", "deleted_at", "deleted_by"),
+    "reactions": ("debate_id", "turn_key", "person", "emoji", "at"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
             "tournaments": "created_at, id", "endpoints": "name_key", "webhook_endpoints": "created_at, id",
-            "webhook_deliveries": "created_at, id", "api_tokens": "created_at, id"}
+            "webhook_deliveries": "created_at, id", "api_tokens": "created_at, id",
+            "comments": "at, id", "reactions": "debate_id, turn_key, person, emoji"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

@@ -42,13 +42,17 @@ class ShareLinks:
             return
         self.built = True
         with self.expansion:
-            ui.label("Anyone with a link can watch this debate live and export it, without an account, "
-                     "and nothing else.").classes("text-xs text-grey-8")
+            ui.label("Anyone with a link can watch this debate live, export it and react to its turns, "
+                     "without an account, and nothing else (comments only if you allow them).") \
+                .classes("text-xs text-grey-8")
             with ui.row().classes("w-full items-center gap-2 no-wrap"):
                 self.expiry = ui.select(EXPIRY_CHOICES, value=24 * 7, label="Expires").props("outlined dense") \
                     .classes("grow").mark("share-expiry")
                 ui.button("Create link", icon="link", on_click=self.create).props("unelevated no-caps") \
                     .mark("share-create")
+            # Holders may always react to turns; comments only where the link says so.
+            self.comments = ui.switch("Holders may comment on turns", value=False).props("dense") \
+                .classes("text-sm").mark("share-comments")
             self.fresh = ui.column().classes("w-full gap-1")
             self.list = ui.column().classes("w-full gap-1").mark("share-links")
         background_tasks.create(self.refresh(), name="share-links")
@@ -56,7 +60,8 @@ class ShareLinks:
     async def create(self) -> None:
         hours = self.expiry.value or None
         try:
-            row, token = await self.gate.share(self.session, float(hours) if hours else None)
+            row, token = await self.gate.share(self.session, float(hours) if hours else None,
+                                               comments=bool(self.comments.value))
         except (PermissionError, ValueError) as exc:
             ui.notify(f"Not done: {exc}", type="negative")
             return
@@ -93,7 +98,8 @@ class ShareLinks:
                 with ui.row().classes("w-full items-center gap-2 no-wrap text-sm").mark(f"share-{link.id}"):
                     ui.badge(status, color=STATUS_COLOUR[status]).mark("share-status")
                     expiry = f"until {link.expires_at:%Y-%m-%d %H:%M} UTC" if link.expires_at else "no expiry"
-                    ui.label(f"{link.id} · by {link.created_by} · {expiry}").classes("grow text-grey-8")
+                    talk = "comments allowed" if link.comments else "no comments"
+                    ui.label(f"{link.id} · by {link.created_by} · {expiry} · {talk}").classes("grow text-grey-8")
                     if status == "active":
                         ui.button("Revoke", on_click=lambda li=link: self.revoke(li)) \
                             .props("flat dense no-caps color=negative").mark("share-revoke")

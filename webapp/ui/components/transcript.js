@@ -5,6 +5,7 @@
 import {
   subscribe, markdown, plainText, setImageHosts, grew, startFollowing, jumpToLive, onJumpChange,
 } from "rostrum-live";
+import { TurnTalk } from "rostrum-talk";
 
 const ACTS = {
   ask: "question", answer: "answer", prepare: "preparation", propose: "proposal",
@@ -12,6 +13,7 @@ const ACTS = {
 };
 
 export default {
+  components: { "turn-talk": TurnTalk },
   template: `
     <div class="rostrum-transcript w-full">
       <div v-if="!items.length" class="rostrum-empty">{{ empty }}</div>
@@ -34,6 +36,7 @@ export default {
           <div v-else-if="row.t.state !== 'cut'" class="rostrum-md rostrum-turn-text"
                :class="{'rostrum-caret': row.t.state === 'live'}" v-html="body(row.t)"></div>
           <p v-for="(note, i) in row.t.notes" :key="'note' + i" class="rostrum-note">{{ note }}</p>
+          <turn-talk v-if="row.t.state === 'final' && row.t.key" :tkey="row.t.key"></turn-talk>
         </article>
       </template>
       <div class="rostrum-transcript-end"></div>
@@ -171,6 +174,7 @@ export default {
             this.items.push(t);
           }
           if (info.text !== undefined && info.text !== null) t.text = info.text;
+          if (info.key) t.key = info.key; // a turn heard of live gets its key here (comments hang on it)
           Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });
           if (info.n !== undefined) this.place(t, info.n);
         } else if (type === 4) {

@@ -27,7 +27,8 @@ from webapp.ui.live_wire import group_title, phase_visible, retry_text
 __all__ = ["LiveStatusView", "TranscriptView", "group_title", "phase_visible", "render_aux_notes"]
 
 STATIC = Path(__file__).resolve().parents[3] / "static"
-ESM = {"rostrum-live": str(STATIC / "live"), "rostrum-marked": str(STATIC / "vendor" / "marked")}
+ESM = {"rostrum-live": str(STATIC / "live"), "rostrum-marked": str(STATIC / "vendor" / "marked"),
+       "rostrum-talk": str(STATIC / "talk")}  # comments and reactions under each turn (`turn_talk`)
 TURN_KEY = re.compile(r"^[^/]+/r\d+/[^/]+/\d+$")  # phase/r<round>/<speaker>/<index>
 
 

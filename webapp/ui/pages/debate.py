@@ -28,8 +28,9 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.export import to_json
+from webapp.export import talk_without_people, to_json
 from webapp.live import Batch, DebateChannel
+from webapp.store.comments import CommentStore
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -49,6 +50,7 @@ from webapp.ui.components.series import RematchButton, SeriesCard
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import Stepper
 from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_notes_signature, render_aux_notes
+from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
 
@@ -424,9 +426,13 @@ class DebateView:
             return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
-        if kind == "json" and self.gate.principal.kind == "share-link":
-            content = partial(to_json, people=False)  # a link shows the debate, not who is on the team
-        ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
+        talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
+        if self.gate.principal.kind == "share-link":  # a link shows the debate, not who is on the team
+            talk = talk_without_people(talk)
+            if kind == "json":
+                content = partial(to_json, people=False)
+        ui.download.content(content(state, talk).encode("utf-8"), f"rostrum-{state.id}.{kind}",
+                            f"{media}; charset=utf-8")
 
 
 def not_found(principal: Principal | None, message: str, status: int = 404, title: str | None = None,
@@ -452,12 +458,15 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
     unreliable = None
     if session.state.verdict is not None:  # a judged debate: its card says which judges are unreliable
         unreliable = await unreliable_judges((await runtime.current().engine()).store)
+    gate = auth_gate(principal)
+    desk, talk, mine = await talk_hub(session, gate, hub)  # comments and reactions (a resync covers a gap)
     # From here to `watch` nothing awaits: the snapshot and the subscription see the same moment.
     with frame("", principal):
-        view = DebateView(session, auth_gate(principal), base_url)
+        view = DebateView(session, gate, base_url)
         view.unreliable = unreliable
         channel = hub.channel(session)
         view.build(channel)
+        TurnTalkHub(session, desk, hub, talk, mine, gate)
         stop = channel.watch(view.on_batch, lambda: view.transcript.finished_turns)
         runtime.current().cutoff.on_cut(stop)  # a sign-in or link that ends stops the stream at once
 

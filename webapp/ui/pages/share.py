@@ -3,7 +3,8 @@
 The link is the only credential: it is checked on every load and every export, and a tab open on it is
 cut off the moment it is revoked or expires (`webapp.ui.cutoff`: its stream stops, its content and
 export go); a later load answers HTTP 410 with a clear page (an unknown link is a 404). A page opened
-through a link can watch and export that debate and nothing else: its gate refuses every command.
+through a link can watch and export that debate, react to its turns and, where the link allows it,
+comment on them (`webapp.access.comments`), and nothing else: its gate refuses every command.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def page(request: Request, token: str) -> None:
         not_found(None, f"This share link {what}. Ask whoever shared it for a new one.", status=410)
         return
     principal = Principal(name=f"share link {link.id}", role=Role.VIEWER, kind="share-link",
-                          debate_id=link.debate_id, link_id=link.id)
+                          debate_id=link.debate_id, link_id=link.id, link_comments=link.comments)
     try:
         session = await engine.session(link.debate_id)
     except DebateNotFound:
