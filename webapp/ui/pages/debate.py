@@ -31,6 +31,7 @@ from webapp.live import Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.audience import AudienceCard
 from webapp.ui.components.badges import status_badge_html
 from webapp.ui.components.banners import (
     banner_signature,
@@ -160,6 +161,7 @@ class DebateView:
                 self.right = context.slot.parent
                 LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
+                AudienceCard(self.session, self.gate, channel.hub)  # the audience vote and people's verdicts
                 self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
