@@ -60,6 +60,7 @@ from webapp.access.gate import Gate, check_username
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
 from webapp.bus import BusPublisher, open_bus
+from webapp.engine import audience
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
@@ -335,12 +336,12 @@ def report_end(state: DebateState, out: TextIO) -> int:
     return EXIT_STOPPED
 
 
-def write_export(state: DebateState, path: Path) -> None:
+def write_export(state: DebateState, path: Path, people: dict[str, Any] | None = None) -> None:
     exporter = export.writer_for(path.suffix)
     if exporter is None:
         raise UsageError(f"export: unknown file type {path.suffix or '(none)'}; use .md, .json or .txt")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(exporter(state), encoding="utf-8")
+    path.write_text(exporter(state, people), encoding="utf-8")
 
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
@@ -435,16 +436,23 @@ async def _load_state(args: argparse.Namespace) -> DebateState:
         return (await engine.session(args.id)).state
 
 
+async def _load_with_people(args: argparse.Namespace) -> tuple[DebateState, dict[str, Any]]:
+    """The debate and its audience vote and people's verdicts (kept beside the log)."""
+    async with opened(args.db, _settings(args)) as engine:
+        state = (await engine.session(args.id)).state
+        return state, await audience.read_people(engine.store, state)
+
+
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    state = await _load_state(args)
-    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state)
+    state, people = await _load_with_people(args)
+    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state, people)
     (exact_output(out) if args.json else out).write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
 
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    state = await _load_state(args)
-    write_export(state, Path(args.path))
+    state, people = await _load_with_people(args)
+    write_export(state, Path(args.path), people)
     out.write(f"Exported {state.id} to {args.path}\n")
     return EXIT_OK
 

@@ -9,8 +9,7 @@ characters (ESC sequences, NUL, bidi overrides), and JSON stays exact (it escape
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from webapp.engine.state import DebateState
 from webapp.hygiene import code_fence, escape_markdown, escape_markdown_inline, strip_controls
@@ -36,8 +35,9 @@ def _who(p: Participant) -> str:
     return f"{p.name} ({p.position}, {p.provider}:{p.model})"
 
 
-def to_dict(state: DebateState) -> dict[str, Any]:
-    """The `show --json` shape (plus a few extra keys)."""
+def to_dict(state: DebateState, people: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `show --json` shape (plus a few extra keys). `people`: the audience vote and the people's
+    verdicts (`webapp.engine.audience.summary`), which live beside the log, not in it."""
     verdict = state.verdict
     ledger = state.ledger.to_dict()
     return {
@@ -95,11 +95,39 @@ def to_dict(state: DebateState) -> dict[str, Any]:
         "ended_because": state.ended_because,
         "cost": {key: ledger[key] for key in COST_KEYS},
         "tokens": ledger["tokens_by_model"],
+        **(people or {}),
     }
 
 
-def to_json(state: DebateState) -> str:
-    return json.dumps(to_dict(state), indent=2, ensure_ascii=False)
+def to_json(state: DebateState, people: dict[str, Any] | None = None) -> str:
+    return json.dumps(to_dict(state, people), indent=2, ensure_ascii=False)
+
+
+def _people_lines(state: DebateState, people: dict[str, Any] | None) -> list[str]:
+    """The audience vote and the people's verdict as plain lines (for Markdown, escaped by the caller)."""
+    if not people:
+        return []
+    lines: list[str] = []
+    vote = people.get("audience")
+    if vote:
+        for stage in ("before", "after"):
+            counts = vote[stage]
+            lines.append(f"{stage.capitalize()}: for {counts['for']}, against {counts['against']}, "
+                         f"undecided {counts['undecided']}")
+        if vote.get("winner"):
+            swing = vote["swing"]
+            lines.append(f"Swing (points): for {swing['for']:+g}, against {swing['against']:+g}, "
+                         f"undecided {swing['undecided']:+g}; the room: {vote['winner']}")
+    verdicts = people.get("human_verdicts") or []
+    majority = (people.get("people_verdict") or {}).get("winner")
+    if verdicts:
+        who = "a tie" if majority == "tie" else _name(state, majority)
+        lines.append(f"People's verdict: {who} ({len(verdicts)} verdict{'s' if len(verdicts) != 1 else ''})")
+        for v in verdicts:
+            winner = "tie" if v["winner"] is None else _name(state, v["winner"])
+            note = f": {v['note']}" if v.get("note") else ""
+            lines.append(f"- {v['by']}: {winner}{note}")
+    return lines
 
 
 def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:
@@ -141,7 +169,7 @@ def _turn_notes(turn: Turn) -> list[str]:
     return [*turn.notes, *([ESTIMATED_NOTE] if turn.usage.estimated else [])]
 
 
-def to_markdown(state: DebateState) -> str:
+def to_markdown(state: DebateState, people: dict[str, Any] | None = None) -> str:
     config = state.config
     md, inline = escape_markdown, escape_markdown_inline  # every value from a model or a person
 
@@ -189,10 +217,14 @@ def to_markdown(state: DebateState) -> str:
                 lines += [md(verdict.reasoning), ""]
             if verdict.synthesis:
                 lines += ["### Final solution", "", md(verdict.synthesis), ""]
+    extra = _people_lines(state, people)
+    if extra:
+        lines += ["## The people", ""] + [("- " + inline(x[2:])) if x.startswith("- ") else inline(x) + "  "
+                                          for x in extra] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_text(state: DebateState) -> str:
+def to_text(state: DebateState, people: dict[str, Any] | None = None) -> str:
     config = state.config
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
              f"Format: {state.format.title}", f"Status: {state.status.value}", f"Cost: {_cost_line(state)}"]
@@ -216,11 +248,18 @@ def to_text(state: DebateState) -> str:
             lines += ["", verdict.reasoning]
             if verdict.synthesis:
                 lines += ["", "Final solution:", verdict.synthesis]
+    extra = _people_lines(state, people)
+    if extra:
+        lines += ["", "THE PEOPLE", "----------", "", *extra]
     return strip_controls("\n".join(lines)).rstrip() + "\n"  # the words as written, minus ESC, NUL…
 
 
 # file extension -> (writer, media type): the one table behind the page's downloads and the CLI.
-FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
+class Writer(Protocol):
+    def __call__(self, state: DebateState, people: dict[str, Any] | None = None) -> str: ...
+
+
+FORMATS: dict[str, tuple[Writer, str]] = {
     "md": (to_markdown, "text/markdown"),
     "json": (to_json, "application/json"),
     "txt": (to_text, "text/plain"),
@@ -228,7 +267,7 @@ FORMATS: dict[str, tuple[Callable[[DebateState], str], str]] = {
 ALIASES = {"markdown": "md", "text": "txt"}
 
 
-def writer_for(extension: str) -> Callable[[DebateState], str] | None:
+def writer_for(extension: str) -> Writer | None:
     """The export function for a file extension (`.md`, `md`, `markdown`, …), or None."""
     ext = extension.lower().lstrip(".")
     entry = FORMATS.get(ALIASES.get(ext, ext))

@@ -82,7 +82,8 @@ class Settings(BaseSettings):
         default=None, ge=0, description="most a non-admin may commit to debates started per day (USD)"
     )
     after_vote_minutes: float = Field(
-        default=10.0, gt=0, le=7 * 24 * 60, description="minutes the audience's after vote stays open once a debate ends"
+        default=10.0, gt=0, le=7 * 24 * 60,
+        description="minutes the audience's after vote stays open once a debate ends",
     )
     max_retries: int = Field(default=3, ge=0, le=20, description="retries per debate after errors")
     retry_after_cap: float = Field(default=30.0, ge=0, description="longest Retry-After honoured, seconds")

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.state import DebateState
-from webapp.store.audience import HumanVerdict, Stage, Tally
+from webapp.store.audience import AudienceStore, HumanVerdict, Stage, Tally
+from webapp.store.protocol import EventStore
 
 DEFAULT_AFTER_MINUTES = 10.0
 TIE = "tie"
@@ -212,3 +213,9 @@ def summary(state: DebateState, tallies: dict[Stage, Tally], verdicts: list[Huma
     out["people_verdict"] = {"winner": majority, "count": count,
                              "agrees_with_judges": None if majority is None or ai is None else majority == ai}
     return out
+
+
+async def read_people(store: EventStore, state: DebateState) -> dict[str, Any]:
+    """`summary` read from `store` (for `show --json`, the exports and the API)."""
+    people = AudienceStore(store)
+    return summary(state, await people.tally(state.id), await people.verdicts(state.id))

@@ -19,6 +19,7 @@ from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine import audience
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
@@ -389,7 +390,9 @@ class DebateView:
             return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
-        ui.download.content(content(state).encode("utf-8"), f"rostrum-{state.id}.{kind}", f"{media}; charset=utf-8")
+        people = await audience.read_people(self.gate.engine.store, state)  # votes and people's verdicts
+        ui.download.content(content(state, people).encode("utf-8"), f"rostrum-{state.id}.{kind}",
+                            f"{media}; charset=utf-8")
 
 
 def not_found(principal: Principal | None, message: str, status: int = 404, title: str | None = None,
