@@ -30,6 +30,7 @@ from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import Accounts, UnknownUser, UserExists
+from webapp.store.audience import AudienceStore
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
@@ -555,3 +556,50 @@ async def test_finished_deliveries_are_pruned_and_pending_ones_kept(any_store: E
     assert await hooks.prune(before=1_000.0) == 1  # the delivered one; pending ones stay, however old
     rows, total = await hooks.deliveries()
     assert total == 2 and {r.status for r in rows} == {"pending"}
+
+
+# --- the audience: votes, people's verdicts, the after vote's closing time ------------------------------
+
+
+async def test_one_vote_per_person_per_stage_changeable_and_counted_once_across_processes(
+        any_store: EventStore) -> None:
+    await _debate(any_store, "aud")
+    votes = AudienceStore(any_store)
+    await votes.vote("aud", "before", "user:ada", "for")
+    await votes.vote("aud", "before", "browser:b1", "against")
+    await votes.vote("aud", "before", "user:ada", "undecided")  # changed: still one vote
+    other = await open_store(target(any_store))  # a second web instance: the same person, the same key
+    try:
+        await AudienceStore(other).vote("aud", "before", "user:ada", "against")
+        await AudienceStore(other).vote("aud", "after", "user:ada", "for")
+    finally:
+        await other.close()
+    tallies = await votes.tally("aud")
+    assert tallies["before"].public() == {"for": 0, "against": 2, "undecided": 0}
+    assert tallies["after"].public() == {"for": 1, "against": 0, "undecided": 0}
+    assert await votes.votes_of("aud", "user:ada") == {"before": "against", "after": "for"}
+    assert (await votes.all_tallies())["aud"]["after"].total == 1
+    with pytest.raises(ValueError, match="choice"):
+        await votes.vote("aud", "before", "user:ada", "maybe")  # type: ignore[arg-type]
+
+
+async def test_a_persons_verdict_is_replaced_not_added_and_goes_with_the_debate(any_store: EventStore) -> None:
+    await _debate(any_store, "hv")
+    await _debate(any_store, "hw")
+    people = AudienceStore(any_store)
+    await people.set_verdict("hv", "user:ada", "pro", {"logic": 70.0}, "close ' call ?")
+    await people.set_verdict("hv", "user:bob", None, {}, "")
+    await people.set_verdict("hv", "user:ada", "con", {"logic": 55.5}, "changed my mind")
+    await people.set_verdict("hw", "user:ada", "pro", {}, "")
+    got = await people.verdicts("hv")
+    assert sorted((v.by, v.winner, v.scores, v.note) for v in got) == [
+        ("user:ada", "con", {"logic": 55.5}, "changed my mind"), ("user:bob", None, {}, "")]
+    assert set(await people.all_verdicts()) == {"hv", "hw"}
+    await people.set_after_closes("hv", 1234.5, "ada")
+    await people.set_after_closes("hv", 99.0, "bob")
+    assert await people.after_closes("hv") == 99.0 and await people.after_closes("hw") is None
+    await people.vote("hv", "after", "user:ada", "for")
+    assert await any_store.delete_debate("hv")
+    assert await people.verdicts("hv") == [] and (await people.tally("hv"))["after"].total == 0
+    assert await people.after_closes("hv") is None
+    assert [v.by for v in await people.verdicts("hw")] == ["user:ada"]
