@@ -63,7 +63,7 @@ async def test_viewers_and_share_links_vote_before_and_after_and_judge_but_canno
         await viewer.vote(session, "after", "for")
         await link.vote(session, "after", "for", browser_id="b-1")
         pro, con = audience.sides(session.state) or ("", "")
-        with pytest.raises(ValueError, match="evidence.*outside"):
+        with pytest.raises(ValueError, match=r"evidence.*outside"):
             await viewer.judge(session, pro, {"evidence": 120})
         with pytest.raises(ValueError, match="'logic' is not a criterion"):
             await viewer.judge(session, pro, {"logic": 50})
@@ -123,7 +123,8 @@ def test_the_swing_and_the_room_sentence() -> None:
     assert res.swing == {"for": 30.0, "against": -10.0, "undecided": -20.0} and res.winner == "for"
     assert res.sentence("Ada", "Bo") == "The audience moved 30 points to Ada"
     moved_against = audience.result({"before": after, "after": before})
-    assert moved_against.winner == "against" and moved_against.sentence() == "The audience moved 10 points to the opposition"
+    assert moved_against.winner == "against"
+    assert moved_against.sentence() == "The audience moved 10 points to the opposition"
     assert audience.result({"before": before, "after": Tally()}).winner is None
 
 
