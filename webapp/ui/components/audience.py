@@ -88,7 +88,7 @@ class AudienceCard:
         self.loaded = False
         self.signature: Any = None
         self.timer: ui.timer | None = None
-        self.card = ui.card().classes("w-full gap-2").mark("audience-card")
+        self.card = ui.card().classes("w-full gap-2 rostrum-audience").mark("audience-card")
         self.card.visible = False
         hub.watch(session, self.on_batch)
         background_tasks.create(self.reload(), name=f"audience-{session.id}")
