@@ -182,3 +182,7 @@ def test_show_json_and_exports_carry_the_audience_and_the_people(tmp_path: Path,
     md = (tmp_path / "e.md").read_text()
     assert "## The people" in md and "Swing (points): for +50" in md and "<b>" not in md
     assert "People's verdict: Bo (1 verdict)" in (tmp_path / "e.txt").read_text()
+    judges = json.loads(run("judges", "--json", "--db", str(db)))["judges"]
+    assert judges and all(j["people_debates"] == 1 for j in judges)
+    ruled = {r["judge"]: r["winner"] for r in data["verdict"]["rulings"] if r.get("error") is None}
+    assert {j["judge"]: j["people_agreed"] for j in judges} == {k: int(w == "bo") for k, w in ruled.items()}
