@@ -9,6 +9,7 @@
     delete ID [--yes]        remove a debate, its whole log and its share links
     judges [--json]          judge health per judge model, from every stored verdict
     leaderboard [--json] [--format F] [--tag T] [--judge MODEL] [--since DATE] [--until DATE] [--series]
+                [--by judges|audience|people]
                              Bradley-Terry ratings per model with 95% intervals, and head-to-head records
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
@@ -504,7 +505,7 @@ def _leaderboard_filters(args: argparse.Namespace) -> Any:
         raise UsageError(f"--format: unknown format {args.format!r}; choose one of: {', '.join(FORMATS)}")
     try:
         return LeaderboardFilters(format=args.format, tag=args.tag, judge=args.judge, since=args.since,
-                                  until=args.until, series_only=args.series)
+                                  until=args.until, series_only=args.series, rated_by=args.by)
     except ValidationError as exc:
         raise UsageError(format_validation(exc).replace("since:", "--since:").replace("until:", "--until:")) from None
 
@@ -834,6 +835,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--until", metavar="DATE", help="only debates created on or before this date (YYYY-MM-DD)")
     board.add_argument("--series", action="store_true",
                        help="only side-swapped series, each rated once as a pair")
+    board.add_argument("--by", choices=("judges", "audience", "people"), default="judges",
+                       help="who decides each debate: the AI judges (default), the audience's swing, or the "
+                            "people's verdicts")
 
     delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
     delete.add_argument("id")

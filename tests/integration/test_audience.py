@@ -182,6 +182,12 @@ def test_show_json_and_exports_carry_the_audience_and_the_people(tmp_path: Path,
     md = (tmp_path / "e.md").read_text()
     assert "## The people" in md and "Swing (points): for +50" in md and "<b>" not in md
     assert "People's verdict: Bo (1 verdict)" in (tmp_path / "e.txt").read_text()
+    def record(by: str) -> dict[str, tuple[int, int]]:
+        board = json.loads(run("leaderboard", "--json", "--by", by, "--db", str(db)))
+        return {line["model"]: (line["wins"], line["losses"]) for line in board["ratings"]}
+
+    assert record("audience") == {"demo:demo": (1, 0), "demo:demo-instant": (0, 1)}  # the room went to Ada
+    assert record("people") == {"demo:demo": (0, 1), "demo:demo-instant": (1, 0)}  # the people named Bo
     judges = json.loads(run("judges", "--json", "--db", str(db)))["judges"]
     assert judges and all(j["people_debates"] == 1 for j in judges)
     ruled = {r["judge"]: r["winner"] for r in data["verdict"]["rulings"] if r.get("error") is None}
