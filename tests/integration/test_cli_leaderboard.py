@@ -32,7 +32,8 @@ def test_leaderboard_json_schema(league: str) -> None:
     assert set(data) == {"filters", "unit", "comparisons", "debates", "ratings", "style", "pairs", "history",
                          "computed_at"}
     assert data["unit"] == "debate" and data["comparisons"] == 5 and data["debates"] == 5
-    assert set(data["filters"]) == {"format", "tag", "judge", "since", "until", "series_only", "debate_ids"}
+    assert set(data["filters"]) == {"format", "tag", "judge", "since", "until", "series_only", "debate_ids",
+                                    "rated_by"}
     for line in [*data["ratings"], *data["style"]["ratings"]]:
         assert {k: type(line[k]) for k in RATING_KEYS} == RATING_KEYS
         assert line["low"] <= line["rating"] <= line["high"]
