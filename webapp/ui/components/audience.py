@@ -62,7 +62,8 @@ def _distribution(tally: dict[str, int]) -> str:
 
 
 class AudienceCard:
-    """One page's audience card (built synchronously with the page; its data read right after)."""
+    """One page's audience card (built synchronously with the page; its data read right after). The
+    page hands it every live batch (`on_batch`): it is not a watcher of its own."""
 
     def __init__(self, session: DebateSession, gate: Gate, hub: LiveHub) -> None:
         self.session = session
@@ -90,7 +91,6 @@ class AudienceCard:
         self.timer: ui.timer | None = None
         self.card = ui.card().classes("w-full gap-2 rostrum-audience").mark("audience-card")
         self.card.visible = False
-        hub.watch(session, self.on_batch)
         background_tasks.create(self.reload(), name=f"audience-{session.id}")
 
     # --- data ----------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.live import Batch, DebateChannel
+from webapp.live import AUDIENCE, Batch, DebateChannel
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -162,7 +162,7 @@ class DebateView:
                 self.right = context.slot.parent
                 LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
-                AudienceCard(self.session, self.gate, channel.hub)  # the audience vote and people's verdicts
+                self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
                 self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
@@ -354,8 +354,10 @@ class DebateView:
         if self.session.deleted:
             self._show_deleted()
             return
+        self.audience.on_batch(batch)
         # Streamed text never reaches here: the browser grows the transcript from the live stream.
-        if any((isinstance(item, LiveEvent) and item.event.seq > self.seen_seq) or isinstance(item, LiveStatus)
+        if any((isinstance(item, LiveEvent) and item.event.seq > self.seen_seq)
+               or (isinstance(item, LiveStatus) and item.change != AUDIENCE)  # votes: the audience card's
                for item in batch):
             self.sync()  # a committed event, or storage lost or back (banners and badge change)
 
