@@ -490,6 +490,12 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"\nUnreliable judges ({RELIABILITY_RULE})\n")
         for judge, note in notes.items():
             out.write(f"  {judge}: {note}\n")
+    with_people = [j for j in report.judges if j.people_debates]
+    if with_people:
+        out.write("\nAgreement with the people's verdicts (their majority)\n")
+        for j in with_people:
+            out.write(f"  {j.judge}: {counted(j.people_debates, 'debate')}, identical winners "
+                      f"{_pct(j.people_agreement)}, kappa {_kappa(j.people_kappa)}\n")
     if report.pairs:
         out.write("\nPairs of judges on the same debates\n")
         for pair in report.pairs:

@@ -190,5 +190,6 @@ def test_show_json_and_exports_carry_the_audience_and_the_people(tmp_path: Path,
     assert record("people") == {"demo:demo": (0, 1), "demo:demo-instant": (1, 0)}  # the people named Bo
     judges = json.loads(run("judges", "--json", "--db", str(db)))["judges"]
     assert judges and all(j["people_debates"] == 1 for j in judges)
+    assert "Agreement with the people's verdicts" in run("judges", "--db", str(db))
     ruled = {r["judge"]: r["winner"] for r in data["verdict"]["rulings"] if r.get("error") is None}
     assert {j["judge"]: j["people_agreed"] for j in judges} == {k: int(w == "bo") for k, w in ruled.items()}

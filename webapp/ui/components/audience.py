@@ -130,6 +130,7 @@ class AudienceCard:
         self.signature = signature
         show_vote = audience.has_vote(state)
         self.card.visible = show_vote or ended
+        self.timer = None  # the card's children go, the closing timer with them
         self.card.clear()
         with self.card:
             if show_vote:
@@ -144,9 +145,6 @@ class AudienceCard:
     def _arm_timer(self, state: Any, now: float) -> None:
         """Re-render when the after vote closes (the server refuses late votes either way)."""
         closes = audience.after_closes_at(state, self.override, self.after_minutes)
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         if closes is not None and closes > now:
             with self.card:
                 self.timer = ui.timer(closes - now + 0.5, self._closed, once=True)
