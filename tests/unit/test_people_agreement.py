@@ -55,3 +55,12 @@ def test_agreement_with_the_people_per_judge_share_and_kappa() -> None:
     assert alpha.public()["people_agreement"] == 0.75
     without = {j.judge: j for j in health(verdicts).judges}
     assert without["alpha"].people_debates == 0 and without["alpha"].people_kappa is None
+
+
+def test_the_judges_page_row_shows_the_agreement_with_the_people() -> None:
+    from webapp.ui.pages.judges import judge_row
+
+    verdicts = [("d1", _verdict(("alpha", "a")), POSITIONS), ("d2", _verdict(("alpha", "b")), POSITIONS)]
+    [alpha] = health(verdicts, {"d1": "a", "d2": "a"}).judges
+    assert judge_row(alpha)["people"].startswith("50% of 2, kappa ")
+    assert judge_row(health(verdicts).judges[0])["people"] == "–"
