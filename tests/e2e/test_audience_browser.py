@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from tests.e2e.conftest import launch_server
-from webapp.access.passwords import hash_password
+from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig, Participant
@@ -37,6 +37,7 @@ class Setup:
     passwords: dict[str, str]
     idle: str  # created, never started: its before vote is open
     ended: str  # completed: its after vote is open
+    share_token: str  # a share link to `ended`
 
 
 def _config(topic: str) -> DebateConfig:
@@ -45,7 +46,7 @@ def _config(topic: str) -> DebateConfig:
         Participant(name="Bo", provider="demo", model="demo-instant", position="con")])
 
 
-async def _prepare(db: Path, users: dict[str, tuple[str, str]]) -> tuple[str, str]:
+async def _prepare(db: Path, users: dict[str, tuple[str, str]], token: str) -> tuple[str, str]:
     store = await Store.open(db)
     engine = Engine(store, providers=OneProvider(RecordingDemoProvider("demo-instant", speed=0)))
     try:
@@ -54,6 +55,7 @@ async def _prepare(db: Path, users: dict[str, tuple[str, str]]) -> tuple[str, st
         idle = await engine.create(_config("Should cities ban cars?"))
         ended = await engine.start(_config("Is tea better than coffee?"))
         assert await ended.join() is State.COMPLETED
+        await Accounts(store).add_link(ended.id, token_digest(token), "olga", None)
         return idle, ended.id
     finally:
         for running in list(engine.sessions.values()):
@@ -67,10 +69,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     db = workdir / "audience.sqlite3"
     users = {"olga": ("operator", "op-" + secrets.token_urlsafe(10)),
              "vic": ("viewer", "vw-" + secrets.token_urlsafe(10))}
-    idle, ended = asyncio.run(_prepare(db, users))
+    token = new_token()
+    idle, ended = asyncio.run(_prepare(db, users, token))
     with launch_server(workdir, db=db, extra_env={"ROSTRUM_AUTH": "on", "ROSTRUM_DEMO_SPEED": "0"},
                        log_name="e2e-audience-server.log") as base:
-        yield Setup(base, db, {name: pw for name, (_, pw) in users.items()}, idle, ended)
+        yield Setup(base, db, {name: pw for name, (_, pw) in users.items()}, idle, ended, token)
 
 
 def signed_in(browser: Browser, setup: Setup, name: str, debate_id: str) -> tuple[BrowserContext, Page]:
@@ -147,7 +150,7 @@ def test_a_viewer_votes_and_judges_but_cannot_control(setup: Setup, browser: Bro
                 expect(controls.nth(n)).to_be_disabled()
         expect(card(page).get_by_role("button", name=re.compile("after vote"))).to_have_count(0)  # operators only
         vote(page, "Against")
-        expect(stage(page, "after")).to_have_text("After: For 0 (0%) · Against 1 (100%) · Undecided 0 (0%)")
+        expect(stage(page, "after")).to_contain_text("Against 1")  # (the share-link test votes For only)
         expect(card(page)).to_contain_text("No one has given a verdict yet.")
         card(page).get_by_text("Your verdict").click()
         card(page).get_by_label("Winner").click()
@@ -165,3 +168,26 @@ def test_a_viewer_votes_and_judges_but_cannot_control(setup: Setup, browser: Bro
                            (setup.ended,)).fetchall()
     assert verdicts == [("user:vic", "bo", '{"evidence": 70.0}', "Bo answered every point")]
     assert ("vote", "ok") in audit and ("judge", "ok") in audit
+
+
+def test_a_share_link_holder_votes_once_per_browser_and_cannot_judge(setup: Setup, browser: Browser) -> None:
+    contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page in pages:
+            page.goto(f"{setup.base}/s/{setup.share_token}")
+            expect(card(page)).to_contain_text("The debate has ended: vote again")
+        vote(pages[0], "Undecided")
+        pages[0].reload()  # the same browser: its vote is changed, not added
+        vote(pages[0], "For")
+        vote(pages[1], "For")
+        for page in pages:
+            expect(stage(page, "after")).to_contain_text("For 2")
+            expect(card(page).get_by_text("Your verdict")).to_have_count(0)  # a link votes but does not judge
+    finally:
+        for context in contexts:
+            context.close()
+    with sqlite3.connect(setup.db) as db:
+        voters = db.execute("SELECT voter, choice FROM audience_votes WHERE debate_id = ? AND voter LIKE 'browser:%'",
+                            (setup.ended,)).fetchall()
+    assert len(voters) == 2 and {c for _, c in voters} == {"for"}
