@@ -20,6 +20,7 @@ from webapp.providers.demo import OneProvider, RecordingDemoProvider
 from webapp.store import Store
 from webapp.store.accounts import Accounts
 from webapp.store.audience import AudienceStore, Tally
+from webapp.store.protocol import EventStore
 
 VIEWER = Principal(name="vera", role=Role.VIEWER)
 OPERATOR = Principal(name="otto", role=Role.OPERATOR)
@@ -193,3 +194,25 @@ def test_show_json_and_exports_carry_the_audience_and_the_people(tmp_path: Path,
     assert "Agreement with the people's verdicts" in run("judges", "--db", str(db))
     ruled = {r["judge"]: r["winner"] for r in data["verdict"]["rulings"] if r.get("error") is None}
     assert {j["judge"]: j["people_agreed"] for j in judges} == {k: int(w == "bo") for k, w in ruled.items()}
+
+
+async def test_votes_and_verdicts_through_the_gate_on_every_store(any_store: EventStore) -> None:
+    """The same rules on SQLite and PostgreSQL: one vote per browser, the verdict of a person replaced."""
+    engine = Engine(any_store, providers=OneProvider(RecordingDemoProvider("demo-instant", speed=0)))
+    try:
+        session = await engine.start(DebateConfig(topic="Is tea better than coffee?", format="classic"))
+        assert await session.join() is State.COMPLETED
+        local = Gate(engine, LOCAL)
+        for choice in ("against", "for"):
+            await local.vote(session, "after", choice, browser_id="one-browser")  # type: ignore[arg-type]
+        pro = (audience.sides(session.state) or ("", ""))[0]
+        await local.judge(session, pro, {"clarity": 90}, browser_id="one-browser")
+        await local.judge(session, "tie", {}, "on reflection", browser_id="one-browser")
+        people = await audience.read_people(any_store, session.state)
+        assert people["audience"]["after"] == {"for": 1, "against": 0, "undecided": 0}
+        assert [(v["by"], v["winner"], v["note"]) for v in people["human_verdicts"]] == [
+            ("browser:one-browser", None, "on reflection")]
+        assert people["people_verdict"]["winner"] == "tie"
+    finally:
+        for running in list(engine.sessions.values()):
+            await running.shutdown()
