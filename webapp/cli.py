@@ -9,6 +9,7 @@
     delete ID [--yes]        remove a debate, its whole log and its share links
     judges [--json]          judge health per judge model, from every stored verdict
     leaderboard [--json] [--format F] [--tag T] [--judge MODEL] [--since DATE] [--until DATE] [--series]
+                [--by judges|audience|people]
                              Bradley-Terry ratings per model with 95% intervals, and head-to-head records
     formats [--json]         the built-in format declarations
     diagram [--format F]     the state machine as a Mermaid diagram
@@ -64,6 +65,7 @@ from webapp.access.gate import Gate, check_username
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
 from webapp.bus import BusPublisher, open_bus
+from webapp.engine import audience
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
@@ -340,12 +342,13 @@ def report_end(state: DebateState, out: TextIO) -> int:
     return EXIT_STOPPED
 
 
-def write_export(state: DebateState, path: Path, talk: export.Talk | None = None) -> None:
+def write_export(state: DebateState, path: Path, talk: export.Talk | None = None,
+                 people: dict[str, Any] | None = None) -> None:
     exporter = export.writer_for(path.suffix)
     if exporter is None:
         raise UsageError(f"export: unknown file type {path.suffix or '(none)'}; use .md, .json or .txt")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(exporter(state, talk), encoding="utf-8")
+    path.write_text(exporter(state, talk, people), encoding="utf-8")
 
 
 async def cmd_debate(args: argparse.Namespace, out: TextIO) -> int:
@@ -435,23 +438,25 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-async def _load_state(args: argparse.Namespace) -> tuple[DebateState, export.Talk]:
-    """The debate, and its comments and reaction counts per turn (`webapp.store.comments`)."""
+async def _load_state(args: argparse.Namespace) -> tuple[DebateState, export.Talk, dict[str, Any]]:
+    """The debate, its comments and reaction counts per turn (`webapp.store.comments`), and its audience
+    vote and people's verdicts (`webapp.engine.audience`): both kept beside the log."""
     async with opened(args.db, _settings(args)) as engine:
         state = (await engine.session(args.id)).state
-        return state, await CommentStore(engine.store).for_debate(state.id)
+        talk = await CommentStore(engine.store).for_debate(state.id)
+        return state, talk, await audience.read_people(engine.store, state)
 
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    state, talk = await _load_state(args)
-    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state, talk)
+    state, talk, people = await _load_state(args)
+    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state, talk, people)
     (exact_output(out) if args.json else out).write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 
 
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    state, talk = await _load_state(args)
-    write_export(state, Path(args.path), talk)
+    state, talk, people = await _load_state(args)
+    write_export(state, Path(args.path), talk, people)
     out.write(f"Exported {state.id} to {args.path}\n")
     return EXIT_OK
 
@@ -488,6 +493,12 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"\nUnreliable judges ({RELIABILITY_RULE})\n")
         for judge, note in notes.items():
             out.write(f"  {judge}: {note}\n")
+    with_people = [j for j in report.judges if j.people_debates]
+    if with_people:
+        out.write("\nAgreement with the people's verdicts (their majority)\n")
+        for j in with_people:
+            out.write(f"  {j.judge}: {counted(j.people_debates, 'debate')}, identical winners "
+                      f"{_pct(j.people_agreement)}, kappa {_kappa(j.people_kappa)}\n")
     if report.pairs:
         out.write("\nPairs of judges on the same debates\n")
         for pair in report.pairs:
@@ -503,7 +514,7 @@ def _leaderboard_filters(args: argparse.Namespace) -> Any:
         raise UsageError(f"--format: unknown format {args.format!r}; choose one of: {', '.join(FORMATS)}")
     try:
         return LeaderboardFilters(format=args.format, tag=args.tag, judge=args.judge, since=args.since,
-                                  until=args.until, series_only=args.series)
+                                  until=args.until, series_only=args.series, rated_by=args.by)
     except ValidationError as exc:
         raise UsageError(format_validation(exc).replace("since:", "--since:").replace("until:", "--until:")) from None
 
@@ -838,6 +849,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--until", metavar="DATE", help="only debates created on or before this date (YYYY-MM-DD)")
     board.add_argument("--series", action="store_true",
                        help="only side-swapped series, each rated once as a pair")
+    board.add_argument("--by", choices=("judges", "audience", "people"), default="judges",
+                       help="who decides each debate: the AI judges (default), the audience's swing, or the "
+                            "people's verdicts")
 
     delete = sub.add_parser("delete", parents=[common], help="remove a debate with its log and share links")
     delete.add_argument("id")

@@ -51,8 +51,10 @@ def _winner_line(decision: PanelDecision, name: Callable[[str | None], str]) -> 
     return f"{name(decision.winner)} ({decision.words})"
 
 
-def to_dict(state: DebateState, talk: Talk | None = None) -> dict[str, Any]:
-    """The `show --json` shape (plus a few extra keys); each turn with its comments and reaction counts."""
+def to_dict(state: DebateState, talk: Talk | None = None, people: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `show --json` shape (plus a few extra keys); each turn with its comments and reaction counts.
+    `people`: the audience vote and the people's verdicts (`webapp.engine.audience.summary`), which live
+    beside the log, not in it."""
     talk = talk or {}
     verdict = state.verdict
     ledger = state.ledger.to_dict()
@@ -114,6 +116,7 @@ def to_dict(state: DebateState, talk: Talk | None = None) -> dict[str, Any]:
         "ended_because": state.ended_because,
         "cost": {key: ledger[key] for key in COST_KEYS},
         "tokens": ledger["tokens_by_model"],
+        **(people or {}),
     }
 
 
@@ -132,7 +135,14 @@ def without_people(data: dict[str, Any]) -> dict[str, Any]:
         "actions": [a | {"actor": anonymous(a.get("actor"))} for a in data.get("actions", [])],
         "turns": [turn | {"comments": [c | {"author": SOMEONE} for c in turn.get("comments", [])]}
                   for turn in data.get("turns", [])],
-    }
+    } | people_without_names(data)
+
+
+def people_without_names(people: dict[str, Any]) -> dict[str, Any]:
+    """The people's verdicts without who gave them (the rest of `people` unchanged; {} when it has none)."""
+    if "human_verdicts" not in people:
+        return {}
+    return {"human_verdicts": [v | {"by": SOMEONE} for v in people.get("human_verdicts") or []]}
 
 
 def talk_without_people(talk: Talk) -> Talk:
@@ -142,16 +152,44 @@ def talk_without_people(talk: Talk) -> Talk:
             for key, entry in talk.items()}
 
 
-def to_json(state: DebateState, talk: Talk | None = None, people: bool = True) -> str:
-    """The JSON export, each turn with its comments; without `people`, with no team member's username
-    (`without_people`)."""
-    data = to_dict(state, talk)
-    return json.dumps(data if people else without_people(data), indent=2, ensure_ascii=False)
+def to_json(state: DebateState, talk: Talk | None = None, people: dict[str, Any] | None = None,
+            names: bool = True) -> str:
+    """The JSON export, each turn with its comments, and what the people said; without `names`, with no
+    team member's username (`without_people`)."""
+    data = to_dict(state, talk, people)
+    return json.dumps(data if names else without_people(data), indent=2, ensure_ascii=False)
 
 
 def _reaction_line(entry: TurnTalk) -> str:
     """"👍 2 · ❓ 1", or "" when nobody reacted."""
     return " · ".join(f"{emoji} {entry.reactions[emoji]}" for emoji in REACTIONS if entry.reactions.get(emoji))
+
+
+def _people_lines(state: DebateState, people: dict[str, Any] | None) -> list[str]:
+    """The audience vote and the people's verdict as plain lines (for Markdown, escaped by the caller)."""
+    if not people:
+        return []
+    lines: list[str] = []
+    vote = people.get("audience")
+    if vote:
+        for stage in ("before", "after"):
+            counts = vote[stage]
+            lines.append(f"{stage.capitalize()}: for {counts['for']}, against {counts['against']}, "
+                         f"undecided {counts['undecided']}")
+        if vote.get("winner"):
+            swing = vote["swing"]
+            lines.append(f"Swing (points): for {swing['for']:+g}, against {swing['against']:+g}, "
+                         f"undecided {swing['undecided']:+g}; the room: {vote['winner']}")
+    verdicts = people.get("human_verdicts") or []
+    majority = (people.get("people_verdict") or {}).get("winner")
+    if verdicts:
+        who = "a tie" if majority == "tie" else _name(state, majority)
+        lines.append(f"People's verdict: {who} ({len(verdicts)} verdict{'s' if len(verdicts) != 1 else ''})")
+        for v in verdicts:
+            winner = "tie" if v["winner"] is None else _name(state, v["winner"])
+            note = f": {v['note']}" if v.get("note") else ""
+            lines.append(f"- {v['by']}: {winner}{note}")
+    return lines
 
 
 def _grouped(state: DebateState) -> list[tuple[str, list[Turn]]]:
@@ -193,7 +231,7 @@ def _turn_notes(turn: Turn) -> list[str]:
     return [*turn.notes, *([ESTIMATED_NOTE] if turn.usage.estimated else [])]
 
 
-def to_markdown(state: DebateState, talk: Talk | None = None) -> str:
+def to_markdown(state: DebateState, talk: Talk | None = None, people: dict[str, Any] | None = None) -> str:
     config = state.config
     talk = talk or {}
     md, inline = escape_markdown, escape_markdown_inline  # every value from a model or a person
@@ -252,10 +290,14 @@ def to_markdown(state: DebateState, talk: Talk | None = None) -> str:
                 lines += [md(verdict.reasoning), ""]
             if verdict.synthesis:
                 lines += ["### Final solution", "", md(verdict.synthesis), ""]
+    extra = _people_lines(state, people)
+    if extra:
+        lines += ["## The people", ""] + [("- " + inline(x[2:])) if x.startswith("- ") else inline(x) + "  "
+                                          for x in extra] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_text(state: DebateState, talk: Talk | None = None) -> str:
+def to_text(state: DebateState, talk: Talk | None = None, people: dict[str, Any] | None = None) -> str:
     config = state.config
     talk = talk or {}
     lines = [config.topic, "=" * min(len(config.topic), 78), "",
@@ -290,13 +332,17 @@ def to_text(state: DebateState, talk: Talk | None = None) -> str:
             lines += ["", verdict.reasoning]
             if verdict.synthesis:
                 lines += ["", "Final solution:", verdict.synthesis]
+    extra = _people_lines(state, people)
+    if extra:
+        lines += ["", "THE PEOPLE", "----------", "", *extra]
     return strip_controls("\n".join(lines)).rstrip() + "\n"  # the words as written, minus ESC, NUL…
 
 
 class Writer(Protocol):
     """An export: the debate, and what people said about its turns (none: an export without them)."""
 
-    def __call__(self, state: DebateState, talk: Talk | None = None) -> str: ...
+    def __call__(self, state: DebateState, talk: Talk | None = None, people: dict[str, Any] | None = None) -> str:
+        ...
 
 
 # file extension -> (writer, media type): the one table behind the page's downloads and the CLI.

@@ -57,6 +57,7 @@ from webapp.models import Turn
 from webapp.ui import live_wire
 
 log = logging.getLogger(__name__)
+AUDIENCE = "audience"  # the status change saying a debate's votes or people's verdicts changed
 
 FLUSH_INTERVAL = 0.15  # seconds: reads as live (about 7 updates a second) and batches ~6 tokens at 40 tok/s
 WIRE_EVENT = "rl"  # the socket.io event carrying a flush's wire items
@@ -209,7 +210,9 @@ class DebateChannel:
     # --- from another process, through the bus --------------------------------------------------
 
     def _on_remote(self, item: RemoteItem) -> None:
-        if isinstance(item, Changed):
+        if isinstance(item, Changed) and item.change == AUDIENCE:  # votes are not in the log: pages re-read them
+            self._on_message(LiveStatus(self.session.id, AUDIENCE))
+        elif isinstance(item, Changed):
             listener = getattr(self.hub, "side_listeners", {}).get(item.change or "")
             if listener is not None:  # beside the log (comments…): its own reader, not the log's
                 listener(self)
@@ -499,6 +502,13 @@ class LiveHub:
         listener = self.side_listeners.get(change)
         if channel is not None and listener is not None:
             listener(channel)
+
+    def audience_changed(self, session: DebateSession) -> None:
+        """Someone voted or judged on this debate (stored already): every page of it re-reads the counts,
+        here through the session's listeners, in other processes through the bus."""
+        session.broadcaster.emit(LiveStatus(session.id, AUDIENCE))
+        if self.bus.carries:
+            self.bus.publish(LiveStatus(session.id, AUDIENCE))
 
     def _on_any_event(self, message: LiveMessage) -> None:
         if isinstance(message, LiveEvent | LiveStatus):

@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     api_rate_per_minute: int = Field(
         default=60, ge=1, le=100_000, description="HTTP API requests each API token may make per minute"
     )
+    after_vote_minutes: float = Field(
+        default=10.0, gt=0, le=7 * 24 * 60,
+        description="minutes the audience's after vote stays open once a debate ends",
+    )
     max_retries: int = Field(default=3, ge=0, le=20, description="retries per debate after errors")
     retry_after_cap: float = Field(default=30.0, ge=0, description="longest Retry-After honoured, seconds")
     # JSON object: {"model-name": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}

@@ -34,7 +34,8 @@ def test_leaderboard_json_schema(league: str) -> None:
     assert [(w["a"], w["b"]) for w in data["words"]] == [(ALPHA, GAMMA), (GAMMA, BETA)]  # neighbours, in words
     assert all(set(w) == {"a", "b", "share", "debates", "clear", "more", "words"} for w in data["words"])
     assert data["unit"] == "debate" and data["comparisons"] == 5 and data["debates"] == 5
-    assert set(data["filters"]) == {"format", "tag", "judge", "since", "until", "series_only", "debate_ids"}
+    assert set(data["filters"]) == {"format", "tag", "judge", "since", "until", "series_only", "debate_ids",
+                                    "rated_by"}
     for line in [*data["ratings"], *data["style"]["ratings"]]:
         assert {k: type(line[k]) for k in RATING_KEYS} == RATING_KEYS
         assert line["low"] <= line["rating"] <= line["high"]

@@ -32,6 +32,7 @@ from webapp.results.records import load_results, rebuild_digests
 from webapp.settings import Settings
 from webapp.store import StaleWrite, Store
 from webapp.store.accounts import UNKNOWN_ACTOR, Accounts, UnknownUser, UserExists
+from webapp.store.audience import AudienceStore
 from webapp.store.comments import CommentStore
 from webapp.store.endpoints import EndpointStore, EndpointTaken, UnknownEndpoint
 from webapp.store.errors import DuplicateKey
@@ -716,3 +717,50 @@ async def test_a_share_link_remembers_whether_it_allows_comments(any_store: Even
     await accounts.add_link("abc", "digest-b", "alice", None)
     assert (await accounts.link_by_hash("digest-a")).comments is True
     assert (await accounts.link_by_hash("digest-b")).comments is False
+
+
+# --- the audience: votes, people's verdicts, the after vote's closing time ------------------------------
+
+
+async def test_one_vote_per_person_per_stage_changeable_and_counted_once_across_processes(
+        any_store: EventStore) -> None:
+    await _debate(any_store, "aud")
+    votes = AudienceStore(any_store)
+    await votes.vote("aud", "before", "user:ada", "for")
+    await votes.vote("aud", "before", "browser:b1", "against")
+    await votes.vote("aud", "before", "user:ada", "undecided")  # changed: still one vote
+    other = await open_store(target(any_store))  # a second web instance: the same person, the same key
+    try:
+        await AudienceStore(other).vote("aud", "before", "user:ada", "against")
+        await AudienceStore(other).vote("aud", "after", "user:ada", "for")
+    finally:
+        await other.close()
+    tallies = await votes.tally("aud")
+    assert tallies["before"].public() == {"for": 0, "against": 2, "undecided": 0}
+    assert tallies["after"].public() == {"for": 1, "against": 0, "undecided": 0}
+    assert await votes.votes_of("aud", "user:ada") == {"before": "against", "after": "for"}
+    assert (await votes.all_tallies())["aud"]["after"].total == 1
+    with pytest.raises(ValueError, match="choice"):
+        await votes.vote("aud", "before", "user:ada", "maybe")  # type: ignore[arg-type]
+
+
+async def test_a_persons_verdict_is_replaced_not_added_and_goes_with_the_debate(any_store: EventStore) -> None:
+    await _debate(any_store, "hv")
+    await _debate(any_store, "hw")
+    people = AudienceStore(any_store)
+    await people.set_verdict("hv", "user:ada", "pro", {"logic": 70.0}, "close ' call ?")
+    await people.set_verdict("hv", "user:bob", None, {}, "")
+    await people.set_verdict("hv", "user:ada", "con", {"logic": 55.5}, "changed my mind")
+    await people.set_verdict("hw", "user:ada", "pro", {}, "")
+    got = await people.verdicts("hv")
+    assert sorted((v.by, v.winner, v.scores, v.note) for v in got) == [
+        ("user:ada", "con", {"logic": 55.5}, "changed my mind"), ("user:bob", None, {}, "")]
+    assert set(await people.all_verdicts()) == {"hv", "hw"}
+    await people.set_after_closes("hv", 1234.5, "ada")
+    await people.set_after_closes("hv", 99.0, "bob")
+    assert await people.after_closes("hv") == 99.0 and await people.after_closes("hw") is None
+    await people.vote("hv", "after", "user:ada", "for")
+    assert await any_store.delete_debate("hv")
+    assert await people.verdicts("hv") == [] and (await people.tally("hv"))["after"].total == 0
+    assert await people.after_closes("hv") is None
+    assert [v.by for v in await people.verdicts("hw")] == ["user:ada"]

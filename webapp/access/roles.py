@@ -45,26 +45,31 @@ class Action(StrEnum):
     COMMENT = "comment"
     REACT = "react"
     MODERATE_COMMENTS = "moderate_comments"
+    VOTE = "vote"  # the audience vote on a debate with sides
+    JUDGE = "judge"  # a person's verdict on an ended debate
+    MANAGE_VOTE = "manage_vote"  # close an after vote early, or reopen it
 
 
 _READ = {Action.WATCH, Action.EXPORT, Action.LIST}
 _TALK = {Action.COMMENT, Action.REACT}  # spectators take part: every role
-_OPERATE = _READ | _TALK | {Action.MODERATE_COMMENTS} | {
+_TAKE_PART = {Action.VOTE, Action.JUDGE}  # every team member, viewers too
+_OPERATE = _READ | _TALK | _TAKE_PART | {Action.MODERATE_COMMENTS, Action.MANAGE_VOTE} | {
     Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY, Action.ACKNOWLEDGE_WARNING,
     Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE, Action.REVOKE_SHARE,
 }
 PERMISSIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: frozenset(_READ | _TALK),
+    Role.VIEWER: frozenset(_READ | _TALK | _TAKE_PART),
     Role.OPERATOR: frozenset(_OPERATE),
     Role.ADMIN: frozenset(Action),
 }
-# A share link watches and exports its one debate, nothing else (no list, no other debates).
-SHARE_LINK_ACTIONS = frozenset({Action.WATCH, Action.EXPORT, Action.REACT})  # and comment, if the link allows
+# A share link watches, exports, reacts and votes on its one debate (and comments, if the link allows),
+# nothing else (no list, no other debates).
+SHARE_LINK_ACTIONS = frozenset({Action.WATCH, Action.EXPORT, Action.REACT, Action.VOTE})
 
 ROLE_HELP = {
     Role.ADMIN: "everything: users, server defaults, deleting debates",
     Role.OPERATOR: "create debates; pause, resume, stop, retry and answer on any debate; share, export",
-    Role.VIEWER: "watch and export, comment and react; nothing that spends money or changes a debate",
+    Role.VIEWER: "watch and export, comment and react, vote and judge; nothing that spends money or changes a debate",
 }
 
 

@@ -20,6 +20,7 @@ from webapp import export
 from webapp.access.roles import Action, PermissionDenied
 from webapp.api import events
 from webapp.api.auth import Caller, caller
+from webapp.engine import audience
 from webapp.engine.api import Command, StopArgs
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.formats import FORMATS
@@ -27,8 +28,10 @@ from webapp.engine.machine import TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.engine.series import NotEnded
+from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
 from webapp.store import DebateRow
+from webapp.store.comments import CommentStore
 from webapp.tournament.plan import Tournament
 from webapp.tournament.runner import progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
@@ -150,10 +153,17 @@ async def list_debates(
     return DebatePage(items=rows, total=total, offset=offset, limit=limit)
 
 
+async def beside_the_log(api: Caller, state: DebateState) -> tuple[export.Talk, dict[str, Any]]:
+    """What people said, kept beside the log: comments and reactions per turn, the audience vote and the
+    people's verdicts (as `show --json` has them)."""
+    talk = await CommentStore(api.engine.store).for_debate(state.id)
+    return talk, await audience.read_people(api.engine.store, state)
+
+
 @router.get("/debates/{debate_id}", tags=["debates"], summary="A debate (the `show --json` document)")
 async def get_debate(debate_id: str, api: CallerDep) -> dict[str, Any]:
     session = await readable(api, debate_id)
-    document = export.to_dict(session.state)
+    document = export.to_dict(session.state, *await beside_the_log(api, session.state))
     let_go(session)
     return document
 
@@ -197,7 +207,7 @@ async def export_debate(debate_id: str, extension: Literal["md", "json", "txt"],
     writer = export.writer_for(extension)
     assert writer is not None
     media = {"md": "text/markdown", "json": "application/json", "txt": "text/plain"}[extension]
-    text = writer(session.state)
+    text = writer(session.state, *await beside_the_log(api, session.state))
     let_go(session)
     return Response(text, media_type=f"{media}; charset=utf-8", headers={
         "Content-Disposition": f'attachment; filename="debate-{session.id}.{extension}"'})

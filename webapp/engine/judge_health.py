@@ -10,7 +10,10 @@ Derived from the stored verdict events (the last verdict of each debate), never 
   winner flipped;
 - **agreement** with the other judges of the same debates: each pair of usable rulings on one debate
   is compared — the share of identical winners, and Cohen's kappa over the winners' positions ("pro",
-  "con", …, "tie"), which discounts the agreement two judges would reach by chance.
+  "con", …, "tie"), which discounts the agreement two judges would reach by chance;
+- **agreement with the people**: over the debates people gave verdicts on (`webapp.store.audience`), how
+  often the judge's winner was the people's majority (`webapp.engine.audience.people_majority`), and
+  Cohen's kappa over the positions, as between judges.
 
 A judge is flagged **unreliable** (`JudgeStats.unreliable`, shown on its verdict cards and in the
 leaderboard's judge filter) when more than 20 % of its rulings failed or needed a repair, or when its
@@ -32,7 +35,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from webapp.engine.audience import people_majority
 from webapp.models import EventKind, JudgeRuling, Verdict
+from webapp.store.audience import AudienceStore
 from webapp.store.protocol import EventStore
 
 TIE = "tie"
@@ -81,6 +86,13 @@ class JudgeStats(BaseModel):
     compared: int = 0  # comparisons with another judge's ruling on the same debate
     agreed: int = 0
     kappa: float | None = None
+    people_debates: int = 0  # its usable rulings on debates with people's verdicts
+    people_agreed: int = 0  # … that named the people's majority winner
+    people_kappa: float | None = None
+
+    @property
+    def people_agreement(self) -> float | None:
+        return _rate(self.people_agreed, self.people_debates)
 
     @property
     def failure_rate(self) -> float | None:
@@ -126,7 +138,7 @@ class JudgeStats(BaseModel):
         """The figures and their rates, as `judges --json` prints them."""
         return {**self.model_dump(), "failure_rate": self.failure_rate, "first_rate": self.first_rate,
                 "second_rate": self.second_rate, "flip_rate": self.flip_rate, "agreement": self.agreement,
-                "unreliable": self.unreliable()}
+                "people_agreement": self.people_agreement, "unreliable": self.unreliable()}
 
 
 class PairStats(BaseModel):
@@ -164,14 +176,18 @@ class _Tally:
     stats: JudgeStats
     debates: set[str] = field(default_factory=set)
     labels: list[tuple[str, str]] = field(default_factory=list)  # (this judge's, the other's) per comparison
+    people: list[tuple[str, str]] = field(default_factory=list)  # (this judge's, the people's) per debate
 
 
 def _usable(ruling: JudgeRuling) -> bool:
     return ruling.error is None
 
 
-def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]]) -> HealthReport:
-    """The report from (debate id, its verdict, participant id -> position) of each judged debate."""
+def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]],
+           people: dict[str, str] | None = None) -> HealthReport:
+    """The report from (debate id, its verdict, participant id -> position) of each judged debate, and
+    `people`: debate id -> the people's majority winner (a participant id, or "tie")."""
+    people = people or {}
     tallies: dict[str, _Tally] = {}
     pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
     debates = 0
@@ -206,6 +222,11 @@ def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]]) -> HealthRep
             if ruling.flipped is not None:
                 s.rejudged += 1
                 s.flipped += bool(ruling.flipped)
+            majority = people.get(debate_id)
+            if majority is not None:
+                s.people_debates += 1
+                s.people_agreed += (ruling.winner or TIE) == majority
+                t.people.append((label(ruling.winner), label(None if majority == TIE else majority)))
         usable = [r for r in verdict.rulings if _usable(r)]
         for a in usable:
             for b in usable:
@@ -221,6 +242,7 @@ def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]]) -> HealthRep
     for t in tallies.values():
         t.stats.debates = len(t.debates)
         t.stats.kappa = cohen_kappa(t.labels)
+        t.stats.people_kappa = cohen_kappa(t.people)
         judges.append(t.stats)
     judges.sort(key=lambda s: (-s.rulings, s.judge))
     pair_stats = [PairStats(judges=key, debates=len(labels), agreed=sum(x == y for x, y in labels),
@@ -235,6 +257,18 @@ VERDICTS_SQL = (
 # Moves when a verdict is stored (a later time) or a debate with one is deleted (fewer verdicts).
 MARKER_SQL = (f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(at), '') FROM events "
               f"WHERE kind = '{EventKind.VERDICT.value}'")
+# Moves when a person gives or changes a verdict, or one goes with its debate.
+PEOPLE_MARKER_SQL = "SELECT count(*), coalesce(max(at), '') FROM human_verdicts"
+
+
+async def people_majorities(store: EventStore) -> dict[str, str]:
+    """debate id -> the people's majority winner (participant id or "tie"), for debates with verdicts."""
+    out: dict[str, str] = {}
+    for debate_id, verdicts in (await AudienceStore(store).all_verdicts()).items():
+        majority, _ = people_majority(verdicts)
+        if majority is not None:
+            out[debate_id] = majority
+    return out
 
 
 async def stored_verdicts(store: EventStore) -> list[tuple[str, Verdict, dict[str, str]]]:
@@ -276,9 +310,10 @@ class JudgeHealth:
             self._pending = None
 
     async def _read(self) -> HealthReport:
-        marker = tuple(await self.store.fetchone(MARKER_SQL) or ())
+        marker = (tuple(await self.store.fetchone(MARKER_SQL) or ())
+                  + tuple(await self.store.fetchone(PEOPLE_MARKER_SQL) or ()))
         if self._report is None or marker != self._marker:
-            self._report = health(await stored_verdicts(self.store))
+            self._report = health(await stored_verdicts(self.store), await people_majorities(self.store))
             self._marker = marker
         return self._report
 

@@ -17,19 +17,22 @@ series counts once, however many rematches it had.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from webapp.engine.audience import TIE, people_majority, result
 from webapp.results.head_to_head import PairRecord, head_to_head
 from webapp.results.records import DebateResult, load_results
+from webapp.store.audience import AudienceStore
 from webapp.store.protocol import EventStore
 
 if TYPE_CHECKING:
@@ -53,6 +56,9 @@ class LeaderboardFilters(BaseModel):
     until: date | None = None  # inclusive
     series_only: bool = False  # only side-swapped series, each rated once as a pair
     debate_ids: frozenset[str] | None = None  # only these debates (a tournament's)
+    # Who decides each debate's winner: the AI judges (the verdict), the audience (the Oxford swing of
+    # its vote) or the people's verdicts (their majority); a debate without that decision is left out.
+    rated_by: Literal["judges", "audience", "people"] = "judges"
 
     def keeps(self, r: DebateResult) -> bool:
         if self.format and r.format != self.format:
@@ -336,10 +342,54 @@ async def rated_debates(store: EventStore) -> list[DebateResult]:
     return cache.results
 
 
+async def _people_decided(store: EventStore, results: list[DebateResult], by: str) -> list[DebateResult]:
+    """`results` re-scored by the audience's swing or the people's majority verdict; debates without
+    one are left out. The engine's rules decide (`webapp.engine.audience`), as on the debate page."""
+    people = AudienceStore(store)
+    winners: dict[str, str] = {}  # debate id -> participant id, "tie", or "for"/"against" (the room)
+    if by == "people":
+        for debate_id, verdicts in (await people.all_verdicts()).items():
+            majority, _ = people_majority(verdicts)
+            if majority is not None:
+                winners[debate_id] = majority
+    else:
+        for debate_id, tallies in (await people.all_tallies()).items():
+            room = result(tallies).winner
+            if room is not None:
+                winners[debate_id] = room
+    wanted = [r for r in results if r.debate_id in winners]
+    if not wanted:
+        return []
+    marks = ", ".join("?" * len(wanted))
+    rows = await store.fetchall(f"SELECT id, participants FROM debates WHERE id IN ({marks})",
+                                [r.debate_id for r in wanted])
+    casts = {str(i): [p for p in json.loads(c or "[]") if p.get("position") != "moderator"] for i, c in rows}
+    out = []
+    for r in wanted:
+        cast = casts.get(r.debate_id) or []
+        if len(cast) != 2:
+            continue
+        winner = winners[r.debate_id]
+        if winner in ("for", "against"):
+            side = "pro" if winner == "for" else "con"
+            winner = next((str(p.get("id")) for p in cast if p.get("position") == side), "")
+        ids = [str(p.get("id")) for p in cast]
+        if winner == TIE:
+            out.append(replace(r, score=0.5, split=False))
+        elif winner in ids:
+            out.append(replace(r, score=1.0 if winner == ids[0] else 0.0, split=False))
+    return out
+
+
 async def leaderboard(store: EventStore, filters: LeaderboardFilters | None = None) -> Leaderboard:
     """The board for `filters` (default: every rated debate), from the cache when nothing it depends
-    on changed. The fit runs in a worker thread: the event loop keeps serving meanwhile."""
+    on changed. The fit runs in a worker thread: the event loop keeps serving meanwhile. Boards rated
+    by the audience or the people's verdicts are computed afresh (votes are not in the log the cache
+    follows)."""
     filters = filters or LeaderboardFilters()
+    if filters.rated_by != "judges":
+        decided = await _people_decided(store, await rated_debates(store), filters.rated_by)
+        return await asyncio.to_thread(compute, decided, filters)
     cache = _caches.setdefault(store, _Cache())
     if cache.lock is None:
         cache.lock = asyncio.Lock()

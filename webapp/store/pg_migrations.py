@@ -318,6 +318,32 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
     CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at DESC);
     """),
+    # The audience's votes (one per person per stage: the key), people's verdicts (one per person per
+    # debate) and operators' changes to when a debate's "after" vote closes (`webapp.store.audience`).
+    Migration("018_audience", """
+    CREATE TABLE audience_votes (
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL CHECK (stage IN ('before', 'after')),
+        voter TEXT NOT NULL,
+        choice TEXT NOT NULL CHECK (choice IN ('for', 'against', 'undecided')),
+        at TEXT NOT NULL,
+        PRIMARY KEY (debate_id, stage, voter)
+    );
+    CREATE TABLE human_verdicts (
+        debate_id TEXT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+        voter TEXT NOT NULL,
+        winner TEXT,
+        scores TEXT NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        at TEXT NOT NULL,
+        PRIMARY KEY (debate_id, voter)
+    );
+    CREATE TABLE audience_windows (
+        debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,
+        after_closes_at DOUBLE PRECISION NOT NULL,
+        changed_by TEXT NOT NULL
+    );
+    """),
     # As in SQLite: comments and reactions on finished turns (`webapp.store.comments`), and whether a share
     # link lets its holders comment (links made before default to no). `person` is who counts once (a user, a share-link
     # holder's browser session, a browser); `author` is the name shown. A deleted comment keeps its row

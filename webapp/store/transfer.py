@@ -61,11 +61,17 @@ TABLES: dict[str, tuple[str, ...]] = {  # the tables copied after the debates, i
     # comments and reactions on turns (`webapp.store.comments`)
     "comments": ("id", "debate_id", "turn_key", "person", "author", "body", "at", "deleted_at", "deleted_by"),
     "reactions": ("debate_id", "turn_key", "person", "emoji", "at"),
+    # the audience's votes, the people's verdicts and operators' closing times of after votes
+    "audience_votes": ("debate_id", "stage", "voter", "choice", "at"),
+    "human_verdicts": ("debate_id", "voter", "winner", "scores", "note", "at"),
+    "audience_windows": ("debate_id", "after_closes_at", "changed_by"),
 }
 ORDER_BY = {"users": "username", "share_links": "created_at, id", "audit": "id", "library": "created_at, id",
             "tournaments": "created_at, id", "endpoints": "name_key", "webhook_endpoints": "created_at, id",
             "webhook_deliveries": "created_at, id", "api_tokens": "created_at, id",
-            "comments": "at, id", "reactions": "debate_id, turn_key, person, emoji"}
+            "comments": "at, id", "reactions": "debate_id, turn_key, person, emoji",
+            "audience_votes": "debate_id, stage, voter", "human_verdicts": "debate_id, voter",
+            "audience_windows": "debate_id"}
 COPIED = ("debates", "events", *TABLES)
 # Made by the target from what is copied: each debate's last verdict digest, kept by a trigger on `events`
 # (migration 010) as the verdict events arrive. Compared by count.

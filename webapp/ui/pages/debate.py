@@ -20,6 +20,7 @@ from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine import audience
 from webapp.engine.api import SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
@@ -28,12 +29,13 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.export import talk_without_people, to_json
-from webapp.live import Batch, DebateChannel
+from webapp.export import people_without_names, talk_without_people, to_json
+from webapp.live import AUDIENCE, Batch, DebateChannel
 from webapp.store.comments import CommentStore
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
+from webapp.ui.components.audience import AudienceCard
 from webapp.ui.components.badges import money, status_badge_html
 from webapp.ui.components.banners import (
     banner_signature,
@@ -196,6 +198,7 @@ class DebateView:
                 self.right = context.slot.parent
                 LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
+                self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
                 self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
@@ -390,8 +393,10 @@ class DebateView:
         if self.session.deleted:
             self._show_deleted()
             return
+        self.audience.on_batch(batch)
         # Streamed text never reaches here: the browser grows the transcript from the live stream.
-        if any((isinstance(item, LiveEvent) and item.event.seq > self.seen_seq) or isinstance(item, LiveStatus)
+        if any((isinstance(item, LiveEvent) and item.event.seq > self.seen_seq)
+               or (isinstance(item, LiveStatus) and item.change != AUDIENCE)  # votes: the audience card's
                for item in batch):
             self.sync()  # a committed event, or storage lost or back (banners and badge change)
 
@@ -427,11 +432,13 @@ class DebateView:
         state = self.state
         content, media = EXPORT_FORMATS[kind]
         talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
+        people = await audience.read_people(self.gate.engine.store, state)  # votes and people's verdicts
         if self.gate.principal.kind == "share-link":  # a link shows the debate, not who is on the team
             talk = talk_without_people(talk)
+            people = people | people_without_names(people) if people else people
             if kind == "json":
-                content = partial(to_json, people=False)
-        ui.download.content(content(state, talk).encode("utf-8"), f"rostrum-{state.id}.{kind}",
+                content = partial(to_json, names=False)
+        ui.download.content(content(state, talk, people).encode("utf-8"), f"rostrum-{state.id}.{kind}",
                             f"{media}; charset=utf-8")
 
 

@@ -79,6 +79,9 @@ def judge_row(stats: JudgeStats) -> dict[str, Any]:
         f"{_pct(stats.agreement)} of {stats.compared}",
         "kappa": "–" if not stats.compared else too_few(stats.compared) if not enough else
         "–" if stats.kappa is None else f"{stats.kappa:.2f}",
+        "people": (f"{_pct(stats.people_agreement)} of {stats.people_debates}, kappa "
+                   + ("–" if stats.people_kappa is None else f"{stats.people_kappa:.2f}"))
+        if stats.people_debates else "–",
     }
 
 
@@ -99,6 +102,7 @@ def render_health(report: HealthReport) -> None:
             {"name": "swap", "label": "Flipped on swap", "field": "swap", "align": "left"},
             {"name": "agreement", "label": "Agreement", "field": "agreement", "align": "left"},
             {"name": "kappa", "label": "Kappa", "field": "kappa"},
+            {"name": "people", "label": "With the people", "field": "people", "align": "left"},
         ]
         ui.table(columns=columns, rows=[judge_row(j) for j in report.judges], row_key="judge") \
             .props("flat dense").classes("w-full").mark("judges-table")

@@ -228,13 +228,18 @@ class LeaderboardView:
             self.since = ui.input("From").props("type=date outlined dense clearable").mark("filter-since")
             self.until = ui.input("To").props("type=date outlined dense clearable").mark("filter-until")
             self.series = ui.switch("Side-swapped series only").mark("filter-series")
+            # Who decides each debate: the AI judges, the audience's swing, or the people's verdicts.
+            self.rated_by = ui.select(
+                {"judges": "AI judges", "audience": "Audience vote", "people": "People's verdicts"},
+                label="Rated by", value="judges").props("outlined dense") \
+                .classes("min-w-[160px]").mark("filter-rated-by")
             self.style_switch = ui.switch("Style-controlled").mark("style-control")
         # A judge whose record says its verdicts cannot be trusted is marked in the filter, with the figure.
         self.unreliable: dict[str, str] = {}
         self.judge_note = ui.label("").classes("text-sm text-amber-800 dark:text-amber-300") \
             .mark("judge-filter-note")
         self.judge_note.set_visibility(False)
-        for element in (self.format, self.tag, self.judge, self.since, self.until, self.series):
+        for element in (self.format, self.tag, self.judge, self.since, self.until, self.series, self.rated_by):
             element.on_value_change(self.apply)
         self.style_switch.on_value_change(self.apply)
         self.container = ui.column().classes("w-full gap-3")
@@ -266,7 +271,8 @@ class LeaderboardView:
     def _filters(self) -> LeaderboardFilters:
         return LeaderboardFilters(format=self.format.value or None, tag=self.tag.value or None,
                                   judge=self.judge.value or None, since=_date(self.since.value),
-                                  until=_date(self.until.value), series_only=bool(self.series.value))
+                                  until=_date(self.until.value), series_only=bool(self.series.value),
+                                  rated_by=self.rated_by.value or "judges")
 
     async def apply(self) -> None:
         self._judge_note()
