@@ -15,9 +15,11 @@ import asyncio
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # httpx is loaded on first use, not at start-up (bench/README.md, "Start-up")
+    import httpx
+
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -50,6 +52,8 @@ def is_public(ip: IPAddress) -> bool:
 def shown_url(url: str) -> str:
     """`url` as logs and the audit trail show it: scheme, host and port only. A path or query may be a
     credential itself (a Slack incoming-webhook URL is one)."""
+    import httpx  # loaded on first use, not at start-up
+
     try:
         parsed = httpx.URL(url.strip())
     except (httpx.InvalidURL, TypeError):
@@ -60,6 +64,8 @@ def shown_url(url: str) -> str:
 
 def check_url(url: str) -> httpx.URL:
     """The URL parsed, or `WebhookRefused` saying what is wrong with it."""
+    import httpx  # loaded on first use, not at start-up
+
     try:
         parsed = httpx.URL(url.strip())
     except (httpx.InvalidURL, TypeError) as exc:

@@ -24,8 +24,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 from webapp.store.protocol import EventStore
 from webapp.store.webhooks import Claimed, WebhookStore
@@ -38,6 +37,9 @@ from webapp.webhooks.signing import (
     TIMESTAMP_HEADER,
     signature,
 )
+
+if TYPE_CHECKING:  # httpx is loaded on first use, not at start-up (bench/README.md, "Start-up")
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ class WebhookSender:
     # --- life cycle --------------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
+        import httpx  # loaded with the first delivery, not at start-up
+
         if self._client is None:
             # No proxies from the environment (the address was checked; a proxy would go elsewhere) and no
             # redirects (a redirect could point anywhere, a private address included).
@@ -205,6 +209,8 @@ class WebhookSender:
 
     async def attempt(self, claimed: Claimed) -> tuple[int | None, str | None]:
         """POST one delivery: (status code, None) when delivered, else (status code or None, the error)."""
+        import httpx  # loaded with the first delivery, not at start-up
+
         delivery = claimed.delivery
         body = body_of(claimed)
         timestamp = str(int(self.clock()))
