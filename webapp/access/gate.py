@@ -37,6 +37,7 @@ COMMANDS: dict[Command, Action] = {
     Command.RETRY: Action.RETRY,
     Command.ACKNOWLEDGE_WARNING: Action.ACKNOWLEDGE_WARNING,
     Command.ANSWER_CLARIFICATION: Action.ANSWER_CLARIFICATION,
+    Command.SEND_TURN: Action.SEND_TURN,
 }
 MAX_SHARE_HOURS = 24 * 365
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
@@ -121,7 +122,9 @@ class Gate:
         except (ValueError, KeyError):
             raise ValueError(f"unknown command {name!r}") from None
         principal = await self.authorize(action, session.id)
-        detail = {k: v for k, v in kwargs.items() if k != "answers"}
+        detail = {k: v for k, v in kwargs.items() if k not in ("answers", "text")}
+        if isinstance(kwargs.get("text"), str):  # a human seat's turn: its size, not its words, in the audit
+            detail["words"] = len(kwargs["text"].split())
         try:
             await self.engine.command(session, name, actor=principal.actor, **kwargs)
         except Exception as exc:

@@ -33,6 +33,7 @@ class Action(StrEnum):
     RETRY = "retry"
     ACKNOWLEDGE_WARNING = "acknowledge_warning"
     ANSWER_CLARIFICATION = "answer_clarification"
+    SEND_TURN = "send_turn"  # write a human seat's turn (the engine checks that the seat is theirs)
     CLONE = "clone"
     SHARE = "share"
     REVOKE_SHARE = "revoke_share"
@@ -44,12 +45,14 @@ class Action(StrEnum):
 
 
 _READ = {Action.WATCH, Action.EXPORT, Action.LIST}
-_OPERATE = _READ | {
+# A viewer may be given a seat in a debate: sending its turn is theirs to do (never a share link's).
+_VIEW = _READ | {Action.SEND_TURN}
+_OPERATE = _VIEW | {
     Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY, Action.ACKNOWLEDGE_WARNING,
     Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE, Action.REVOKE_SHARE,
 }
 PERMISSIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: frozenset(_READ),
+    Role.VIEWER: frozenset(_VIEW),
     Role.OPERATOR: frozenset(_OPERATE),
     Role.ADMIN: frozenset(Action),
 }
