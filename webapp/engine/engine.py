@@ -180,7 +180,7 @@ class Engine:
                                         on_event=self._relay, on_release=self._maybe_evict,
                                         storage_retry_base=self.storage_retry_base,
                                         limiter=self.limiter, rng=self.rng, tap=self.all_live.emit,
-                                        endpoints=self.endpoints)
+                                        endpoints=self.endpoints, seat_clock=self.workers is None)
             self.sessions[full_id] = session
             return session
 

@@ -153,8 +153,12 @@ class DebateSession(ProviderCalls, SpendingGuard):
         rng: random.Random | None = None,
         tap: Listener | None = None,
         endpoints: EndpointBook | None = None,
+        seat_clock: bool = True,
     ) -> None:
         self.state = state
+        # Whether this process times out a human seat's turn: not a web process whose debates run on
+        # workers (the skip would make it run the debate itself); the worker's session does it there.
+        self.seat_clock = seat_clock
         self.store = store
         self.providers = providers
         self.settings = settings
@@ -488,7 +492,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         """Keep a timer running exactly while the debate waits for a human seat's turn with a time limit."""
         timer = self._seat_timer
         deadline = self.state.seat_deadline
-        if deadline is None or self.deleted:
+        if deadline is None or self.deleted or not self.seat_clock:
             if timer is not None and timer is not asyncio.current_task():
                 timer.cancel()
             self._seat_timer = None
