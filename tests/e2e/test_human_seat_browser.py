@@ -55,6 +55,14 @@ def test_the_seat_holder_sends_a_turn_and_others_see_them_writing(tmp_path: Path
         expect(page.get_by_text("Your turn — Rebuttal")).to_be_visible(timeout=60000)
         expect(page.get_by_role("button", name="Send turn")).to_be_enabled()
         expect(count).to_have_text("0 / 250 words")
+        # Draft with a model: the draft streams into the box, the count follows it, the person edits and sends.
+        page.get_by_role("button", name="Draft with a model").click()
+        expect(box).not_to_have_value("", timeout=30000)
+        expect(count).not_to_have_text("0 / 250 words")
+        box.press("End")
+        box.type(" My own ending.")
+        page.get_by_role("button", name="Send turn").click()
+        expect(page.get_by_text("My own ending.").first).to_be_visible(timeout=20000)
 
         other = context.new_page()
         other.goto(f"{base}/debate/{theirs}")
@@ -66,5 +74,10 @@ def test_the_seat_holder_sends_a_turn_and_others_see_them_writing(tmp_path: Path
             "SELECT json_extract(data, '$.turn.text') FROM events WHERE debate_id = ? AND kind = 'turn'", (mine,))]
         audited = conn.execute("SELECT COUNT(*) FROM audit WHERE action = 'send_turn' AND debate_id = ?",
                                (mine,)).fetchone()[0]
+        assisted = [r[0] for r in conn.execute(
+            "SELECT json_extract(data, '$.turn.assisted_by') FROM events WHERE debate_id = ? AND kind = 'turn'"
+            " AND json_extract(data, '$.turn.text') LIKE '%My own ending.'", (mine,))]
+        drafted = conn.execute("SELECT COUNT(*) FROM audit WHERE action = 'draft_turn' AND debate_id = ?",
+                               (mine,)).fetchone()[0]
     assert "Hourly night buses keep shift workers safe." in texts
-    assert audited == 1
+    assert audited == 2 and drafted == 1 and assisted == ["demo:demo"]

@@ -163,3 +163,22 @@ async def test_the_turn_event_is_committed_before_it_is_broadcast(engine: Engine
     await session.send(Command.SEND_TURN, actor="ada", text="Committed first.")
     stored = [e.seq for e in await engine.events(session.id) if e.kind is EventKind.TURN]
     assert seen and seen[0] in stored
+
+
+async def test_draft_with_a_model_streams_a_draft_and_records_its_cost(engine: Engine) -> None:
+    session = await engine.start(config(seat="ada"))
+    assert await session.join() is State.AWAITING_TURN
+    assert session.draft_models() == ["demo:demo"]
+    with pytest.raises(TransitionNotAllowed, match="not yours"):
+        await session.draft_seat_turn("demo:demo", "bob", lambda _: None)
+    with pytest.raises(ValueError, match="not one of this debate's models"):
+        await session.draft_seat_turn("openai:gpt-4o", "ada", lambda _: None)
+    seen: list[str] = []
+    draft = await session.draft_seat_turn("demo:demo", "ada", seen.append)
+    assert draft and len(seen) > 1 and seen[-1].strip() == draft  # streamed, growing
+    assert session.status is State.AWAITING_TURN  # nothing was sent
+    note = session.state.notes[-1]
+    assert note["purpose"] == "draft" and note["calls"][0]["model"] == "demo:demo"
+    await session.send(Command.SEND_TURN, actor="ada", text=draft + " Edited.", assisted_by="demo:demo")
+    turn = next(t for t in session.state.turns if t.by == "ada")
+    assert turn.assisted_by == "demo:demo" and turn.text.endswith("Edited.") and turn.by == "ada"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -132,6 +133,19 @@ class Gate:
                                       detail=str(exc)[:500])
             raise
         await self.accounts.audit(principal.actor, action.value, session.id, detail=detail or "")
+
+    async def draft_turn(self, session: DebateSession, model: str, on_text: Callable[[str], None]) -> str:
+        """"Draft with a model" for a human seat: allowed to whoever may send the seat's turn (the engine
+        checks it is theirs), audited with the model; returns the draft (streamed to `on_text`)."""
+        principal = await self.authorize(Action.SEND_TURN, session.id, detail="draft")
+        try:
+            draft = await session.draft_seat_turn(model, principal.actor, on_text)
+        except Exception as exc:
+            await self.accounts.audit(principal.actor, "draft_turn", session.id, outcome="failed",
+                                      detail=str(exc)[:500])
+            raise
+        await self.accounts.audit(principal.actor, "draft_turn", session.id, detail={"model": model})
+        return draft
 
     async def start(self, config: DebateConfig) -> DebateSession:
         """Create and start a debate: needs the create permission and fits the person's daily limit."""

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, assert_never
 
+from webapp.engine import budget as money
 from webapp.engine import termination
 from webapp.engine.api import (
     COMMAND_EVENTS,
@@ -76,9 +77,11 @@ from webapp.engine.stream import (
 )
 from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
 from webapp.providers.base import (
+    Completion,
     ErrorKind,
     ProviderError,
     ProviderRequest,
+    TextDelta,
 )
 from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
@@ -529,6 +532,61 @@ class DebateSession(ProviderCalls, SpendingGuard):
                     continue
                 self.ensure_running()
             return
+
+    def draft_models(self) -> list[str]:
+        """The models a human seat may draft its turn with: this debate's own (its debaters' and judges'),
+        as `provider:model` labels; their endpoints and keys were checked when it was created."""
+        labels: list[str] = []
+        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
+        for spec in specs:
+            label = f"{spec.provider}:{spec.model}"
+            if spec.provider != "human" and label not in labels:
+                labels.append(label)
+        return labels
+
+    async def draft_seat_turn(self, model: str, actor: str | None, on_text: Callable[[str], None]) -> str:
+        """Have `model` (one of `draft_models`) draft the human seat's turn waited for, streamed to
+        `on_text` (the text so far); returns the draft. Nothing is sent: the person edits and sends it.
+        The call's cost is recorded in the debate's ledger under the drafting model."""
+        if not self.may_take_seat(actor):
+            raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "this seat is not yours to draft for"
+                                       if self.state.status is State.AWAITING_TURN else "no turn is awaited")
+        seat = SeatTurn.model_validate(self.state.awaiting or {})
+        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
+        chosen = next((s for s in specs if f"{s.provider}:{s.model}" == model and s.provider != "human"), None)
+        if chosen is None:
+            raise ValueError(f"model: {model!r} is not one of this debate's models ({', '.join(self.draft_models())})")
+        person = self.state.config.participant(seat.speaker)
+        drafter = person.model_copy(update={
+            "provider": chosen.provider, "model": chosen.model, "base_url": chosen.base_url,
+            "preset": chosen.preset, "api_key_env": chosen.api_key_env, "seat": None})
+        slot = TurnSlot(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
+                        index=seat.index, visible=seat.visible)
+        request = self._request_for(slot, 0).model_copy(update={"model": chosen.model, "purpose": "turn"})
+        limits = self._timeouts_for(drafter)
+        parts: list[str] = []
+        completion: Completion | None = None
+        async with asyncio.timeout(limits.turn):
+            stream = self.providers.get(drafter).stream(request)
+            try:
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        parts.append(item.text)
+                        on_text("".join(parts))
+                    elif isinstance(item, Completion):
+                        completion = item
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        if completion is not None:  # what the draft cost goes in the ledger like any other call
+            cost = money.cost_of(drafter, completion.usage, self.settings)
+            self._count_spending(cost.usd)
+            record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
+                      "purpose": "draft"}
+            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
+                                                "reason": "completed", "calls": [record]})
+        return "".join(parts).strip()
 
     async def _await_seat(self, slot: TurnSlot) -> None:
         """A human seat is to speak: record what is owed and wait (the runner ends; the person or the

@@ -27,7 +27,7 @@ def banner_signature(view: SessionView, state: DebateState) -> tuple:
 
 def render_banners(view: SessionView, state: DebateState, run: Command,
                    answers: dict[int, dict[str, list[str]]], clone: bool = False,
-                   seat: tuple[str | None, str | None] = (None, None)) -> None:
+                   seat: tuple[Any, ...] = (None, None)) -> None:
     """`clone`: whether to offer "Clone" and "Re-run with edits" (to those who may start debates);
     `seat`: (who is looking, who holds the human seat waited for) for the composer."""
     status = view.status

@@ -20,6 +20,8 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 
 Command = Callable[..., Awaitable[None]]
+# "Draft with a model": (model label, called with the text so far) -> the draft. Goes through the gate.
+Draft = Callable[[str, Callable[[str], None]], Awaitable[str]]
 SEAT_OWN = "rostrum-seat"  # the composer's controls: the seat holder's own, also on a read-only page
 
 # Counts words like the engine (whitespace-separated) and ticks the countdown, both in the browser.
@@ -47,6 +49,10 @@ if (!window.rostrumSeatInstalled) {
 """
 
 
+_RECOUNT = ("document.querySelector('textarea[data-seat-text], [data-seat-text] textarea')"
+            "?.dispatchEvent(new Event('input', {bubbles: true}))")
+
+
 def seat_signature(state: DebateState) -> tuple[Any, ...]:
     """What the seat panel depends on: the turn waited for and since when (a pause restarts the clock)."""
     seat = state.awaiting or {}
@@ -58,7 +64,8 @@ def may_write(state: DebateState, actor: str | None, holder: str | None) -> bool
     return state.status is State.AWAITING_TURN and (holder is None or holder == actor)
 
 
-def render_seat(state: DebateState, run: Command, actor: str | None, holder: str | None) -> None:
+def render_seat(state: DebateState, run: Command, actor: str | None, holder: str | None,
+                draft: Draft | None = None, models: list[str] | None = None) -> None:
     """The composer for the seat holder, "<Name> is writing…" for everyone else (nothing when not waiting)."""
     seat = state.awaiting
     if state.status is not State.AWAITING_TURN or not seat:
@@ -89,6 +96,31 @@ def render_seat(state: DebateState, run: Command, actor: str | None, holder: str
                  "other. If the time runs out, the turn is skipped.").classes("text-sm text-grey-7")
         text = ui.textarea(label="Your turn", placeholder="Write your turn…").classes("w-full") \
             .props("outlined autogrow data-seat-text").mark("seat-text").classes(SEAT_OWN)
+        assisted: dict[str, str | None] = {"by": None}  # the model whose draft is in the box, if any
+        if draft is not None and models:
+            with ui.row().classes("items-center gap-2 w-full"):
+                picked = ui.select(models, value=models[0], label="Draft with").props("outlined dense") \
+                    .classes("w-72").mark("seat-draft-model")
+                picked.classes(SEAT_OWN)
+
+                async def make_draft() -> None:
+                    model = str(picked.value)
+                    button.disable()
+                    try:
+                        def show(so_far: str) -> None:
+                            text.value = so_far
+                        text.value = await draft(model, show)
+                        assisted["by"] = model
+                        ui.run_javascript(_RECOUNT)  # the count follows text the server put in the box
+                    except Exception as exc:  # a provider error, a refusal: say it, keep what was typed
+                        ui.notify(f"No draft: {exc}", type="warning", multi_line=True)
+                    finally:
+                        button.enable()
+
+                button = ui.button("Draft with a model", icon="auto_awesome", on_click=make_draft) \
+                    .props("outline no-caps").mark("seat-draft").classes(SEAT_OWN)
+                ui.label("The model writes a draft here; edit it, then send. The turn says it was assisted.") \
+                    .classes("text-xs text-grey-7")
         with ui.row().classes("items-center gap-2 w-full"):
             ui.label(f"0 / {limit} words" if limit else "0 words").classes("text-sm") \
                 .props("data-seat-count aria-live=polite").mark("seat-count")
@@ -99,7 +131,10 @@ def render_seat(state: DebateState, run: Command, actor: str | None, holder: str
                 if not value:
                     ui.notify("Write your turn first.", type="warning")
                     return
-                await run("send_turn", text=value)
+                if assisted["by"]:
+                    await run("send_turn", text=value, assisted_by=assisted["by"])
+                else:
+                    await run("send_turn", text=value)
 
             ui.button("Send turn", icon="send", on_click=send).props("unelevated no-caps").mark("seat-send") \
                 .classes(SEAT_OWN)

@@ -276,7 +276,8 @@ class DebateView:
     def _render_banners(self, view: SessionView, state: DebateState) -> None:
         principal = self.gate.principal
         clone = principal.kind != "share-link" and principal.can(Action.CREATE)
-        seat = (principal.actor, self.session.seat_holder())
+        seat = (principal.actor, self.session.seat_holder(),
+                lambda model, show: self.gate.draft_turn(self.session, model, show), self.session.draft_models())
         if self.operates:
             render_banners(view, state, self.command, self.answers, clone=clone, seat=seat)
             return
