@@ -528,8 +528,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
                     await self._commit_seat_turn(seat, f"({name} did not speak: the time ran out.)", [note],
                                                  skipped=True)
                     await self._transition(Event.TURN_TIMEOUT, position=self._seat_position(seat))
-                except StaleWrite:  # another process wrote first (a turn, a pause): its log wins
-                    continue
+                except (StaleWrite, TransitionNotAllowed):  # another process wrote first (a turn, a pause):
+                    continue  # its log wins (it was read again); look at the wait as it now is
                 self.ensure_running()
             return
 
