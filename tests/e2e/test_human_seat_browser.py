@@ -1,7 +1,7 @@
 """A human seat filled from the browser: a debate waiting for a person's turn (left waiting by the CLI
 with stdin closed, in the same database) shows its holder the composer with the phase, a live word
 count and a countdown; Send turn commits the turn (audited) and the debate goes on. Someone who does
-not hold the seat sees "<Name> is writing…" instead."""
+not hold the seat sees "<Name> is writing…" instead; Pause and Resume work while the seat waits."""
 
 from __future__ import annotations
 
@@ -68,6 +68,12 @@ def test_the_seat_holder_sends_a_turn_and_others_see_them_writing(tmp_path: Path
         other.goto(f"{base}/debate/{theirs}")
         expect(other.get_by_text("Me is writing…")).to_be_visible(timeout=20000)
         expect(other.get_by_role("button", name="Send turn")).to_have_count(0)
+        # Pause and Resume work while the seat waits: paused, nobody is writing; resumed, the wait is back.
+        other.get_by_role("button", name="Pause").click()
+        expect(other.get_by_text("Me is writing…")).to_have_count(0)
+        expect(other.get_by_role("button", name="Resume")).to_be_enabled()
+        other.get_by_role("button", name="Resume").click()
+        expect(other.get_by_text("Me is writing…")).to_be_visible()
         context.close()
     with sqlite3.connect(db) as conn:
         texts = [r[0] for r in conn.execute(
