@@ -525,8 +525,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
                     else f"{seat.time_limit_s} seconds"
                 note = f"skipped: {name} did not send this turn within {limit}"
                 try:
-                    await self._commit_seat_turn(seat, f"({name} did not speak: the time ran out.)", [note],
-                                                 skipped=True)
+                    # The text names nobody: judges read it as anonymised as any other turn.
+                    await self._commit_seat_turn(seat, "(No turn: the time ran out.)", [note], skipped=True)
                     await self._transition(Event.TURN_TIMEOUT, position=self._seat_position(seat))
                 except (StaleWrite, TransitionNotAllowed):  # another process wrote first (a turn, a pause):
                     continue  # its log wins (it was read again); look at the wait as it now is
