@@ -114,6 +114,7 @@ async def test_the_turn_is_skipped_with_a_note_when_the_time_runs_out(engine: En
     await asyncio.wait_for(moved_on, timeout=30)
     turn = next(t for t in session.state.turns if t.key == seat["key"])
     assert turn.skipped and any("did not send this turn within 1 seconds" in n for n in turn.notes)
+    assert "Ada" not in turn.text  # judges read turns anonymised
     assert session.state.transitions[-1]["event"] == "TURN_TIMEOUT"
 
 
@@ -182,3 +183,19 @@ async def test_draft_with_a_model_streams_a_draft_and_records_its_cost(engine: E
     await session.send(Command.SEND_TURN, actor="ada", text=draft + " Edited.", assisted_by="demo:demo")
     turn = next(t for t in session.state.turns if t.by == "ada")
     assert turn.assisted_by == "demo:demo" and turn.text.endswith("Edited.") and turn.by == "ada"
+
+
+async def test_the_json_export_says_who_wrote_a_seats_turn_and_with_which_model(engine: Engine) -> None:
+    import json
+
+    from webapp.export import writer_for
+
+    session = await engine.start(config())
+    assert await session.join() is State.AWAITING_TURN
+    await session.send(Command.SEND_TURN, actor="ada", text="Exported.", assisted_by="demo:demo")
+    to_json = writer_for(".json")
+    assert to_json is not None
+    turns = json.loads(to_json(session.state))["turns"]
+    mine = next(t for t in turns if t["text"] == "Exported.")
+    assert mine["by"] == "ada" and mine["assisted_by"] == "demo:demo" and mine["cost_usd"] == 0.0
+    assert all("by" not in t for t in turns if t["text"] != "Exported.")
