@@ -87,3 +87,30 @@ def test_the_seat_holder_sends_a_turn_and_others_see_them_writing(tmp_path: Path
                                (mine,)).fetchone()[0]
     assert "Hourly night buses keep shift workers safe." in texts
     assert audited == 2 and drafted == 1 and assisted == ["demo:demo"]
+
+
+def test_a_human_seat_from_the_form(tmp_path: Path, browser: Browser) -> None:
+    with launch_server(tmp_path, log_name="e2e-seat-form-server.log") as base:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(base + "/new")
+        page.get_by_label("What should they debate? *").fill("Should libraries open on Sundays?")
+        page.get_by_role("button", name="Quick demo").click()
+        expect(page.get_by_label("What should they debate? *")).to_have_value("Should libraries open on Sundays?")
+        human = page.locator(".q-menu .q-item", has_text="Human (a person takes the seat)")
+        for _ in range(5):  # the preset re-renders the form once more: a menu opened before that closes
+            page.get_by_label("Provider").first.click()
+            try:
+                expect(human).to_be_visible(timeout=3000)
+                break
+            except AssertionError:
+                page.keyboard.press("Escape")
+        human.click()
+        expect(page.get_by_label("Who takes the seat")).to_be_visible()
+        page.get_by_role("button", name="Start debate").click()
+        page.wait_for_url(re.compile(r".*/debate/[0-9a-f]+$"))
+        expect(page.get_by_text(re.compile("^Your turn — "))).to_be_visible(timeout=60000)
+        page.locator("textarea[data-seat-text], [data-seat-text] textarea").first.fill("Sunday hours serve families.")
+        page.get_by_role("button", name="Send turn").click()
+        expect(page.get_by_text("Sunday hours serve families.").first).to_be_visible(timeout=20000)
+        context.close()
