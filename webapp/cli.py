@@ -66,6 +66,7 @@ from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
 from webapp.bus import BusPublisher, open_bus
 from webapp.engine import audience
+from webapp.engine.api import Command
 from webapp.engine.engine import DebateNotFound, Engine
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import FORMATS, get_format
@@ -85,6 +86,7 @@ from webapp.terminal import (
     LineReader,
     TerminalView,
     ask_answers,
+    ask_turn,
     exact_output,
     print_costs,
     print_timing,
@@ -189,6 +191,8 @@ def build_config(args: argparse.Namespace, settings: Settings | None = None) -> 
         data["timeouts"] = {**dict(data.get("timeouts") or {}), "turn": args.timeout}
     if args.no_clarification:
         data["clarification"] = False
+    if getattr(args, "human_turn_seconds", None) is not None:
+        data["human_turn_seconds"] = args.human_turn_seconds
     if getattr(args, "tag", None):
         given = data.get("tags") or []
         data["tags"] = [*(given.split(",") if isinstance(given, str) else given), *args.tag]
@@ -230,17 +234,17 @@ def _settings(args: argparse.Namespace) -> Settings | None:
     return getattr(args, "settings", None)
 
 
-async def _until(interrupted: asyncio.Event, work: Awaitable[Any]) -> Any:
-    """The result of `work`, or None as soon as `interrupted` is set (then `work` is cancelled)."""
+async def _until(interrupted: asyncio.Event, work: Awaitable[Any], also: asyncio.Event | None = None) -> Any:
+    """The result of `work`, or None as soon as `interrupted` (or `also`) is set (then `work` is cancelled)."""
     task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(interrupted.wait())
+    waiters = [asyncio.ensure_future(event.wait()) for event in (interrupted, also) if event is not None]
     try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, *waiters}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for pending in (task, waiter):
+        for pending in (task, *waiters):
             pending.cancel()
-        await asyncio.gather(task, waiter, return_exceptions=True)
-    if interrupted.is_set() or task.cancelled():
+        await asyncio.gather(task, *waiters, return_exceptions=True)
+    if interrupted.is_set() or (also is not None and also.is_set()) or task.cancelled():
         return None
     return task.result()
 
@@ -297,6 +301,13 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
                     break
                 await session.answer_clarification(answers, actor=ACTOR)
                 continue
+            if status is State.AWAITING_TURN:
+                if not await _take_seat(session, out, lines, interrupted):
+                    if interrupted.is_set():
+                        await asyncio.gather(*pausing, return_exceptions=True)
+                        out.write("\nInterrupted (Ctrl-C) before the turn was sent; nothing was sent.\n")
+                    break
+                continue
             break
     finally:
         unsubscribe()
@@ -317,6 +328,51 @@ async def drive(session: DebateSession, args: argparse.Namespace, out: TextIO,
         write_export(state, Path(args.export))
         out.write(f"\nExported to {args.export}\n")
     return report_end(state, out)
+
+
+async def _take_seat(session: DebateSession, out: TextIO, lines: LineReader, interrupted: asyncio.Event) -> bool:
+    """A human seat's turn from the terminal; False when the debate must go on waiting (stdin closed,
+    Ctrl-C, or the seat belongs to someone on the web app). The time running out meanwhile is fine."""
+    state = session.state
+    seat = state.awaiting or {}
+    name = state.config.participant(str(seat.get("speaker", ""))).name
+    holder = session.seat_holder()
+    if holder is not None and holder != ACTOR:
+        out.write(f"\nThe debate waits for {name}'s turn; the seat is {holder}'s, who sends it on the debate's page "
+                  f"in the web app. It is saved: continue afterwards with: python -m webapp resume {session.id}\n")
+        return False
+    moved_on = asyncio.Event()  # the time ran out (or someone else sent it) while the person typed
+
+    def watch(_: object) -> None:
+        if session.status is not State.AWAITING_TURN:
+            moved_on.set()
+
+    unsubscribe = session.subscribe(watch)
+    try:
+        text = await _until(interrupted, ask_turn(state, out, lines), also=moved_on)
+    finally:
+        unsubscribe()
+    if moved_on.is_set():
+        out.write("\nThis turn is no longer awaited (the time ran out, or it was sent elsewhere); "
+                  "what was typed was not sent.\n")
+        return True
+    if interrupted.is_set():
+        return False
+    if text is None:
+        out.write(
+            f"\nCannot take {name}'s turn (a human seat): stdin is closed or empty. The debate waits for the "
+            f"turn: resume it on a terminal (or pipe the turn in, ending with a line holding only '.'), or send it "
+            f"on the debate's page in the web app.\n")
+        return False
+    accounts = Accounts(session.store)
+    try:
+        await session.send(Command.SEND_TURN, actor=ACTOR, text=text)
+    except (TransitionNotAllowed, ValueError) as exc:
+        await accounts.audit(ACTOR, "send_turn", session.id, outcome="failed", detail=str(exc)[:500])
+        out.write(f"\nThe turn was not sent: {exc}\n")
+        return session.status is not State.AWAITING_TURN
+    await accounts.audit(ACTOR, "send_turn", session.id, detail={"words": len(text.split())})
+    return True
 
 
 async def _pause_quietly(session: DebateSession) -> None:
@@ -792,6 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
     debate.add_argument("--timeout", type=float, metavar="S",
                         help="turn timeout in seconds (default 120; 900 for local servers)")
     debate.add_argument("--no-clarification", action="store_true", help="collaborative: skip the questions")
+    debate.add_argument("--human-turn-seconds", type=int, metavar="S",
+                        help="a human seat's time per turn in seconds (default 600; 0: no limit)")
     debate.add_argument("--tag", action="append", metavar="TAG", help="a topic tag (repeatable)")
     debate.add_argument("--export", metavar="PATH", help="write the transcript (.md, .json, .txt) at the end")
 

@@ -85,6 +85,10 @@ def to_dict(state: DebateState, talk: Talk | None = None, people: dict[str, Any]
                 "visible": turn.visible,
                 "notes": list(turn.notes),
                 **talk.get(turn.key, NO_TALK).public(),
+                # a human seat's turn: who wrote it, the model that drafted it, whether the time ran out
+                **({"by": turn.by} if turn.by else {}),
+                **({"assisted_by": turn.assisted_by} if turn.assisted_by else {}),
+                **({"skipped": True} if turn.skipped else {}),
             }
             for seq, turn in enumerate(state.turns, start=1)
         ],

@@ -34,7 +34,10 @@ TAG_MAX_CHARS = 32
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.+-]*$")
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
 
-ProviderName = Literal["demo", "openai", "anthropic", "compatible"]
+ProviderName = Literal["demo", "openai", "anthropic", "compatible", "human"]
+# A participant whose turns a person writes (a human seat): no model is called for it and it costs $0.
+HUMAN = "human"
+HUMAN_TURN_SECONDS = 600  # a human seat's time per turn unless the debate sets another
 # Providers whose API rejects `temperature`: it is not sent to them (the form and the CLI say so).
 TEMPERATURE_IGNORED_BY: frozenset[str] = frozenset({"anthropic"})
 
@@ -87,6 +90,22 @@ class Participant(Strict):
     context_tokens: int | None = Field(default=None, ge=500, description="context budget in tokens")
     concurrency: int | None = Field(default=None, ge=1, le=64, description=(
         "calls at once to this model's endpoint (None: 1 for local servers, unlimited for hosted APIs)"))
+    seat: str | None = Field(default=None, max_length=64, description=(
+        "provider human: the username who takes the seat (None: whoever takes it first)"))
+
+    @property
+    def is_human(self) -> bool:
+        """A person writes this participant's turns (a human seat)."""
+        return self.provider == HUMAN
+
+    @model_validator(mode="after")
+    def _human_seat(self) -> Participant:
+        # A person has no model: the label says so wherever a model name is shown (costs, exports).
+        if self.provider == HUMAN:
+            self.model = HUMAN
+        elif self.seat:
+            raise ValueError("seat is only for provider human (a person takes the seat)")
+        return self
 
     @field_validator("position")
     @classmethod
@@ -120,6 +139,13 @@ class JudgeSpec(Strict):
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    @field_validator("provider")
+    @classmethod
+    def _not_a_person(cls, value: str) -> str:
+        if value == HUMAN:
+            raise ValueError("a judge must be a model: provider human is only for participants (a human seat)")
+        return value
 
 
 class JudgeConfig(Strict):
@@ -236,6 +262,8 @@ class DebateConfig(Strict):
     strict: bool = Field(default=False, description="flag off-topic turns")
     seed: int = Field(default=0, ge=0)
     max_retries: int = Field(default=3, ge=0, le=20)
+    human_turn_seconds: int = Field(default=HUMAN_TURN_SECONDS, ge=0, le=86400, description=(
+        "a human seat's time to write a turn, in seconds (0: no limit); on time-out the turn is skipped"))
     show_preparation: bool = False
     clarification: bool = True
     clarification_questions: int = Field(default=3, ge=0, le=10)
@@ -347,6 +375,9 @@ class Turn(BaseModel):
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list, description="word limit, off-topic, compression notes")
     visible: bool = True
+    by: str | None = Field(default=None, description="a human seat's turn: who wrote it")
+    assisted_by: str | None = Field(default=None, description="a human seat's turn drafted with this model")
+    skipped: bool = Field(default=False, description="a human seat's turn skipped (the time ran out)")
 
 
 class CriterionScore(BaseModel):

@@ -287,6 +287,36 @@ async def ask_answers(state: DebateState, out: TextIO, lines: LineReader) -> dic
     return answers
 
 
+SEND_MARK = "."  # a line holding only this ends a human seat's turn typed on the terminal
+
+
+async def ask_turn(state: DebateState, out: TextIO, lines: LineReader) -> str | None:
+    """A human seat's turn typed on the terminal, up to a line holding only `.`. None when there is
+    nobody to ask (stdin is closed or ends before anything was typed); input that ends after some text
+    without the `.` sends that text."""
+    out = terminal_output(out)
+    seat = state.awaiting or {}
+    participant = state.config.participant(str(seat.get("speaker", "")))
+    phase = state.format.phase(str(seat.get("phase", ""))).title if seat.get("phase") else "your turn"
+    limit = seat.get("word_limit")
+    seconds = int(seat.get("time_limit_s") or 0)
+    rules = [f"at most {limit} words" if limit else "", f"{seconds // 60} min {seconds % 60:02d} s" if seconds else ""]
+    out.write(f"\n=== Your turn — {phase} ({participant.name}) ===\n")
+    out.write(f"Type the turn ({', '.join(r for r in rules if r) or 'no limit'}); end it with a line holding only "
+              f"'{SEND_MARK}'.\n")
+    out.flush()
+    typed: list[str] = []
+    while True:
+        line = await lines.readline()
+        if line is None:
+            break
+        if line.strip() == SEND_MARK:
+            break
+        typed.append(line)
+    text = "\n".join(typed).strip()
+    return text or None
+
+
 def print_timing(state: DebateState, out: TextIO) -> None:
     """Active time (paused and waiting time excluded), in total and per phase."""
     out = terminal_output(out)

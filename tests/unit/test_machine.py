@@ -54,6 +54,8 @@ def _set_guard(name: str, holds: bool, ctx: MachineContext, params: dict[str, An
         ctx.clarification = holds
     elif name == "has_preparation":
         ctx.preparation = holds
+    elif name == "has_human_seat":
+        ctx.human_seat = holds
     else:  # a new guard must be taught to this test
         raise AssertionError(f"unknown guard {name}")
 
@@ -430,3 +432,40 @@ def test_mermaid_highlights_the_current_state(state: State | str):
     lines = to_mermaid(highlight=state).splitlines()
     assert any(line.strip().startswith("classDef current ") for line in lines)
     assert lines[-1] == f"    class {State(state).value} current"
+
+
+# --- a human seat ---------------------------------------------------------------------------------
+
+
+def _waiting_for_a_person() -> DebateMachine:
+    machine = DebateMachine(MachineContext(state=State.DEBATING, human_seat=True))
+    machine.send(Event.TURN_DUE)
+    return machine
+
+
+def test_a_human_seat_waits_and_only_a_debate_with_one_may() -> None:
+    assert not DebateMachine(MachineContext(state=State.DEBATING)).can(Event.TURN_DUE)
+    machine = _waiting_for_a_person()
+    assert machine.state is State.AWAITING_TURN and State.AWAITING_TURN in WAITING_STATES
+    assert set(machine.allowed_events()) == {Event.TURN_SENT, Event.TURN_TIMEOUT, Event.PAUSE, Event.STOP}
+    machine.send(Event.TURN_SENT)
+    assert machine.state is State.DEBATING and machine.context.has_turns
+
+
+def test_a_pause_while_waiting_comes_back_to_waiting_and_a_stop_ends_it() -> None:
+    machine = _waiting_for_a_person()
+    machine.send(Event.PAUSE)
+    assert machine.state is State.PAUSED and not machine.can(Event.TURN_SENT)
+    machine.send(Event.RESUME)
+    assert machine.state is State.AWAITING_TURN
+    machine.send(Event.TURN_TIMEOUT)
+    assert machine.state is State.DEBATING and machine.context.has_turns
+    machine.send(Event.TURN_DUE)
+    machine.send(Event.STOP, verdict=False)
+    assert machine.state is State.STOPPED
+
+
+def test_the_diagram_shows_the_wait_for_a_person() -> None:
+    text = to_mermaid(compact=True)
+    assert "debating --> awaiting_turn: TURN_DUE [has_human_seat]" in text
+    assert "awaiting_turn --> debating: TURN_SENT" in text

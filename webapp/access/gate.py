@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,6 +42,7 @@ COMMANDS: dict[Command, Action] = {
     Command.RETRY: Action.RETRY,
     Command.ACKNOWLEDGE_WARNING: Action.ACKNOWLEDGE_WARNING,
     Command.ANSWER_CLARIFICATION: Action.ANSWER_CLARIFICATION,
+    Command.SEND_TURN: Action.SEND_TURN,
 }
 MAX_SHARE_HOURS = 24 * 365
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
@@ -135,7 +137,9 @@ class Gate:
         except (ValueError, KeyError):
             raise ValueError(f"unknown command {name!r}") from None
         principal = await self.authorize(action, session.id)
-        detail = {k: v for k, v in kwargs.items() if k != "answers"}
+        detail = {k: v for k, v in kwargs.items() if k not in ("answers", "text")}
+        if isinstance(kwargs.get("text"), str):  # a human seat's turn: its size, not its words, in the audit
+            detail["words"] = len(kwargs["text"].split())
         try:
             result = await self.engine.command(session, name, actor=principal.actor, **kwargs)
         except Exception as exc:
@@ -144,6 +148,19 @@ class Gate:
             raise
         await self.accounts.audit(principal.actor, action.value, session.id, detail=detail or "")
         return result
+
+    async def draft_turn(self, session: DebateSession, model: str, on_text: Callable[[str], None]) -> str:
+        """"Draft with a model" for a human seat: allowed to whoever may send the seat's turn (the engine
+        checks it is theirs), audited with the model; returns the draft (streamed to `on_text`)."""
+        principal = await self.authorize(Action.SEND_TURN, session.id, detail="draft")
+        try:
+            draft = await session.draft_seat_turn(model, principal.actor, on_text)
+        except Exception as exc:
+            await self.accounts.audit(principal.actor, "draft_turn", session.id, outcome="failed",
+                                      detail=str(exc)[:500])
+            raise
+        await self.accounts.audit(principal.actor, "draft_turn", session.id, detail={"model": model})
+        return draft
 
     async def start(self, config: DebateConfig) -> DebateSession:
         """Create and start a debate: needs the create permission and fits the person's daily limit."""

@@ -33,6 +33,7 @@ class Action(StrEnum):
     RETRY = "retry"
     ACKNOWLEDGE_WARNING = "acknowledge_warning"
     ANSWER_CLARIFICATION = "answer_clarification"
+    SEND_TURN = "send_turn"  # write a human seat's turn (the engine checks that the seat is theirs)
     CLONE = "clone"
     SHARE = "share"
     REVOKE_SHARE = "revoke_share"
@@ -53,12 +54,14 @@ class Action(StrEnum):
 _READ = {Action.WATCH, Action.EXPORT, Action.LIST}
 _TALK = {Action.COMMENT, Action.REACT}  # spectators take part: every role
 _TAKE_PART = {Action.VOTE, Action.JUDGE}  # every team member, viewers too
-_OPERATE = _READ | _TALK | _TAKE_PART | {Action.MODERATE_COMMENTS, Action.MANAGE_VOTE} | {
+# A viewer may be given a seat in a debate: sending its turn is theirs to do (never a share link's).
+_VIEW = _READ | _TALK | _TAKE_PART | {Action.SEND_TURN}
+_OPERATE = _VIEW | {Action.MODERATE_COMMENTS, Action.MANAGE_VOTE} | {
     Action.CREATE, Action.PAUSE, Action.RESUME, Action.STOP, Action.RETRY, Action.ACKNOWLEDGE_WARNING,
     Action.ANSWER_CLARIFICATION, Action.CLONE, Action.SHARE, Action.REVOKE_SHARE,
 }
 PERMISSIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: frozenset(_READ | _TALK | _TAKE_PART),
+    Role.VIEWER: frozenset(_VIEW),
     Role.OPERATOR: frozenset(_OPERATE),
     Role.ADMIN: frozenset(Action),
 }

@@ -29,6 +29,7 @@ class Command(StrEnum):
     RETRY = "retry"
     ACKNOWLEDGE_WARNING = "acknowledge_warning"
     ANSWER_CLARIFICATION = "answer_clarification"
+    SEND_TURN = "send_turn"  # a human seat's turn, written by the person holding the seat
 
 
 class CommandArgs(BaseModel):
@@ -46,6 +47,11 @@ class AnswerArgs(CommandArgs):
     answers: dict[str, list[str]]  # participant id -> answers in question order ('' = unanswered)
 
 
+class SendTurnArgs(CommandArgs):
+    text: str = Field(min_length=1, max_length=40000)
+    assisted_by: str | None = Field(default=None, max_length=200)  # the model that drafted it, if any
+
+
 COMMAND_ARGS: dict[Command, type[CommandArgs]] = {
     Command.PAUSE: CommandArgs,
     Command.RESUME: CommandArgs,
@@ -53,6 +59,7 @@ COMMAND_ARGS: dict[Command, type[CommandArgs]] = {
     Command.RETRY: CommandArgs,
     Command.ACKNOWLEDGE_WARNING: CommandArgs,
     Command.ANSWER_CLARIFICATION: AnswerArgs,
+    Command.SEND_TURN: SendTurnArgs,
 }
 
 # The machine event each command sends (RESUME sends START to a debate that never started).
@@ -63,6 +70,7 @@ COMMAND_EVENTS: dict[Command, Event] = {
     Command.RETRY: Event.RETRY,
     Command.ACKNOWLEDGE_WARNING: Event.ACKNOWLEDGE_WARNING,
     Command.ANSWER_CLARIFICATION: Event.CLARIFICATION_ANSWERED,
+    Command.SEND_TURN: Event.TURN_SENT,
 }
 
 

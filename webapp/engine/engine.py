@@ -180,7 +180,7 @@ class Engine:
                                         on_event=self._relay, on_release=self._maybe_evict,
                                         storage_retry_base=self.storage_retry_base,
                                         limiter=self.limiter, rng=self.rng, tap=self.all_live.emit,
-                                        endpoints=self.endpoints)
+                                        endpoints=self.endpoints, seat_clock=self.workers is None)
             self.sessions[full_id] = session
             return session
 
@@ -234,6 +234,9 @@ class Engine:
                                           "Continuing from where its log stopped.")
         if status is State.AWAITING_CLARIFICATION:
             return session, CommandResult(None, None, "It waits for answers to its clarification questions.")
+        if status is State.AWAITING_TURN and session.state.awaiting:
+            name = session.state.config.participant(str(session.state.awaiting["speaker"])).name
+            return session, CommandResult(None, None, f"It waits for {name} (a person) to send their turn.")
         return session, CommandResult(None, None, f"It has already ended ({status.value}).")
 
     async def recover_interrupted(self) -> list[str]:

@@ -114,7 +114,7 @@ def turn_range(participant: Participant, word_limit: int | None) -> TokenRange:
 
 def _rates(spec: Spec, settings: Settings) -> tuple[float, float] | None:
     """(input, output) USD per token of `spec`'s model; None when unpriced; (0, 0) when free."""
-    if spec.provider == "demo":
+    if spec.provider in ("demo", "human"):  # offline demo models and people cost nothing
         return 0.0, 0.0
     probe = PRICE_PROBE_TOKENS
     cost_in = money.cost_of(spec, Usage(input_tokens=probe, output_tokens=0), settings).usd

@@ -97,6 +97,20 @@ class CreatedPayload(Payload):
         return data
 
 
+class SeatTurn(BaseModel):
+    """The turn a human seat owes (TURN_DUE): which slot, its word limit and the time allowed."""
+
+    key: str
+    phase: str
+    round: int
+    speaker: str
+    act: str = "speak"
+    index: int = 0
+    visible: bool = True
+    word_limit: int | None = None
+    time_limit_s: int = 0  # 0: no limit
+
+
 class TransitionParams(BaseModel):
     """Parameters of a transition, as given to `DebateMachine.send` (only those given are stored)."""
 
@@ -110,6 +124,7 @@ class TransitionParams(BaseModel):
     phase: str | None = None
     round: int | None = None
     manual: bool | None = None  # RETRY: asked for by a person (fresh automatic budget)
+    seat: SeatTurn | None = None  # TURN_DUE: the turn a person owes
 
     def for_machine(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)

@@ -27,6 +27,7 @@ class State(StrEnum):
     INITIALIZING = "initializing"
     CLARIFYING = "clarifying"
     AWAITING_CLARIFICATION = "awaiting_clarification"
+    AWAITING_TURN = "awaiting_turn"  # a human seat's turn: the debate waits for the person to write it
     PREPARATION = "preparation"
     DEBATING = "debating"
     JUDGING = "judging"
@@ -57,6 +58,9 @@ class Event(StrEnum):
     RETRY = "RETRY"
     COST_WARNING = "COST_WARNING"
     ACKNOWLEDGE_WARNING = "ACKNOWLEDGE_WARNING"
+    TURN_DUE = "TURN_DUE"  # a human seat is to speak
+    TURN_SENT = "TURN_SENT"  # the person sent their turn
+    TURN_TIMEOUT = "TURN_TIMEOUT"  # the person's time ran out: the turn is skipped with a note
 
 
 # States in which the engine is doing work (a runner task should be alive).
@@ -64,7 +68,8 @@ ACTIVE_STATES = frozenset(
     {State.INITIALIZING, State.CLARIFYING, State.PREPARATION, State.DEBATING, State.JUDGING}
 )
 # States that wait for a person.
-WAITING_STATES = frozenset({State.PAUSED, State.AWAITING_ACK, State.ERROR, State.AWAITING_CLARIFICATION})
+WAITING_STATES = frozenset({State.PAUSED, State.AWAITING_ACK, State.ERROR, State.AWAITING_CLARIFICATION,
+                            State.AWAITING_TURN})
 TERMINAL_STATES = frozenset({State.COMPLETED, State.STOPPED})
 # Sentinel target: go back to the state remembered when the machine was suspended.
 RETURN = "<return>"
@@ -95,6 +100,7 @@ class MachineContext(BaseModel):
     judge_enabled: bool = True
     clarification: bool = False
     preparation: bool = False
+    human_seat: bool = False  # a participant is a person (the debate may wait for their turn)
     has_turns: bool = False
     elapsed_s: float = 0.0
     phase_durations: dict[str, float] = Field(default_factory=dict)
@@ -133,6 +139,10 @@ def _has_preparation(ctx: MachineContext, params: dict[str, Any]) -> bool:
     return ctx.preparation
 
 
+def _has_human_seat(ctx: MachineContext, params: dict[str, Any]) -> bool:
+    return ctx.human_seat
+
+
 GUARDS: dict[str, Guard] = {
     "by_a_person": _by_a_person,
     "retries_left": _retries_left,
@@ -141,6 +151,7 @@ GUARDS: dict[str, Guard] = {
     "judge_enabled": _judge_enabled,
     "needs_clarification": _needs_clarification,
     "has_preparation": _has_preparation,
+    "has_human_seat": _has_human_seat,
 }
 
 
@@ -173,6 +184,12 @@ def _declare() -> tuple[Transition, ...]:
         Transition(s.DEBATING, e.TURN_COMPLETE, s.DEBATING),
         Transition(s.DEBATING, e.PHASE_COMPLETE, s.DEBATING),
         Transition(s.DEBATING, e.ROUND_COMPLETE, s.DEBATING),
+        # A human seat: the debate waits (persisted, no runner) until the person sends the turn or
+        # their time runs out; a pause while waiting comes back to waiting (see RETURN).
+        Transition(s.DEBATING, e.TURN_DUE, s.AWAITING_TURN, "has_human_seat"),
+        Transition(s.AWAITING_TURN, e.TURN_SENT, s.DEBATING),
+        Transition(s.AWAITING_TURN, e.TURN_TIMEOUT, s.DEBATING),
+        Transition(s.AWAITING_TURN, e.PAUSE, s.PAUSED),
         Transition(s.DEBATING, e.ALL_ROUNDS_COMPLETE, s.JUDGING, "judge_enabled"),
         Transition(s.DEBATING, e.ALL_ROUNDS_COMPLETE, s.COMPLETED),
         Transition(s.JUDGING, e.VERDICT_READY, s.STOPPED, "stopping"),
@@ -304,7 +321,7 @@ class DebateMachine:
             ctx.return_state = None
             ctx.interrupted = False
             ctx.interruption = None
-        if event is Event.TURN_COMPLETE:
+        if event in (Event.TURN_COMPLETE, Event.TURN_SENT, Event.TURN_TIMEOUT):
             ctx.has_turns = True
         ctx.state = target
         ctx.active_since = at if target in ACTIVE_STATES else None
@@ -358,6 +375,7 @@ HUMAN_STATES: dict[str, str] = {
     State.INITIALIZING.value: "Getting ready",
     State.CLARIFYING.value: "Asking you questions",
     State.AWAITING_CLARIFICATION.value: "Waiting for your answers",
+    State.AWAITING_TURN.value: "Waiting for a person's turn",
     State.PREPARATION.value: "Preparing",
     State.DEBATING.value: "Debate",
     State.JUDGING.value: "Judging",
@@ -385,6 +403,9 @@ HUMAN_EVENTS: dict[Event, str] = {
     Event.RETRY: "retry",
     Event.COST_WARNING: "spending warning",
     Event.ACKNOWLEDGE_WARNING: "you accept",
+    Event.TURN_DUE: "a person's turn",
+    Event.TURN_SENT: "turn sent",
+    Event.TURN_TIMEOUT: "time is up (skipped)",
 }
 HUMAN_GUARDS: dict[str, str] = {
     "by_a_person": "",  # a retry is a retry, whoever asks for it
@@ -394,6 +415,7 @@ HUMAN_GUARDS: dict[str, str] = {
     "judge_enabled": "with a judge",
     "needs_clarification": "with questions",
     "has_preparation": "with preparation",
+    "has_human_seat": "with a human seat",
 }
 
 

@@ -22,12 +22,14 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, assert_never
 
+from webapp.engine import budget as money
 from webapp.engine import termination
 from webapp.engine.api import (
     COMMAND_EVENTS,
     AnswerArgs,
     Command,
     CommandResult,
+    SendTurnArgs,
     SessionView,
     StopArgs,
     parse_args,
@@ -40,7 +42,7 @@ from webapp.engine.discipline import (
     truncate,
     word_count,
 )
-from webapp.engine.events import Payload, parse_payload, payload_kind
+from webapp.engine.events import Payload, SeatTurn, parse_payload, payload_kind
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
 from webapp.engine.limits import EndpointLimiter
@@ -74,9 +76,11 @@ from webapp.engine.stream import (
 )
 from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
 from webapp.providers.base import (
+    Completion,
     ErrorKind,
     ProviderError,
     ProviderRequest,
+    TextDelta,
 )
 from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
@@ -152,8 +156,12 @@ class DebateSession(ProviderCalls, SpendingGuard):
         rng: random.Random | None = None,
         tap: Listener | None = None,
         endpoints: EndpointBook | None = None,
+        seat_clock: bool = True,
     ) -> None:
         self.state = state
+        # Whether this process times out a human seat's turn: not a web process whose debates run on
+        # workers (the skip would make it run the debate itself); the worker's session does it there.
+        self.seat_clock = seat_clock
         self.store = store
         self.providers = providers
         self.settings = settings
@@ -173,6 +181,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
         self._storage_problem: str | None = None
         self._commit_lock = asyncio.Lock()
         self._command_lock = asyncio.Lock()
+        self._seat_timer: asyncio.Task[None] | None = None  # times out a human seat's turn
+        self._watch_seat()  # loaded while waiting for a person (after a restart): the clock runs on
 
     @property
     def id(self) -> str:
@@ -293,6 +303,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
             case Command.ANSWER_CLARIFICATION:
                 assert isinstance(parsed, AnswerArgs)
                 return await self._answer(parsed.answers, actor)
+            case Command.SEND_TURN:
+                assert isinstance(parsed, SendTurnArgs)
+                return await self._send_turn(parsed.text, parsed.assisted_by, actor)
         assert_never(command)
 
     def ensure_running(self) -> None:
@@ -419,6 +432,172 @@ class DebateSession(ProviderCalls, SpendingGuard):
         return CommandResult(Command.ANSWER_CLARIFICATION, Event.CLARIFICATION_ANSWERED,
                              "Answers recorded; the debate continues.")
 
+    # --- a human seat ----------------------------------------------------------------------
+
+    def seat_holder(self, speaker: str | None = None) -> str | None:
+        """Who holds a human seat (the one waited for by default): the user named in its config, else
+        whoever sent its first turn ("whoever takes it first"); None while anyone may take it."""
+        seat = self.state.awaiting if speaker is None else {"speaker": speaker}
+        if not seat:
+            return None
+        participant = self.state.config.participant(str(seat["speaker"]))
+        if participant.seat:
+            return participant.seat
+        for turn in self.state.turns:
+            if turn.speaker == participant.id and turn.by:
+                return turn.by
+        return None
+
+    def may_take_seat(self, actor: str | None) -> bool:
+        """Whether `actor` may write the turn waited for now."""
+        holder = self.seat_holder()
+        return self.state.status is State.AWAITING_TURN and (holder is None or holder == actor)
+
+    async def _send_turn(self, text: str, assisted_by: str | None, actor: str | None) -> CommandResult:
+        async with self._command_lock:
+            self._check(Command.SEND_TURN)
+            seat = SeatTurn.model_validate(self.state.awaiting or {})
+            holder = self.seat_holder()
+            if holder is not None and holder != actor:
+                name = self.state.config.participant(seat.speaker).name
+                raise TransitionNotAllowed(self.state.status, Event.TURN_SENT,
+                                           f"the seat of {name} is {holder}'s to fill")
+            text, notes = text.strip(), []
+            if not text:
+                raise ValueError("text: the turn is empty")
+            if seat.word_limit and word_count(text) > seat.word_limit:
+                text, note = truncate(text, seat.word_limit)
+                if note is not None:
+                    notes.append(note)
+            if assisted_by:
+                notes.append(f"drafted with {assisted_by}, edited and sent by a person")
+            await self._commit_seat_turn(seat, text, notes, by=actor, assisted_by=assisted_by)
+            await self._transition(Event.TURN_SENT, actor=actor, position=self._seat_position(seat))
+            self.ensure_running()
+        return CommandResult(Command.SEND_TURN, Event.TURN_SENT, "Turn sent; the debate continues.")
+
+    @staticmethod
+    def _seat_position(seat: SeatTurn) -> dict[str, Any]:
+        return Position(phase=seat.phase, round=seat.round, speaker=seat.speaker, turn=seat.index).model_dump()
+
+    async def _commit_seat_turn(self, seat: SeatTurn, text: str, notes: list[str], *, by: str | None = None,
+                                assisted_by: str | None = None, skipped: bool = False) -> None:
+        participant = self.state.config.participant(seat.speaker)
+        now = utcnow()
+        turn = Turn(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
+                    index=seat.index, text=text, cost_usd=0.0, model=participant.model, provider=participant.provider,
+                    started_at=self.state.awaiting_since or now, finished_at=now, notes=notes, visible=seat.visible,
+                    by=by if by and by != SYSTEM_ACTOR else None, assisted_by=assisted_by, skipped=skipped)
+        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": "person"},
+                           idem_key=seat.key)
+
+    def _watch_seat(self) -> None:
+        """Keep a timer running exactly while the debate waits for a human seat's turn with a time limit."""
+        timer = self._seat_timer
+        deadline = self.state.seat_deadline
+        if deadline is None or self.deleted or not self.seat_clock:
+            if timer is not None and timer is not asyncio.current_task():
+                timer.cancel()
+            self._seat_timer = None
+            return
+        if timer is not None and not timer.done():
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # built outside a loop (a test folding a log): nobody to time it out here
+            return
+        self._seat_timer = self._task_factory(self._expire_seat())
+
+    async def _expire_seat(self) -> None:
+        """Skip the human seat's turn when its time runs out (another process may have done it first)."""
+        while (deadline := self.state.seat_deadline) is not None:
+            wait = (deadline - utcnow()).total_seconds()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            async with self._command_lock:
+                if self.state.seat_deadline is None or self.state.seat_deadline > utcnow():
+                    continue
+                seat = SeatTurn.model_validate(self.state.awaiting or {})
+                name = self.state.config.participant(seat.speaker).name
+                minutes = seat.time_limit_s / 60
+                limit = f"{minutes:g} minute{'s' if minutes != 1 else ''}" if seat.time_limit_s >= 60 \
+                    else f"{seat.time_limit_s} seconds"
+                note = f"skipped: {name} did not send this turn within {limit}"
+                try:
+                    # The text names nobody: judges read it as anonymised as any other turn.
+                    await self._commit_seat_turn(seat, "(No turn: the time ran out.)", [note], skipped=True)
+                    await self._transition(Event.TURN_TIMEOUT, position=self._seat_position(seat))
+                except (StaleWrite, TransitionNotAllowed):  # another process wrote first (a turn, a pause):
+                    continue  # its log wins (it was read again); look at the wait as it now is
+                self.ensure_running()
+            return
+
+    def draft_models(self) -> list[str]:
+        """The models a human seat may draft its turn with: this debate's own (its debaters' and judges'),
+        as `provider:model` labels; their endpoints and keys were checked when it was created."""
+        labels: list[str] = []
+        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
+        for spec in specs:
+            label = f"{spec.provider}:{spec.model}"
+            if spec.provider != "human" and label not in labels:
+                labels.append(label)
+        return labels
+
+    async def draft_seat_turn(self, model: str, actor: str | None, on_text: Callable[[str], None]) -> str:
+        """Have `model` (one of `draft_models`) draft the human seat's turn waited for, streamed to
+        `on_text` (the text so far); returns the draft. Nothing is sent: the person edits and sends it.
+        The call's cost is recorded in the debate's ledger under the drafting model."""
+        if not self.may_take_seat(actor):
+            raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "this seat is not yours to draft for"
+                                       if self.state.status is State.AWAITING_TURN else "no turn is awaited")
+        seat = SeatTurn.model_validate(self.state.awaiting or {})
+        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
+        chosen = next((s for s in specs if f"{s.provider}:{s.model}" == model and s.provider != "human"), None)
+        if chosen is None:
+            raise ValueError(f"model: {model!r} is not one of this debate's models ({', '.join(self.draft_models())})")
+        person = self.state.config.participant(seat.speaker)
+        drafter = person.model_copy(update={
+            "provider": chosen.provider, "model": chosen.model, "base_url": chosen.base_url,
+            "preset": chosen.preset, "api_key_env": chosen.api_key_env, "seat": None})
+        slot = TurnSlot(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
+                        index=seat.index, visible=seat.visible)
+        request = self._request_for(slot, 0).model_copy(update={"model": chosen.model, "purpose": "turn"})
+        limits = self._timeouts_for(drafter)
+        parts: list[str] = []
+        completion: Completion | None = None
+        async with asyncio.timeout(limits.turn):
+            stream = self.providers.get(drafter).stream(request)
+            try:
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        parts.append(item.text)
+                        on_text("".join(parts))
+                    elif isinstance(item, Completion):
+                        completion = item
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        if completion is not None:  # what the draft cost goes in the ledger like any other call
+            cost = money.cost_of(drafter, completion.usage, self.settings)
+            self._count_spending(cost.usd)
+            record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
+                      "purpose": "draft"}
+            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
+                                                "reason": "completed", "calls": [record]})
+        return "".join(parts).strip()
+
+    async def _await_seat(self, slot: TurnSlot) -> None:
+        """A human seat is to speak: record what is owed and wait (the runner ends; the person or the
+        timer continues the debate)."""
+        state = self.state
+        limit = effective_word_limit(state.format.phase(slot.phase), state.config)
+        seat = SeatTurn(key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
+                        index=slot.index, visible=slot.visible, word_limit=limit or None,
+                        time_limit_s=state.config.human_turn_seconds)
+        await self._transition(Event.TURN_DUE, position=self._seat_position(seat), seat=seat.model_dump())
+
     async def _halted_transition(self, event: Event, actor: str | None, params: dict[str, Any]) -> None:
         """A transition sent after the runner was halted: if storage fails, nobody drives the debate
         any more, so it is interrupted until the record can be finished."""
@@ -461,6 +640,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
 
     async def shutdown(self) -> None:
         """Stop working without recording anything (a process exit is like a crash)."""
+        timer, self._seat_timer = self._seat_timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
         recorder, self._recorder = self._recorder, None
         if recorder is not None and not recorder.done():
             recorder.cancel()
@@ -535,6 +717,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
 
     def _publish(self, event: DebateEvent, replayed: bool = False) -> None:
         """Tell subscribers about an event that is already in the log."""
+        self._watch_seat()
         self.broadcaster.emit(LiveEvent(self.id, event, replayed))
         if self._on_event is not None:
             self._on_event(self, event)
@@ -542,6 +725,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _reload(self) -> None:
         """Read the log as it now is (another process wrote to it) and tell every subscriber to look again."""
         self.state = DebateState.from_events(await self.store.events(self.state.id))
+        self._watch_seat()
         self.broadcaster.emit(LiveStatus(self.id, "reloaded", "the log was read again"))
 
     async def notice_takeover(self) -> bool:
@@ -828,6 +1012,18 @@ class DebateSession(ProviderCalls, SpendingGuard):
 
     async def _run_step(self, step: Step) -> None:
         todo = [t for t in step.turns if t.key not in self.state.turn_keys]
+        people = [t for t in todo if self.state.config.participant(t.speaker).is_human]
+        todo = [t for t in todo if t not in people]  # the models of a step speak first, then the people
+        if not todo and people:
+            slot = people[0]
+            if self.state.status is State.PREPARATION:  # a person prepares on their own: nothing to wait for
+                seat = SeatTurn(key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker,
+                                act=slot.act, index=slot.index, visible=False)
+                await self._commit_seat_turn(seat, "(prepared on their own)", ["a person prepares off the record"])
+                await self._transition(Event.TURN_COMPLETE, position=self._seat_position(seat))
+                return
+            await self._await_seat(slot)
+            return
         for slot in todo:
             await self._prepare_summary(self.state.config.participant(slot.speaker), slot)
         requests = [(slot, self._request_for(slot, offset)) for offset, slot in enumerate(todo)]

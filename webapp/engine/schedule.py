@@ -56,7 +56,8 @@ class Step(BaseModel):
 def model_specs(config: DebateConfig) -> list[tuple[str, Any]]:
     """Every model the debate will call, with the config path that names it: participants, then
     (when judging) the judges and the fallback judge."""
-    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)]
+    specs: list[tuple[str, Any]] = [(f"participants[{i}]", p) for i, p in enumerate(config.participants)
+                                    if not p.is_human]  # a person is not called
     if config.judge.enabled:
         specs += [(f"judge.judges[{i}]", j) for i, j in enumerate(config.judge.judges)]
         if config.judge.fallback is not None:

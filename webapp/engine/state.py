@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from webapp.engine.budget import Ledger
@@ -62,6 +62,7 @@ class DebateState:
                 judge_enabled=config.judge.enabled,
                 clarification=self.format.clarification and config.clarification,
                 preparation=any(s.act == "prepare" for p in self.format.phases for s in p.speakers),
+                human_seat=any(p.is_human for p in config.participants),
             )
         )
         self.turns: list[Turn] = []
@@ -83,6 +84,10 @@ class DebateState:
         self.phase_marks: set[tuple[str, int]] = set()
         self.round_marks: set[int] = set()
         self.cost_warned = False
+        # A human seat's turn being waited for (the TURN_DUE params) and since when (the time limit
+        # counts from the last time the debate started waiting: a pause gives the person the full time).
+        self.awaiting: dict[str, Any] | None = None
+        self.awaiting_since: datetime | None = None
         self.last_seq = 0
         self.total_rounds = total_rounds(self.format, config)
         self._shared: set[str] = set()
@@ -122,6 +127,14 @@ class DebateState:
     @property
     def max_retries(self) -> int:
         return self.machine.context.max_retries
+
+    @property
+    def seat_deadline(self) -> datetime | None:
+        """When the human seat's turn being waited for times out (None: not waiting, or no limit)."""
+        if self.status is not State.AWAITING_TURN or not self.awaiting or self.awaiting_since is None:
+            return None
+        limit = int(self.awaiting.get("time_limit_s") or 0)
+        return self.awaiting_since + timedelta(seconds=limit) if limit else None
 
     @property
     def stopping(self) -> bool:
@@ -218,6 +231,13 @@ class DebateState:
         params = payload.params.for_machine()
         if not sent:
             self.machine.send(payload.event, at=event.at, **params)
+        if payload.event is Event.TURN_DUE and payload.params.seat is not None:
+            self.awaiting = payload.params.seat.model_dump()
+        if self.status is State.AWAITING_TURN:
+            if payload.from_ is not State.AWAITING_TURN:
+                self.awaiting_since = event.at
+        elif self.status is not State.PAUSED:
+            self.awaiting, self.awaiting_since = None, None
         if payload.event is Event.PHASE_COMPLETE and payload.params.phase:
             self._own("phase_marks").add((payload.params.phase, int(payload.params.round or 1)))
         if payload.event is Event.ROUND_COMPLETE and payload.params.round:

@@ -368,7 +368,7 @@ class EndpointPolicy:
 
     def check(self, spec: Spec) -> Problem | None:
         """Why `spec` may not run here (the field and a key-free message), or None."""
-        if spec.provider == "demo":
+        if spec.provider in ("demo", "human"):
             return None
         found = self.route(spec)
         return found if isinstance(found, Problem) else None
@@ -410,7 +410,7 @@ def _own_url(spec: Spec, preset: Any, url: str) -> bool:
 
 def effective_url(spec: Spec) -> str | None:
     """The URL a spec's calls go to: its base URL, else its preset's, else its provider's default."""
-    if spec.provider == "demo":
+    if spec.provider in ("demo", "human"):
         return None
     if spec.base_url:
         return str(spec.base_url)
@@ -423,7 +423,7 @@ def effective_url(spec: Spec) -> str | None:
 def key_env(spec: Spec, endpoint: Endpoint | None = None) -> str | None:
     """The variable whose key a spec sends: its own `api_key_env`, else its registered endpoint's,
     else its preset's or provider's; None when no key is sent."""
-    if spec.provider == "demo":
+    if spec.provider in ("demo", "human"):
         return None
     if spec.api_key_env:
         return str(spec.api_key_env).strip()

@@ -62,6 +62,8 @@ def spec_problem(spec: Spec, policy: EndpointPolicy | None = None) -> Problem | 
     or None when it can. `policy`: the endpoint rules (default: the configuration's alone)."""
     if spec.provider == "demo":
         return None
+    if spec.provider == "human":  # a person writes these turns: no provider is ever built for them
+        return None
     preset: Preset | None = None
     if spec.provider == "compatible":
         if spec.preset and get_preset(spec.preset) is None:
@@ -198,6 +200,8 @@ class ProviderCache:
 
     def get(self, spec: Spec) -> Provider:
         """The shared provider for `spec`, made on first use; raises a fatal `ProviderError` if not ready."""
+        if spec.provider == "human":  # never reached by the engine; refuse rather than call a model for a person
+            raise ProviderError(ErrorKind.FATAL, "human", "a human seat has no model to call", reason="config")
         policy = self.endpoints.policy()
         problem = spec_problem(spec, policy)
         if problem:

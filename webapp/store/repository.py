@@ -114,7 +114,8 @@ SUMMARY_COLUMNS = (
 # The orders a listing can be sorted in (SQL, from this fixed table only). "status": those that need a
 # person first (failed, waiting), then running, paused, created, stopped, completed; newest first within.
 _STATUS_RANK = ("CASE status WHEN 'error' THEN 0 WHEN 'awaiting_acknowledgement' THEN 1 "
-                "WHEN 'awaiting_clarification' THEN 1 WHEN 'paused' THEN 3 WHEN 'idle' THEN 4 "
+                "WHEN 'awaiting_clarification' THEN 1 WHEN 'awaiting_turn' THEN 1 "
+                "WHEN 'paused' THEN 3 WHEN 'idle' THEN 4 "
                 "WHEN 'stopped' THEN 5 WHEN 'completed' THEN 6 ELSE 2 END")
 LIST_ORDERS: dict[str, str] = {
     "newest": "created_at DESC, rowid DESC",

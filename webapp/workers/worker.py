@@ -32,7 +32,7 @@ import uuid
 from typing import Any
 
 from webapp.engine.engine import DebateNotFound, Engine
-from webapp.engine.machine import ACTIVE_STATES, TransitionNotAllowed
+from webapp.engine.machine import ACTIVE_STATES, State, TransitionNotAllowed
 from webapp.store import StaleWrite
 from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore, owner_name
@@ -290,13 +290,16 @@ class Worker:
                 self.owned.discard(debate_id)
                 await self.engine.forget(debate_id)
                 await self.leases.expire(debate_id)
+            elif session is not None and session.state.seat_deadline is not None:
+                continue  # a human seat's turn with a time limit: this worker keeps its clock (and the lease)
             elif session is None or not session.running:
                 await self._give_up(debate_id)  # paused, ended or waiting for a person: anyone may resume it
         await self._take_over()
 
     async def _take_over(self) -> None:
         """Continue the running debates whose worker stopped renewing their lease."""
-        orphans = await self.leases.orphans([s.value for s in ACTIVE_STATES])
+        # A debate waiting for a human seat's turn is taken over too: its time limit needs a clock.
+        orphans = await self.leases.orphans([s.value for s in ACTIVE_STATES] + [State.AWAITING_TURN.value])
         for debate_id in orphans:
             if debate_id in self.owned or not await self._take(debate_id):
                 continue
@@ -304,6 +307,8 @@ class Worker:
             session = await self.engine.session(debate_id)
             if session.status in ACTIVE_STATES:
                 session.ensure_running()
+            elif session.state.seat_deadline is not None:
+                pass  # loading it started the seat's clock (from when the wait began, as its log says)
             else:  # it changed between the listing and the take
                 await self._give_up(debate_id)
 

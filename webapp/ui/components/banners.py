@@ -14,6 +14,7 @@ from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.badges import money
 from webapp.ui.components.failure import explain_error, explain_stop
+from webapp.ui.components.seat import render_seat, seat_signature
 from webapp.wording import counted, every, noun
 
 Command = Callable[..., Awaitable[None]]
@@ -21,13 +22,15 @@ Command = Callable[..., Awaitable[None]]
 
 def banner_signature(view: SessionView, state: DebateState) -> tuple:
     return (view.status.value, view.interrupted, view.interruption, view.storage_problem, view.retries_used,
-            str(view.error), len(state.clarifications), len(state.answers), len(state.warnings))
+            str(view.error), len(state.clarifications), len(state.answers), len(state.warnings), seat_signature(state))
 
 
 def render_banners(view: SessionView, state: DebateState, run: Command,
-                   answers: dict[int, dict[str, list[str]]], clone: bool = False, names: bool = True) -> None:
+                   answers: dict[int, dict[str, list[str]]], clone: bool = False, names: bool = True,
+                   seat: tuple[Any, ...] = (None, None)) -> None:
     """`clone`: whether to offer "Re-run with edits" (to those who may start debates); `names`: whether
-    to say who did what (not to a share link's holder)."""
+    to say who did what (not to a share link's holder); `seat`: (who is looking, who holds the human seat
+    waited for) for the composer."""
     status = view.status
     if view.storage_problem:
         with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert") \
@@ -57,6 +60,8 @@ def render_banners(view: SessionView, state: DebateState, run: Command,
         _warning_panel(state, run)
     if status is State.AWAITING_CLARIFICATION and state.clarifications:
         _clarification_panel(state, run, answers)
+    if status is State.AWAITING_TURN:
+        render_seat(state, run, *seat)
 
 
 def _rerun_links(debate_id: str, marker: str) -> None:

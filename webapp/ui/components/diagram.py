@@ -70,6 +70,8 @@ def unvisited(state: DebateState) -> frozenset[State]:
         omit |= {State.CLARIFYING, State.AWAITING_CLARIFICATION}
     if not ctx.preparation:
         omit.add(State.PREPARATION)
+    if not ctx.human_seat:
+        omit.add(State.AWAITING_TURN)
     if not ctx.judge_enabled:
         omit.add(State.JUDGING)
     return frozenset(omit - {state.status})

@@ -65,6 +65,7 @@ def provider_options(status_rows: list[dict[str, Any]]) -> tuple[dict[str, str],
     return options, missing
 
 
+HUMAN_OPTION = {"human": "Human (a person takes the seat)"}
 ENDPOINT_OPTION = "endpoint:"  # a preset select's option for a registered endpoint: "endpoint:<name>"
 
 
@@ -157,7 +158,9 @@ class FormFields:
 
     def provider_inputs(self, prefix: str, row: dict[str, Any]) -> None:
         """Provider select, model input and the model picker, inline in the caller's row."""
-        provider = ui.select(self.providers, label="Provider", value=row["provider"],
+        # A participant may be a person (a human seat); a judge is always a model.
+        options = {**self.providers, **HUMAN_OPTION} if prefix.startswith("participants") else self.providers
+        provider = ui.select(options, label="Provider", value=row["provider"],
                              on_change=lambda e: self.change_provider(row, e.value, prefix)) \
             .props("outlined dense options-dense").classes("w-56")
         self.field(f"{prefix}.provider", provider)
@@ -217,6 +220,14 @@ class FormFields:
                 ui.icon("info")
                 ui.label(f"{TITLES.get(row['provider'], row['provider'])} does not accept a temperature: the "
                          "Temperature field is not sent (the model's default is used).")
+        if row["provider"] == "human":
+            with ui.row().classes("w-full items-center gap-2"):
+                row["seat"] = row.get("seat") or ""
+                seat = ui.input("Who takes the seat", placeholder="a username; empty: whoever takes it first") \
+                    .props("outlined dense").classes("w-96")
+                self.field(f"{prefix}.seat", seat.bind_value(row, "seat"))
+                ui.label("A person writes this participant's turns on the debate page; it costs nothing.") \
+                    .classes("text-sm text-grey-8")
         if row["provider"] == "compatible":
             with ui.row().classes("w-full items-center gap-2"):
                 row["preset"] = row.get("preset") or ""

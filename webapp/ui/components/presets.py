@@ -28,7 +28,7 @@ SAMPLE_TOPICS = {
     "collaborative": "Design a plan to cut a mid-size company's cloud bill by 30% in six months.",
 }
 DEFAULT_MODELS = {"demo": "demo", "openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5",
-                  "compatible": "llama3.1"}
+                  "compatible": "llama3.1", "human": "human"}
 
 
 def judge_row(provider: str = "demo", model: str | None = None) -> dict[str, Any]:
@@ -155,6 +155,8 @@ def model_spec(row: dict[str, Any]) -> dict[str, Any]:
     if row["provider"] == "compatible":
         spec["preset"] = row.get("preset") or None
         spec["base_url"] = (row.get("base_url") or "").strip() or None
+    if row["provider"] == "human":  # a human seat: who takes it (empty: whoever takes it first)
+        spec["seat"] = (row.get("seat") or "").strip() or None
     concurrency = _num(row.get("concurrency"), int)
     if concurrency is not None:
         spec["concurrency"] = concurrency
@@ -228,8 +230,11 @@ def quick_demo_config(topic: str | None = None, settings: Settings | None = None
 
 def _model_row(spec: Any) -> dict[str, Any]:
     """A form model row from a stored `Participant` or `JudgeSpec` (the inverse of `model_spec`)."""
-    return {"provider": spec.provider, "model": spec.model, "preset": spec.preset,
-            "base_url": spec.base_url or "", "concurrency": spec.concurrency}
+    row = {"provider": spec.provider, "model": spec.model, "preset": spec.preset,
+           "base_url": spec.base_url or "", "concurrency": spec.concurrency}
+    if getattr(spec, "seat", None):  # a human seat given to someone
+        row["seat"] = spec.seat
+    return row
 
 
 def config_to_form(config: DebateConfig, defaults: dict[str, Any] | None = None,

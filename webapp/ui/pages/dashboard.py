@@ -195,6 +195,8 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
         return RowOutcome("waiting", "Waiting: the spending warning needs an answer")
     if status == State.AWAITING_CLARIFICATION.value:
         return RowOutcome("waiting", "Waiting for answers to the clarification questions")
+    if status == State.AWAITING_TURN.value:
+        return RowOutcome("waiting", "Waiting for a person's turn (a human seat)")
     prefix = "Paused · " if status == State.PAUSED.value else ""
     return RowOutcome("progress", prefix + _progress(row))
 

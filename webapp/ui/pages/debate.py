@@ -21,7 +21,7 @@ from nicegui import background_tasks, context, ui
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine import audience
-from webapp.engine.api import SessionView
+from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
 from webapp.engine.machine import State
@@ -48,6 +48,7 @@ from webapp.ui.components.diagram import DiagramSection
 from webapp.ui.components.html_parts import shared_text
 from webapp.ui.components.outcome import outcome_signature, render_outcome
 from webapp.ui.components.participants import ParticipantsPanel
+from webapp.ui.components.seat import SEAT_OWN
 from webapp.ui.components.series import RematchButton, SeriesCard
 from webapp.ui.components.share_links import ShareLinks
 from webapp.ui.components.stepper import Stepper
@@ -309,19 +310,23 @@ class DebateView:
     @property
     def operates(self) -> bool:
         """Whether this principal may send any command to this debate (else the page is read-only)."""
-        return any(self.gate.principal.can(action, self.session.id) for action in COMMANDS.values())
+        # Sending a human seat's turn is not operating the debate (a viewer may hold a seat).
+        return any(self.gate.principal.can(action, self.session.id) for command, action in COMMANDS.items()
+                   if command is not Command.SEND_TURN)
 
     def _render_banners(self, view: SessionView, state: DebateState) -> None:
         principal = self.gate.principal
         clone = principal.kind != "share-link" and principal.can(Action.CREATE)
         names = principal.kind != "share-link"
+        seat = (principal.actor, self.session.seat_holder(),
+                lambda model, show: self.gate.draft_turn(self.session, model, show), self.session.draft_models())
         if self.operates:
-            render_banners(view, state, self.command, self.answers, clone=clone, names=names)
+            render_banners(view, state, self.command, self.answers, clone=clone, names=names, seat=seat)
             return
         with ui.column().classes("w-full gap-2") as banners:
-            render_banners(view, state, self.command, self.answers, clone=clone, names=names)
+            render_banners(view, state, self.command, self.answers, clone=clone, names=names, seat=seat)
         for element in banners.descendants():  # the gate refuses them anyway; do not offer them
-            if isinstance(element, ui.button | ui.input | ui.textarea):
+            if isinstance(element, ui.button | ui.input | ui.textarea) and SEAT_OWN not in element.classes:
                 element.disable()
 
     def _delete_control(self) -> None:
