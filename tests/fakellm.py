@@ -247,13 +247,24 @@ def _estimate(text: str) -> int:
 
 
 # --- grammar mode ---------------------------------------------------------------------------------
-# Like llama.cpp's grammar-constrained sampling: a request carrying `response_format` json_schema
-# (OpenAI wire) or a forced tool (Anthropic wire) is answered with JSON generated from the schema, so
-# it always validates (enums pick a value, numbers stay within their bounds, every required property
-# is present). `refuse_json_schema` makes the server answer such a request with a 400, like an old
-# server, so a client's fallback to `json_object` can be tested.
+# Like llama.cpp's grammar-constrained sampling: a request carrying `response_format` json_schema, or
+# json_object with a `schema` (OpenAI wire), or a forced tool (Anthropic wire) is answered with JSON
+# generated from the schema, so it always validates (enums pick a value, numbers stay within their
+# bounds, every required property is present). `refuse_json_schema` makes the server answer json_schema
+# with a 400, like an old server, and `refuse_object_schema` json_object with a `schema` key (a server
+# that validates `response_format` strictly), so a client's fallbacks can be tested.
+#
+# "llama-cpp-python" mode (`llama_cpp_python = True`, `--llama-cpp-python`): like that server (0.3.x),
+# json_schema is refused with an HTTP 500 (a pydantic validation error: "Input should be 'text' or
+# 'json_object'"), `{"type": "json_object", "schema": …}` is honoured as a grammar (only schema-valid
+# output), and json_object without a schema is answered with `{}` — some JSON object, which is what a
+# small model constrained only to "an object" writes at best.
 
 GRAMMAR_REFUSAL = "response_format: json_schema is not supported by this server (fake server)"
+OBJECT_SCHEMA_REFUSAL = "response_format: unknown field 'schema' for type json_object (fake server)"
+LLAMA_CPP_PYTHON_REFUSAL = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "
+    "'json_object' [type=literal_error, input_value='json_schema', input_type=str] (fake server)")
 
 
 def schema_instance(schema: Any, rng: random.Random, name: str = "value") -> Any:
@@ -291,12 +302,16 @@ def schema_instance(schema: Any, rng: random.Random, name: str = "value") -> Any
 
 def requested_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]] | None:
     """(mechanism, name, schema) of a structured request: ("json_schema", …) for an OpenAI
-    `response_format`, ("tool", …) for an Anthropic forced tool; None for anything else."""
+    `response_format` json_schema, ("json_object+schema", …) for json_object carrying a `schema`,
+    ("tool", …) for an Anthropic forced tool; None for anything else."""
     body = request.body if isinstance(request.body, dict) else {}
     fmt = body.get("response_format")
     if request.protocol == "openai" and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         spec = fmt.get("json_schema") or {}
         return "json_schema", str(spec.get("name", "answer")), dict(spec.get("schema") or {})
+    if (request.protocol == "openai" and isinstance(fmt, dict) and fmt.get("type") == "json_object"
+            and isinstance(fmt.get("schema"), dict)):
+        return "json_object+schema", "answer", dict(fmt["schema"])
     choice = body.get("tool_choice")
     if request.protocol == "anthropic" and isinstance(choice, dict) and choice.get("type") == "tool":
         for tool in body.get("tools") or []:
@@ -320,19 +335,30 @@ def prompt_schema(request: RecordedRequest) -> tuple[str, str, dict[str, Any]] |
 
 
 class GrammarMode:
-    """The fake server's grammar mode and its refusal switch (mixed into `FakeLLMServer`)."""
+    """The fake server's grammar mode, its refusal switches and its llama-cpp-python mode (mixed into
+    `FakeLLMServer`)."""
 
     grammar: bool = False  # answer structured requests with schema-valid JSON
     refuse_json_schema: bool = False  # answer `response_format` json_schema with a 400, like an old server
+    refuse_object_schema: bool = False  # answer json_object with a `schema` key with a 400
+    llama_cpp_python: bool = False  # json_schema → 500; json_object+schema → grammar; bare json_object → {}
     _grammar_count: int = 0
 
-    def grammar_refusal(self, request: RecordedRequest) -> dict[str, Any] | None:
-        """The 400 body refusing a json_schema request, when the switch is on (else None)."""
+    def grammar_refusal(self, request: RecordedRequest) -> tuple[int, dict[str, Any]] | None:
+        """(status, body) refusing a structured request a switch says this server refuses (else None)."""
         found = requested_schema(request)
-        if not self.refuse_json_schema or found is None or found[0] != "json_schema":
-            return None
-        return {"error": {"message": GRAMMAR_REFUSAL, "type": "invalid_request_error",
-                          "param": "response_format", "code": None}}
+        mechanism = found[0] if found is not None else None
+
+        def error(message: str, etype: str) -> dict[str, Any]:
+            return {"error": {"message": message, "type": etype, "param": "response_format", "code": None}}
+
+        if mechanism == "json_schema" and self.llama_cpp_python:
+            return 500, error(LLAMA_CPP_PYTHON_REFUSAL, "internal_server_error")
+        if mechanism == "json_schema" and self.refuse_json_schema:
+            return 400, error(GRAMMAR_REFUSAL, "invalid_request_error")
+        if mechanism == "json_object+schema" and self.refuse_object_schema:
+            return 400, error(OBJECT_SCHEMA_REFUSAL, "invalid_request_error")
+        return None
 
     def grammar_reply(self, request: RecordedRequest) -> str | None:
         """Schema-valid JSON for a structured request in grammar mode (else None). Varied from call to
@@ -340,9 +366,19 @@ class GrammarMode:
 
         A request without a mechanism (`json_object`, or none) whose prompt spells out a JSON schema is
         answered from that schema too: a model that follows what it was shown (JSON mode keeps it to
-        JSON, the prompt gives the shape), as the client's fallback expects."""
-        found = requested_schema(request) or prompt_schema(request)
-        if not self.grammar or found is None:
+        JSON, the prompt gives the shape), as the client's fallback expects. Not in llama-cpp-python
+        mode: there only a schema sent inside json_object constrains the answer, and a bare json_object
+        gets `{}` (the small model's "some object")."""
+        if self.llama_cpp_python:
+            found = requested_schema(request)
+            if found is None:
+                fmt = request.body.get("response_format") if isinstance(request.body, dict) else None
+                return "{}" if isinstance(fmt, dict) and fmt.get("type") == "json_object" else None
+        else:
+            found = requested_schema(request) or prompt_schema(request)
+            if not self.grammar:
+                return None
+        if found is None:
             return None
         self._grammar_count += 1
         digest = hashlib.sha256(f"{request.prompt_text}|{self._grammar_count}".encode()).hexdigest()
@@ -643,7 +679,7 @@ class FakeLLMServer(GrammarMode):
     ) -> bool:
         refusal = self.grammar_refusal(request)
         if refusal is not None:  # refused before any script is taken, like a server that cannot
-            await self._send(writer, 400, refusal)
+            await self._send(writer, *refusal)
             return True
         script = self._next_script()
         protocol = request.protocol or "openai"
@@ -997,6 +1033,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grammar", action="store_true", help="answer json_schema / forced-tool requests "
                         "with schema-valid JSON (like llama.cpp)")
     parser.add_argument("--refuse-json-schema", action="store_true", help="answer json_schema with a 400")
+    parser.add_argument("--refuse-object-schema", action="store_true",
+                        help="answer json_object with a `schema` key with a 400")
+    parser.add_argument("--llama-cpp-python", action="store_true", help="like llama-cpp-python's server: "
+                        "json_schema → HTTP 500, json_object+schema → schema-valid JSON, bare json_object → {}")
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         args.host,
@@ -1008,6 +1048,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         one_at_a_time=args.one_at_a_time,
     )
     server.grammar, server.refuse_json_schema = args.grammar, args.refuse_json_schema
+    server.refuse_object_schema, server.llama_cpp_python = args.refuse_object_schema, args.llama_cpp_python
     server.start()
     print(f"FAKELLM_URL={server.url}", flush=True)
     try:

@@ -24,6 +24,9 @@
     tournament --resume ID [--budget USD]   continue a stopped or interrupted tournament
     worker [--lease S] [--poll S]   run debates for web processes (see README, "Scaling out"), until
                              SIGTERM or Ctrl-C
+    check [URL|PRESET ...] [--model M] [--json]
+                             whether each OpenAI-compatible server answers, and which structured-output
+                             mode it accepts (one tiny probe); default: every local preset
 
 Passwords are read from the first line of stdin when it is not a terminal, otherwise prompted for
 twice without echo. Everything the CLI does is recorded with the actor `cli` (in the debate's log
@@ -685,6 +688,36 @@ async def cmd_migrate_store(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+async def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    """Check servers like Settings' "Check": their /models, then one tiny structured-output probe."""
+    from webapp.providers.presets import PRESETS, get_preset
+    from webapp.providers.probe import check_server, probe_structured
+
+    targets = args.targets or [p.name for p in PRESETS.values() if p.local]
+    ok, reports = True, []
+    for target in targets:
+        preset = get_preset(target)
+        if preset is None and not re.match(r"^https?://", target):
+            raise UsageError(f"check: {target!r} is neither a URL (http://…) nor a preset "
+                             f"({', '.join(PRESETS)})")
+        url = preset.default_url if preset is not None else target
+        server = await check_server(url)
+        model = args.model or (server.models[0] if server.models else None)
+        found = None
+        if server.answers and model and not server.problem:
+            found = await probe_structured(url, model, preset=preset)
+        ok = ok and found is not None and found.mode is not None
+        reports.append({"target": target, "server": server.model_dump(mode="json"),
+                        "structured": found.model_dump(mode="json") if found else None})
+        if not args.json:
+            out.write(f"{target}: {server.describe()}\n")
+            if found is not None:
+                out.write(f"  {found.describe()}\n")
+    if args.json:
+        exact_output(out).write(json.dumps(reports, indent=2) + "\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m webapp", description="Rostrum: debates between LLMs.")
     common = argparse.ArgumentParser(add_help=False)
@@ -791,6 +824,11 @@ def build_parser() -> argparse.ArgumentParser:
                        ("passwd", "set a new password (from stdin or a prompt)")):
         users_sub.add_parser(name, parents=[common], help=text).add_argument("name")
     tournament_commands.add_parser(sub, common)
+    check = sub.add_parser("check", help="whether OpenAI-compatible servers answer, and their structured-output mode")
+    check.add_argument("targets", nargs="*", metavar="URL|PRESET",
+                       help="a server's OpenAI-compatible URL (…/v1) or a preset name (default: every local preset)")
+    check.add_argument("--model", help="the model to probe (default: the first the server lists)")
+    check.add_argument("--json", action="store_true")
     worker = sub.add_parser("worker", parents=[common], help="run debates for web processes (leases, jobs)")
     worker.add_argument("--lease", type=float, default=15.0,
                         help="seconds a debate stays this worker's without renewal (default 15)")
@@ -885,6 +923,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             return cmd_diagram(args, out)
         if args.command == "migrate-store":
             return asyncio.run(cmd_migrate_store(args, out))
+        if args.command == "check":
+            return asyncio.run(cmd_check(args, out))
         return asyncio.run(COMMANDS[args.command](args, out))
     except UsageError as exc:
         _error(f"error: {exc}")

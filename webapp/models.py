@@ -370,7 +370,8 @@ class JudgeRuling(BaseModel):
     swap_winner: str | None = Field(default=None, description="the winner when re-judged with the order reversed")
     flipped: bool | None = Field(default=None, description=(
         "None: not re-judged; True: the winner changed with the order (undecided for this debate)"))
-    output_mode: str | None = Field(default=None, description="json_schema | tool | json_object | prompt")
+    output_mode: str | None = Field(default=None, description=(
+        "json_schema | tool | json_object+schema | json_object | prompt"))
     parse_failures: int = Field(default=0, description="replies that could not be used before this ruling")
 
 

@@ -1,7 +1,8 @@
 """The verdict through the real OpenAI SDK against the local fake LLM server: JSON mode requested,
 fenced and prose-wrapped JSON accepted, one repair request quoting the validation error, *verdict
-unavailable* with the raw text kept, and the fallback judge when the only judge fails. (The same over
-every protocol, and the fake server's grammar mode: tests/integration/test_structured_output.py.)"""
+unavailable* with the raw text kept, the fallback judge when the only judge fails, and a judge on a
+server like llama-cpp-python (json_schema refused with a 500, the schema sent inside json_object). (The
+same over every protocol, and the fake server's grammar mode: tests/integration/test_structured_output.py.)"""
 
 from __future__ import annotations
 
@@ -144,3 +145,22 @@ async def test_fallback_judge_takes_over_when_the_only_judge_fails(engine: Engin
     assert main.judge == "openai:judge-main" and main.error and "judge-main" in main.error
     assert backup.judge == "openai:judge-backup (fallback)" and backup.error is None
     assert [r.model for r in fake_llm.model_requests] == ["judge-main", "judge-backup"]
+
+
+async def test_a_judge_on_a_llama_cpp_python_server_gets_its_schema_inside_json_object(
+        engine: Engine, fake_llm: FakeLLMServer) -> None:
+    """llama-cpp-python refuses json_schema with a 500 and answers a bare json_object with `{}` (what a
+    small model writes when only "an object" is asked); the schema sent inside json_object is its grammar."""
+    fake_llm.llama_cpp_python = True
+    spec = JudgeSpec(provider="compatible", model="gemma", base_url=fake_llm.openai_url)
+    session = await debate(engine, JudgeConfig(judges=[spec], criteria=CRITERIA))
+    verdict = session.state.verdict
+    assert verdict is not None and verdict.available, verdict and verdict.reasoning
+    (ruling,) = verdict.rulings
+    assert ruling.output_mode == "json_object+schema" and ruling.parse_failures == 0
+    assert set(ruling.criteria) == set(CRITERIA)
+    refused, answered = fake_llm.model_requests
+    assert refused.body["response_format"]["type"] == "json_schema"
+    fmt = answered.body["response_format"]
+    assert fmt["type"] == "json_object" and set(fmt["schema"]["required"]) >= {"winner", "scores", "criteria"}
+    assert any("json_object mode with the schema attached" in note for note in verdict.notes)

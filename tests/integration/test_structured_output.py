@@ -3,8 +3,10 @@
 Verdicts, round decisions (free-form, convergence, quality), clarification questions and on-topic
 checks are asked for with the answer's JSON schema: OpenAI `response_format` json_schema, an Anthropic
 forced tool (streamed as `input_json_delta`), a compatible server's json_schema, a compatible server
-that refuses json_schema (→ json_object, remembered per endpoint), and one that supports neither
-(→ the schema in the prompt only). In grammar mode every verdict parses, whatever the labels.
+that refuses json_schema (→ json_object carrying the schema, remembered per endpoint), one that refuses
+that too (→ bare json_object), one that supports neither (→ the schema in the prompt only), and one like
+llama-cpp-python (json_schema refused with a 500; only a schema inside json_object constrains the answer).
+In grammar mode every verdict parses, whatever the labels.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from webapp.providers import structured
 from webapp.providers.base import ProviderRequest, TextDelta
 from webapp.providers.registry import ProviderCache
 
-# protocol → (spec fields, whether the server refuses json_schema, the mode the answer is asked in)
-PROTOCOLS: dict[str, tuple[dict[str, Any], bool, str]] = {
-    "openai": ({"provider": "openai"}, False, "json_schema"),
-    "anthropic": ({"provider": "anthropic"}, False, "tool"),
-    "compatible": ({"provider": "compatible"}, False, "json_schema"),
-    "compatible-refusing": ({"provider": "compatible"}, True, "json_object"),
-    "compatible-prompt-only": ({"provider": "compatible", "preset": "lmstudio"}, True, "prompt"),
+# protocol → (spec fields, the fake server's refusal switches, the mode the answer is asked in)
+PROTOCOLS: dict[str, tuple[dict[str, Any], tuple[str, ...], str]] = {
+    "openai": ({"provider": "openai"}, (), "json_schema"),
+    "anthropic": ({"provider": "anthropic"}, (), "tool"),
+    "compatible": ({"provider": "compatible"}, (), "json_schema"),
+    "compatible-refusing": ({"provider": "compatible"}, ("refuse_json_schema",), "json_object+schema"),
+    "compatible-refusing-schema-key": ({"provider": "compatible"},
+                                       ("refuse_json_schema", "refuse_object_schema"), "json_object"),
+    "compatible-prompt-only": ({"provider": "compatible", "preset": "lmstudio"}, ("refuse_json_schema",),
+                               "prompt"),
+    "llama-cpp-python": ({"provider": "compatible"}, ("llama_cpp_python",), "json_object+schema"),
 }
 
 
@@ -59,8 +65,9 @@ async def cache() -> AsyncIterator[ProviderCache]:
 
 
 def spec_for(protocol: str, server: FakeLLMServer, model: str = "judge-1") -> JudgeSpec:
-    fields, refuses, _ = PROTOCOLS[protocol]
-    server.refuse_json_schema = refuses
+    fields, switches, _ = PROTOCOLS[protocol]
+    for switch in switches:
+        setattr(server, switch, True)
     url = server.anthropic_url if fields["provider"] == "anthropic" else server.openai_url
     return JudgeSpec(model=model, base_url=url, **fields)
 
@@ -108,6 +115,10 @@ def answer_requested(server: FakeLLMServer, protocol: str) -> None:
         assert body["response_format"]["json_schema"]["strict"] is True
     elif mode == "tool":
         assert body["tool_choice"]["type"] == "tool" and body["tools"][0]["input_schema"]["type"] == "object"
+    elif mode == "json_object+schema":
+        assert body["response_format"]["type"] == "json_object"
+        assert body["response_format"]["schema"]["type"] == "object"  # the schema travels with json_object
+        assert "JSON schema" in server.last_request.prompt_text  # and in the prompt, for servers ignoring it
     elif mode == "json_object":
         assert body["response_format"] == {"type": "json_object"}
         assert "JSON schema" in server.last_request.prompt_text
@@ -215,8 +226,9 @@ async def test_refusal_is_remembered_per_endpoint(cache: ProviderCache) -> None:
             assert verdict.available
         kinds = [r.body.get("response_format", {}).get("type") for r in refusing.model_requests]
         assert kinds == ["json_schema", "json_object", "json_object"]  # refused once, then straight to what works
+        assert all("schema" in r.body["response_format"] for r in refusing.model_requests[1:])
         assert [r.body["response_format"]["type"] for r in modern.model_requests] == ["json_schema"]
-        assert structured.best_mode("compatible", refusing.openai_url) == "json_object"
+        assert structured.best_mode("compatible", refusing.openai_url) == "json_object+schema"
         assert structured.best_mode("compatible", modern.openai_url) == "json_schema"
 
 
@@ -262,3 +274,26 @@ def test_schema_instance_honours_enums_bounds_and_required() -> None:
         assert set(value["scores"]) == {"A", "B", "C"} and all(0 <= v <= 100 for v in value["scores"].values())
         assert 0 <= value["confidence"] <= 1
         assert set(value["criteria"]["logic"]["B"]) == {"score", "note"}
+
+
+def test_llama_cpp_python_mode_refuses_json_schema_with_a_500_and_honours_a_schema_in_json_object(
+        fake_llm: FakeLLMServer) -> None:
+    import httpx2
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 3}},
+              "required": ["a"], "additionalProperties": False}
+    messages = [{"role": "user", "content": "Reply with JSON matching this JSON schema (x): " + str(schema)}]
+    url = f"{fake_llm.openai_url}/chat/completions"
+
+    def ask(response_format: dict[str, Any]) -> httpx2.Response:
+        return httpx2.post(url, json={"model": "m", "messages": messages, "response_format": response_format})
+
+    fake_llm.llama_cpp_python = True
+    refused = ask({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+    assert refused.status_code == 500
+    assert "Input should be 'text' or 'json_object'" in refused.json()["error"]["message"]
+    assert structured.is_refusal(500, refused.json()["error"]["message"])
+    honoured = ask({"type": "json_object", "schema": schema}).json()
+    assert honoured["choices"][0]["message"]["content"] == '{"a": 3}'
+    bare = ask({"type": "json_object"}).json()
+    assert bare["choices"][0]["message"]["content"] == "{}"  # any object at all: the shape is lost

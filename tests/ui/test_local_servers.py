@@ -1,6 +1,7 @@
 """Settings checks the local servers (Ollama, vLLM, …) only when asked: a server that answers shows its
-model count and the time of the check; one that does not answer says so with its URL; opening the page
-asks nothing; and the providers table no longer calls a local server "ready" because it needs no key."""
+model count and the time of the check, and which structured-output mode it accepts (one tiny probe,
+remembered for the endpoint); one that does not answer says so with its URL; opening the page asks
+nothing; and the providers table no longer calls a local server "ready" because it needs no key."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from nicegui.testing import User
 
 from tests.fakellm import FakeLLMServer
 from tests.ui.helpers import one
+from webapp.providers import structured
 from webapp.providers.presets import PRESETS
 
 
@@ -42,16 +44,24 @@ async def test_nothing_is_checked_until_asked_then_check_says_answers_or_not(
     rows = {row["title"]: row for row in one(user, "providers").rows}
     assert rows["Ollama"]["status"] == "no key needed (check below)"
 
+    fake_llm.llama_cpp_python = True  # refuses json_schema with a 500, takes the schema inside json_object
     user.find(marker="check-ollama").click()
-    await user.should_see("Answers at", retries=50)
+    await user.should_see("Structured output:", retries=100)
     text = one(user, "check-result-ollama").text
     assert f"Answers at {fake_llm.openai_url}: 1 model (fake-model)" in text and "(checked " in text
-    assert [r.path for r in fake_llm.requests] == ["/v1/models"]
+    mode = one(user, "check-mode-ollama").text
+    assert "json_object with the schema attached (json_schema refused)" in mode
+    assert "kept to its schema" in mode and "did not" not in mode and "(model fake-model)" in mode
+    assert [r.path for r in fake_llm.requests] == ["/v1/models", "/v1/chat/completions", "/v1/chat/completions"]
+    assert [r.body["response_format"]["type"] for r in fake_llm.model_requests] == ["json_schema", "json_object"]
+    # remembered for the endpoint like a refusal: the next structured call starts at json_object+schema
+    assert structured.best_mode("compatible", fake_llm.openai_url) == "json_object+schema"
     assert one(user, "check-result-vllm").text == "Not checked yet."  # only the one asked for
 
     user.find(marker="check-vllm").click()
     await user.should_see("Does not answer", retries=50)
     assert f"Does not answer at {servers}" in one(user, "check-result-vllm").text
+    assert one(user, "check-mode-vllm").text == ""  # nothing to probe
 
 
 async def test_check_all_checks_every_local_server(user: User, fake_llm: FakeLLMServer, servers: str) -> None:

@@ -260,9 +260,12 @@ def _mode_note(name: str, spec: JudgeSpec, mode: OutputMode) -> str | None:
     """A line for `Verdict.notes` when a judge was asked in a weaker mode than its provider's best."""
     if mode in ("json_schema", "tool"):
         return None
-    if mode == "json_object":
+    if mode == "json_object+schema":
         return (f"{name}: the server refused json_schema structured output; the verdict was asked for in "
-                "json_object mode with the schema in the prompt")
+                "json_object mode with the schema attached (response_format.schema) and in the prompt")
+    if mode == "json_object":
+        return (f"{name}: the server refused json_schema structured output and a schema in json_object; the "
+                "verdict was asked for in json_object mode with the schema in the prompt")
     return (f"{name}: the server supports no structured output; the verdict was asked for in the prompt "
             "only (JSON schema in the prompt)")
 

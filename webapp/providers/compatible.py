@@ -2,10 +2,11 @@
 
 A local preset needs no key (any dummy key is sent) and defaults to a price of $0. Servers that do
 not report usage in streams (LM Studio) get estimated usage. A structured answer is asked for with
-`response_format` json_schema (grammar-constrained on llama.cpp, vLLM, LM Studio, Ollama), then
+`response_format` json_schema (grammar-constrained on llama.cpp's llama-server, vLLM, LM Studio,
+Ollama), then `{"type": "json_object", "schema": …}` (llama-cpp-python's grammar), then bare
 `json_object`, then in the prompt only — each step down only after the server refused the one above
-(remembered per endpoint, see `webapp.providers.structured`); a preset without JSON mode skips
-`json_object`.
+(remembered per endpoint, see `webapp.providers.structured`); a preset without JSON mode skips both
+json_object rungs.
 """
 
 from __future__ import annotations

@@ -100,9 +100,9 @@ class OpenAIProvider(SDKProvider):
         if request.json_schema is None and not request.json_mode:
             return None
         mode = structured.best_mode(self.name, self.base_url)
-        if mode == "json_schema" and request.json_schema is None:
+        if mode in ("json_schema", "json_object+schema") and request.json_schema is None:
             mode = "json_object"  # JSON mode without a schema
-        if mode == "json_object" and not self.json_mode:
+        if mode in structured.JSON_OBJECT_MODES and not self.json_mode:
             mode = "prompt"
         return mode
 
@@ -110,7 +110,7 @@ class OpenAIProvider(SDKProvider):
         """The keyword arguments for `chat.completions.create`, asking for a structured answer in `mode`
         (by default the best mode this endpoint has not refused)."""
         mode = mode or self.output_mode(request)
-        if mode in ("json_object", "prompt"):
+        if mode in ("json_object+schema", "json_object", "prompt"):
             request = structured.with_schema_in_prompt(request)
         messages: list[dict[str, str]] = []
         if request.system:
@@ -129,13 +129,18 @@ class OpenAIProvider(SDKProvider):
         if mode == "json_schema" and request.json_schema is not None:
             params["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": request.schema_name, "schema": request.json_schema, "strict": True}}
-        elif mode == "json_object":
+        elif mode == "json_object+schema" and request.json_schema is not None:
+            # llama-cpp-python (and Anyscale/Together-style servers) build their grammar from this key;
+            # servers that do not know it ignore it, and the prompt spells the schema out for them
+            params["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        elif mode in structured.JSON_OBJECT_MODES:
             params["response_format"] = {"type": "json_object"}
         return params
 
     async def _open(self, request: ProviderRequest, timeout: httpx2.Timeout) -> Any:
         """Start the stream; a server refusing the structured-output mechanism is asked again one mode
-        down (json_schema → json_object → prompt), and the refusal is remembered for this endpoint."""
+        down (json_schema → json_object+schema → json_object → prompt), and the refusal is remembered for
+        this endpoint."""
         import openai
 
         mode = self.output_mode(request)
@@ -144,7 +149,7 @@ class OpenAIProvider(SDKProvider):
                 return await self._client.chat.completions.create(**self.build_params(request, mode),
                                                                   timeout=timeout)
             except openai.APIStatusError as exc:
-                if mode not in ("json_schema", "json_object") or not structured.is_refusal(
+                if mode not in structured.STEPPABLE or not structured.is_refusal(
                         exc.status_code, provider_message(exc.body, exc.message)):
                     raise
                 mode = structured.record_refusal(self.name, self.base_url, mode, json_object=self.json_mode)

@@ -2,15 +2,20 @@
 which endpoints refused which mechanism.
 
 Modes, best first: `json_schema` (OpenAI and compatible servers: `response_format` json_schema,
-strict — llama.cpp, vLLM, LM Studio and Ollama turn it into a grammar), `tool` (Anthropic: a forced
-tool call whose input schema is the answer's schema), `json_object` (any JSON object; the schema is
-spelled out in the system prompt), `prompt` (no mechanism at all: the schema is in the prompt only).
+strict — llama.cpp's llama-server, vLLM, LM Studio and Ollama turn it into a grammar), `tool`
+(Anthropic: a forced tool call whose input schema is the answer's schema), `json_object+schema`
+(`{"type": "json_object", "schema": {…}}`: llama-cpp-python's server refuses json_schema but builds its
+grammar from a schema sent inside json_object — the Anyscale/Together extension — and servers that do
+not know the key ignore it; the schema is in the system prompt too), `json_object` (bare: any JSON
+object, for a server that refuses the `schema` key; the schema is in the system prompt only), `prompt`
+(no mechanism at all: the schema is in the prompt only).
 
-An OpenAI-style endpoint starts at `json_schema`; when the server refuses it (a 400 naming
-`response_format` / `json_schema`), the call is made again at the next mode down and the refusal is
-remembered for that endpoint for the life of the process, so later calls go straight to what works.
-The judge reads the mode a call used with `mode_for(spec)` after the call and stores it with its
-ruling (`JudgeRuling.output_mode`).
+An OpenAI-style endpoint starts at `json_schema`; when the server refuses it (a 400 — or llama-cpp-python's
+500 — naming `response_format` / `json_schema` / …), the call is made again at the next mode down and the
+refusal is remembered for that endpoint for the life of the process, so later calls go straight to what
+works. A probe (`webapp.providers.probe.probe_structured`) can find and remember the mode up front with
+`record_mode`. The judge reads the mode a call used with `mode_for(spec)` after the call and stores it
+with its ruling (`JudgeRuling.output_mode`).
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ if TYPE_CHECKING:
     from webapp.models import JudgeSpec, Participant
     from webapp.providers.base import ProviderRequest
 
-OutputMode = Literal["json_schema", "tool", "json_object", "prompt"]
-LADDER: tuple[OutputMode, ...] = ("json_schema", "json_object", "prompt")
+OutputMode = Literal["json_schema", "tool", "json_object+schema", "json_object", "prompt"]
+LADDER: tuple[OutputMode, ...] = ("json_schema", "json_object+schema", "json_object", "prompt")
+JSON_OBJECT_MODES: frozenset[OutputMode] = frozenset({"json_object+schema", "json_object"})
+STEPPABLE: frozenset[OutputMode] = frozenset(LADDER[:-1])  # a refusal of these steps one rung down
 # Words a server's refusal of a structured-output request mentions (llama.cpp, vLLM, Ollama, LM Studio,
 # OpenAI's "response_format … is not supported with this model").
 REFUSAL_WORDS = ("response_format", "response format", "json_schema", "json schema", "json_object",
                  "structured output", "guided_json", "grammar")
+# 500 too: llama-cpp-python answers json_schema with one ("Input should be 'text' or 'json_object'").
 REFUSAL_STATUSES = frozenset({400, 404, 415, 422, 500, 501})
 
 _lock = threading.Lock()
@@ -47,9 +55,10 @@ def best_mode(provider: str, base_url: str | None) -> OutputMode:
 
 def record_refusal(provider: str, base_url: str | None, refused: OutputMode, *,
                    json_object: bool = True) -> OutputMode:
-    """Remember that the endpoint refused `refused`; returns the mode to try next."""
+    """Remember that the endpoint refused `refused`; returns the mode to try next. Without JSON mode
+    (`json_object=False`, a preset known to lack it) both json_object rungs are skipped."""
     index = LADDER.index(refused) if refused in LADDER else len(LADDER) - 2
-    following = [m for m in LADDER[index + 1:] if json_object or m != "json_object"]
+    following = [m for m in LADDER[index + 1:] if json_object or m not in JSON_OBJECT_MODES]
     next_mode: OutputMode = following[0] if following else "prompt"
     key = endpoint_key(provider, base_url)
     with _lock:
@@ -57,6 +66,21 @@ def record_refusal(provider: str, base_url: str | None, refused: OutputMode, *,
         if LADDER.index(next_mode) > LADDER.index(current):
             _best[key] = next_mode
         return _best[key]
+
+
+def record_mode(provider: str, base_url: str | None, mode: OutputMode) -> None:
+    """Remember the best mode a probe found the endpoint to accept (up or down: a server upgraded in
+    place may accept more than it refused before), so later calls start there."""
+    if mode not in LADDER:
+        raise ValueError(f"not a mode of the ladder: {mode}")
+    with _lock:
+        _best[endpoint_key(provider, base_url)] = mode
+
+
+def forget_endpoint(provider: str, base_url: str | None) -> None:
+    """Forget what one endpoint refused (a probe starts again from the top)."""
+    with _lock:
+        _best.pop(endpoint_key(provider, base_url), None)
 
 
 def forget_refusals() -> None:
@@ -84,7 +108,7 @@ def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
 
     mode = best_mode(spec.provider, base_url_for(spec))
     preset = get_preset(spec.preset) if spec.provider == "compatible" else None
-    if mode == "json_object" and preset is not None and not preset.supports_json_mode:
+    if mode in JSON_OBJECT_MODES and preset is not None and not preset.supports_json_mode:
         return "prompt"
     return mode
 
@@ -99,7 +123,8 @@ def schema_instructions(request: ProviderRequest) -> str:
 
 
 def with_schema_in_prompt(request: ProviderRequest) -> ProviderRequest:
-    """The request with its schema written into the system prompt (json_object and prompt modes)."""
+    """The request with its schema written into the system prompt (both json_object modes and prompt
+    mode: a server that ignores `response_format.schema` still shows the model the shape)."""
     extra = schema_instructions(request)
     if not extra:
         return request

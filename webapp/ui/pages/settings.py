@@ -1,5 +1,6 @@
 """Settings `/settings`: which providers are ready (never a key, only whether one is set), the
-compatible-server presets (local ones checked on demand: does the server answer now?), the defaults
+compatible-server presets (local ones checked on demand: does the server answer now, and which
+structured-output mode does it accept?), the defaults
 the new-debate form starts from, and the team's saved profiles and templates.
 
 Defaults live in NiceGUI's general storage (a JSON file beside the app), shared by every user of
@@ -20,7 +21,14 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.providers.demo import DEMO_MODELS
 from webapp.providers.presets import PRESETS, Preset
-from webapp.providers.probe import CHECK_TIMEOUT_S, ServerCheck, check_server
+from webapp.providers.probe import (
+    CHECK_TIMEOUT_S,
+    PROBE_TIMEOUT_S,
+    ServerCheck,
+    StructuredCheck,
+    check_server,
+    probe_structured,
+)
 from webapp.providers.registry import provider_status
 from webapp.settings import get_settings
 from webapp.store.protocol import redacted
@@ -79,10 +87,13 @@ RESULT_COLOURS = {"answers": "text-green-800 dark:text-green-300", "odd": "text-
 
 class LocalServers:
     """The local presets (Ollama, vLLM, llama.cpp, LM Studio): no key needed, and whether the server
-    answers right now, checked only when asked (a "Check" per server, "Check all"), from this server."""
+    answers right now and which structured-output mode it accepts, checked only when asked (a "Check" per
+    server, "Check all"), from this server. The mode found is remembered for the endpoint like a refusal,
+    so the next verdict asks for it straight away."""
 
     def __init__(self) -> None:
         self.results: dict[str, ui.label] = {}
+        self.modes: dict[str, ui.label] = {}
         self.buttons: dict[str, ui.button] = {}
         local = [p for p in PRESETS.values() if p.local]
         with ui.card().classes("w-full").mark("local-servers"):
@@ -91,34 +102,64 @@ class LocalServers:
                 ui.button("Check all", icon="network_check", on_click=self.check_all).props("outline no-caps") \
                     .mark("check-all")
             ui.label("These need no key. Whether one answers is only known once checked: Rostrum asks its "
-                     f"/models address (at most {CHECK_TIMEOUT_S:g} s) when you press Check.") \
-                .classes("text-sm text-grey-7")
+                     f"/models address (at most {CHECK_TIMEOUT_S:g} s) when you press Check, then asks its first "
+                     "model for a tiny JSON answer to learn which structured-output mode it accepts "
+                     f"(at most {PROBE_TIMEOUT_S:g} s).").classes("text-sm text-grey-7")
             for preset in local:
                 with ui.row().classes("w-full items-center gap-3 no-wrap").mark(f"local-{preset.name}"):
                     with ui.column().classes("gap-0 w-56"):
                         ui.label(preset.title).classes("font-medium")
                         ui.label(preset.default_url).classes("font-mono text-xs text-grey-7")
                     ui.badge("no key needed", color="blue-grey-8")
-                    self.results[preset.name] = ui.label("Not checked yet.").classes("text-sm grow") \
-                        .mark(f"check-result-{preset.name}")
+                    with ui.column().classes("gap-0 grow"):
+                        self.results[preset.name] = ui.label("Not checked yet.").classes("text-sm") \
+                            .mark(f"check-result-{preset.name}")
+                        self.modes[preset.name] = ui.label("").classes("text-xs text-grey-8") \
+                            .mark(f"check-mode-{preset.name}")
                     self.buttons[preset.name] = ui.button(
                         "Check", icon="network_check", on_click=lambda p=preset: self.check(p)) \
                         .props("flat dense no-caps").mark(f"check-{preset.name}")
 
     async def check(self, preset: Preset) -> ServerCheck:
-        label, button = self.results[preset.name], self.buttons[preset.name]
+        label, mode, button = self.results[preset.name], self.modes[preset.name], self.buttons[preset.name]
         button.props("loading")
         label.text = f"Checking {preset.default_url} …"
+        mode.text = ""
         try:
             result = await check_server(preset.default_url)
+            at = result.checked_at.strftime("%H:%M:%S UTC")
+            label.text = f"{result.describe()} (checked {at})"
+            label.classes(remove=" ".join(RESULT_COLOURS.values()))
+            label.classes(RESULT_COLOURS["answers" if result.answers and not result.problem
+                                         else "odd" if result.answers else "down"])
+            if result.answers and result.models and not result.problem:
+                mode.text = f"Asking {result.models[0]} for a tiny structured answer …"
+                found = await self._probe(preset, result.models[0], mode)
+                mode.text = found.describe()
         finally:
             button.props(remove="loading")
-        at = result.checked_at.strftime("%H:%M:%S UTC")
-        label.text = f"{result.describe()} (checked {at})"
-        label.classes(remove=" ".join(RESULT_COLOURS.values()))
-        label.classes(RESULT_COLOURS["answers" if result.answers and not result.problem
-                                     else "odd" if result.answers else "down"])
         return result
+
+    @staticmethod
+    async def _probe(preset: Preset, model: str, words: ui.label) -> StructuredCheck:
+        """The structured-output probe, queued behind this process's debates on the same endpoint (a
+        server that serves one request at a time would otherwise have a running turn interrupted)."""
+        from webapp.engine.limits import endpoint_key, limit_for
+        from webapp.models import JudgeSpec
+        from webapp.ui import runtime
+
+        engine = runtime.current().engine_
+        spec = JudgeSpec(provider="compatible", preset=preset.name, model=model)
+
+        def waiting() -> None:
+            words.text = f"Waiting for a debate's call to {preset.title} to finish before asking {model} …"
+
+        def queue() -> Any:
+            assert engine is not None
+            return engine.limiter.slot(endpoint_key(spec), limit_for(spec), waiting)
+
+        return await probe_structured(preset.default_url, model, preset=preset,
+                                      queue=queue if engine is not None else None)
 
     async def check_all(self) -> None:
         await asyncio.gather(*(self.check(PRESETS[name]) for name in self.results if name in PRESETS))
