@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (the machine has 2 cores)")
     parser.add_argument("--run", action="append", default=[], help="a command to run while it serves (repeatable)")
     args = parser.parse_args(argv)
+    # A SIGTERM (make interrupted, a kill) must still stop the model server: exit through the finally blocks.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     failed = 0
     with serve(args.python, port=args.port, threads=args.threads) as server:
         print(f"llama-cpp-python serving {', '.join(server.aliases)} at {server.url} (log: {server.log})",
