@@ -93,7 +93,7 @@ def _answers(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def serve(python: str, *, port: int | None = None, threads: int = 2, log: Path | None = None,
+def serve(python: str, *, port: int | None = None, threads: int = 1, log: Path | None = None,
           timeout: float = 180.0) -> Iterator[LocalServer]:
     """Start the server, wait until `GET /v1/models` answers, yield it; stop it when the block ends."""
     gguf = model_path(python)
@@ -130,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=str(CACHE / "venv" / "bin" / "python"),
                         help="the interpreter that has llama-cpp-python[server] and the model package")
     parser.add_argument("--port", type=int, default=None, help="default: 8080 if free, else any free port")
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (the machine has 2 cores)")
+    # One thread: on 2 cores shared with other work, two llama.cpp threads wait on each other whenever one
+    # is descheduled (measured here under load 15: ~1-2 tokens/s with 2 threads, ~7.7 with 1).
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1; see above)")
+    parser.add_argument("--log", type=Path, default=None, help=f"the server's log (default {CACHE / 'server.log'})")
     parser.add_argument("--run", action="append", default=[], help="a command to run while it serves (repeatable)")
     args = parser.parse_args(argv)
     # A SIGTERM (make interrupted, a kill) must still stop the model server: exit through the finally blocks.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     failed = 0
-    with serve(args.python, port=args.port, threads=args.threads) as server:
+    with serve(args.python, port=args.port, threads=args.threads, log=args.log) as server:
         print(f"llama-cpp-python serving {', '.join(server.aliases)} at {server.url} (log: {server.log})",
               file=sys.stderr, flush=True)
         for command in args.run:

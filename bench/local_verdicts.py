@@ -108,7 +108,7 @@ def _config(ep: Endpoint, seed: int, fmt: str, seats: list[tuple[str, str]], max
 PRO_CON = [("Ada", "pro"), ("Bo", "con")]
 SUITE: list[Case] = [
     Case("six-phase, 3 participants", lambda ep, s, t: _config(
-        ep, s, "six-phase", [("Ada", "pro"), ("Bo", "con"), ("Mo", "moderator")], t)),
+        ep, s, "six-phase", [("Ada", "pro"), ("Bo", "con"), ("Mo", "moderator")], t), count=1),
     Case("roundtable, 3 participants", lambda ep, s, t: _config(
         ep, s, "roundtable", [("Ada", "optimist"), ("Bo", "skeptic"), ("Cy", "pragmatist")], t, rounds=1)),
     Case("collaborative, no questions", lambda ep, s, t: _config(
@@ -121,9 +121,9 @@ SUITE: list[Case] = [
     Case("classic, two-judge panel", lambda ep, s, t: _config(ep, s, "classic", PRO_CON, t, judges=2)),
     Case("convergence", lambda ep, s, t: _config(ep, s, "convergence", PRO_CON, t, rounds=2)),
     Case("free-form", lambda ep, s, t: _config(ep, s, "free-form", PRO_CON, t, rounds=2)),
-    Case("oxford", lambda ep, s, t: _config(ep, s, "oxford", PRO_CON, t, rounds=1)),
-    Case("classic", lambda ep, s, t: _config(ep, s, "classic", PRO_CON, t)),
-    Case("lincoln-douglas", lambda ep, s, t: _config(ep, s, "lincoln-douglas", PRO_CON, t)),
+    Case("oxford", lambda ep, s, t: _config(ep, s, "oxford", PRO_CON, t, rounds=1), count=1),
+    Case("classic", lambda ep, s, t: _config(ep, s, "classic", PRO_CON, t), count=1),
+    Case("lincoln-douglas", lambda ep, s, t: _config(ep, s, "lincoln-douglas", PRO_CON, t), count=1),
     Case("round-limited", lambda ep, s, t: _config(ep, s, "round-limited", PRO_CON, t, rounds=1), count=1),
     Case("structured", lambda ep, s, t: _config(ep, s, "structured", PRO_CON, t), count=1),
 ]
@@ -382,6 +382,8 @@ async def stream_check(ep: Endpoint, reps: int, max_tokens: int) -> dict[str, An
 
 
 async def run(args: argparse.Namespace, ep: Endpoint) -> dict[str, Any]:
+    if args.stream_only:
+        return {"base_url": ep.base_url, "streaming": await stream_check(ep, args.stream_reps, args.stream_tokens)}
     if args.suite:
         plan = [(case.label, case.make(ep, seed, args.max_tokens))
                 for case in SUITE for seed in range(case.count)]
@@ -516,11 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", action="store_true", help="every format family (~24 debates) instead of -n")
     parser.add_argument("--limit", type=int, default=0, help="run only the first N debates of the plan")
     parser.add_argument("-n", type=int, default=10, help="number of debates (without --suite)")
-    parser.add_argument("--max-tokens", type=int, default=48, help="max tokens per debate turn")
+    parser.add_argument("--max-tokens", type=int, default=24, help="max tokens per debate turn")
     parser.add_argument("--swap-sides", action="store_true", help="judge twice, the order reversed (without --suite)")
     parser.add_argument("--no-stream", action="store_true", help="--suite without the streaming measurement")
+    parser.add_argument("--stream-only", action="store_true", help="only the streaming measurement")
     parser.add_argument("--stream-reps", type=int, default=2, help="repetitions of the streaming measurement")
-    parser.add_argument("--stream-tokens", type=int, default=120, help="max tokens of the measured turns")
+    parser.add_argument("--stream-tokens", type=int, default=80, help="max tokens of the measured turns")
     parser.add_argument("--target", type=float, default=0.95, help="share of parsed verdicts to reach")
     parser.add_argument("--markdown", type=Path, help="write the table into this file (between its markers)")
     parser.add_argument("--json", action="store_true", help="print every debate's row too")
@@ -545,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     report["load_before"], report["load_after"] = before, load()
+    if args.stream_only:
+        print(json.dumps(report, indent=2))
+        return 0
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                           text=True, timeout=10).stdout.strip()
