@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from webapp.engine.answers import verdict_model
 from webapp.engine.formats import get_format
 from webapp.engine.judge import (
     VerdictInvalid,
@@ -139,6 +140,23 @@ def test_parse_ruling_tie_percent_confidence_and_one_line_notes() -> None:
     assert ruling.winner is None
     assert ruling.confidence == pytest.approx(0.85)
     assert ruling.criteria["logic"]["x"].note == "first line second line"
+
+
+@pytest.mark.parametrize("impossible", [257319, -3, 100.5])
+def test_an_impossible_confidence_is_dropped_not_the_verdict(impossible: float) -> None:
+    """A grammar that keeps to the schema's types but not its bounds (llama-cpp-python) wrote a confidence
+    of 257319 in an otherwise complete verdict: the verdict stands, with no confidence."""
+    labels = {"A": "x", "B": "y"}
+    data = json.loads(verdict_text(labels, {"A": 40, "B": 70}, winner="B", confidence=impossible))
+    ruling = parse_ruling(json.dumps(data), labels, CRITERIA, "j")
+    assert ruling.error is None and ruling.winner == "y" and ruling.confidence is None
+
+
+def test_the_verdict_schema_still_asks_for_a_confidence_from_0_to_1() -> None:
+    schema = verdict_model(["A", "B"], CRITERIA).model_json_schema()
+    confidence = schema["properties"]["confidence"]
+    assert (confidence["type"], confidence["minimum"], confidence["maximum"]) == ("number", 0, 1)
+    assert "confidence" in schema["required"]
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     create_model,
     model_validator,
 )
@@ -78,7 +79,10 @@ def _number(value: Any) -> Any:
 
 
 def _fraction(value: Any) -> Any:
-    """0–1; a confidence given in percent (e.g. 85 or "85%") is understood as 0.85."""
+    """0–1; a confidence given in percent (e.g. 85 or "85%") is understood as 0.85. A number that is no
+    confidence at all (below 0, above 100) is dropped, not the verdict: the confidence is the judge's own
+    aside, and a local server's grammar enforces the schema's types but not its bounds (Gemma 3 270M on
+    llama-cpp-python wrote 257319 in an otherwise complete verdict, and its repair the same)."""
     if isinstance(value, bool):
         raise ValueError("must be a number from 0 to 1, not true/false")
     if isinstance(value, str):
@@ -86,8 +90,11 @@ def _fraction(value: Any) -> Any:
             value = float(value.strip().rstrip("%"))
         except ValueError:
             raise ValueError(f"must be a number from 0 to 1, got {value!r}") from None
-    if isinstance(value, int | float) and 1 < value <= 100:
-        return value / 100
+    if isinstance(value, int | float):
+        if 1 < value <= 100:
+            return value / 100
+        if not 0 <= value <= 100:
+            return None
     return value
 
 
@@ -103,7 +110,9 @@ def _one_line(value: str) -> str:
 
 
 Score = Annotated[int, Field(ge=0, le=100), BeforeValidator(_number)]
-Confidence = Annotated[float, Field(ge=0, le=1), BeforeValidator(_fraction)]
+# The schema asks for a number from 0 to 1; what is accepted also covers percent and a dropped aside (None).
+Confidence = Annotated[float | None, BeforeValidator(_fraction),
+                       WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 Text = Annotated[str, AfterValidator(_not_empty)]
 Note = Annotated[str, AfterValidator(_one_line)]
 
