@@ -36,7 +36,8 @@ async def test_rematch_starts_the_swapped_debate_and_both_pages_show_the_series(
     # Each debate's row names the participants as the headline does, their side beside them.
     first_state = first.state
     labels = {p.id: participant_label(first_state, p.id) for p in first_state.config.participants}
-    rows = [element.text for element in user.find(marker="series-sides").elements]
+    sides = sorted(user.find(marker="series-sides").elements, key=lambda e: e.id)  # (a set): in page order
+    rows = [element.text for element in sides]
     assert rows == [f"pro: {labels[a]}, con: {labels[b]}" for a, b in
                     ([p.id for p in first_state.config.participants],
                      [p.id for p in rematch.state.config.participants])]

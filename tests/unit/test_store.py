@@ -658,3 +658,25 @@ def test_errors_that_are_not_storage_faults_are_left_alone():
     assert classify(sqlite3.IntegrityError("UNIQUE constraint failed"), Path("x")) is None
     assert classify(_sqlite_error(1, "SQLITE_ERROR", "no such table: nope"), Path("x")) is None
     assert classify(KeyError("no debate"), Path("x")) is None
+
+
+@sqlite_only
+async def test_a_transaction_cancelled_while_it_begins_leaves_none_open(store: Store):
+    """A caller cancelled while its BEGIN is on its way to the database (a worker closing mid-release):
+    the next transaction starts cleanly, not with "cannot start a transaction within a transaction"."""
+    entered = asyncio.Event()
+
+    async def begin_then_wait() -> None:
+        async with store.transaction():
+            entered.set()  # (not reached: cancelled before)
+
+    task = asyncio.create_task(begin_then_wait())
+    while not store._lock.locked():  # the task holds the write lock and has sent BEGIN: cancel it there
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not entered.is_set()
+    async with store.transaction() as tx:
+        await tx.execute("UPDATE debates SET topic = topic WHERE 0")
+    assert await store.fetchall("SELECT 1") == [(1,)]

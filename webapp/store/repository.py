@@ -765,8 +765,11 @@ class Store(LogReads):
         self._bind_loop()
         async with self._lock:
             deadline = time.monotonic() + self.lock_timeout
-            await _retry_busy(lambda: self._guard(self._writer.execute("BEGIN IMMEDIATE")), deadline, self._busy)
             try:
+                # Inside the `try`: a caller cancelled while its BEGIN is on its way (a worker closing, say)
+                # must not leave the connection in a transaction for the next one ("cannot start a
+                # transaction within a transaction"). aiosqlite runs calls in order: the rollback follows it.
+                await _retry_busy(lambda: self._guard(self._writer.execute("BEGIN IMMEDIATE")), deadline, self._busy)
                 yield _Transaction(self)
                 await self._guard(self._writer.commit())
             except BaseException:
