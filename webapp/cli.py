@@ -104,7 +104,8 @@ from webapp.wording import counted
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 ACTOR = CLI.actor  # what the debate's log and the audit trail record for everything done here
 SPEC_SPLIT = re.compile(r",(?=\s*[A-Za-z_]+\s*=)")
-WEBHOOK_DRAIN_SECONDS = 5.0  # how long a command that ran debates waits at its end for their webhooks
+WEBHOOK_DRAIN_SECONDS = 20.0  # at most, a command that ran debates waits at its end for their webhooks (it
+# returns as soon as none is due: a busy machine must not drop them, an idle one does not wait)
 
 
 class UsageError(Exception):

@@ -88,6 +88,7 @@ class AudienceCard:
         self._mine: dict[str, str] = {}
         self.loaded = False
         self.signature: Any = None
+        self.boxes: dict[str, ui.column] = {}  # the vote, the people's summary, "Your verdict"
         self.timer: ui.timer | None = None
         self.card = ui.card().classes("w-full gap-2 rostrum-audience").mark("audience-card")
         self.card.visible = False
@@ -115,6 +116,9 @@ class AudienceCard:
         return time.time()
 
     def render(self) -> None:
+        """Rebuild only the parts whose data changed: the vote and the people's summary follow every
+        count, while "Your verdict" is rebuilt only when this person's own verdict or its window
+        changes (someone else's vote must not wipe a form being filled in)."""
         if not self.loaded or self.card.is_deleted:
             return
         state = self.session.state
@@ -123,20 +127,41 @@ class AudienceCard:
         ended = audience.ended_at(state) is not None
         mine = self._my_votes()
         my_verdict = next((v for v in self.verdicts if v.by == self.voter), None)
-        signature = (stage, ended, {s: t.public() for s, t in self.tallies.items()}, mine,
-                     [v.model_dump() for v in self.verdicts], self.override, state.verdict is not None)
-        if signature == self.signature:
-            return
-        self.signature = signature
         show_vote = audience.has_vote(state)
+        closes = audience.after_closes_at(state, self.override, self.after_minutes)
+        parts = {
+            "vote": (show_vote, stage, ended, {s: t.public() for s, t in self.tallies.items()}, mine,
+                     self.override, audience.ai_winner(state)),
+            "people": (ended, [v.model_dump() for v in self.verdicts], audience.ai_winner(state)),
+            "form": (ended, my_verdict.model_dump() if my_verdict else None,
+                     closes is not None and now >= closes),
+        }
+        if parts == self.signature:
+            return
+        before = self.signature or {}
+        self.signature = parts
         self.card.visible = show_vote or ended
-        self.timer = None  # the card's children go, the closing timer with them
-        self.card.clear()
-        with self.card:
+        if not self.boxes:
+            with self.card:
+                self.boxes = {name: ui.column().classes("w-full gap-2") for name in parts}
+        if parts["vote"] != before.get("vote"):
+            self.boxes["vote"].clear()
             if show_vote:
-                self._render_vote(state, stage, mine)
+                with self.boxes["vote"]:
+                    self._render_vote(state, stage, mine)
+        if parts["people"] != before.get("people"):
+            self.boxes["people"].clear()
             if ended:
-                self._render_people(state, my_verdict)
+                with self.boxes["people"]:
+                    self._render_people_summary(state)
+        if parts["form"] != before.get("form"):
+            self.boxes["form"].clear()
+            if ended:
+                with self.boxes["form"]:
+                    self._render_verdict_form(state, my_verdict)
+        if self.timer is not None and not self.timer.is_deleted:
+            self.timer.delete()  # the closing time may have moved: armed again below
+        self.timer = None
         self._arm_timer(state, now)
 
     def _my_votes(self) -> dict[str, str]:
@@ -200,7 +225,7 @@ class AudienceCard:
                       on_click=lambda: self.set_after(not open_now)) \
                 .props("flat dense no-caps").mark("after-vote-toggle")
 
-    def _render_people(self, state: Any, my_verdict: HumanVerdict | None) -> None:
+    def _render_people_summary(self, state: Any) -> None:
         names = {p.id: p.name or p.id for p in state.config.participants}
         majority, count = audience.people_majority(self.verdicts)
         ai = audience.ai_winner(state)
@@ -213,6 +238,9 @@ class AudienceCard:
             if ai is not None:
                 text += " — agrees with the AI judges" if majority == ai else " — the AI judges disagree"
         ui.label(text).classes("text-sm").mark("people-verdict")
+
+    def _render_verdict_form(self, state: Any, my_verdict: HumanVerdict | None) -> None:
+        names = {p.id: p.name or p.id for p in state.config.participants}
         if not self.gate.principal.can(Action.JUDGE, state.id) or self.voter is None:
             return
         closes = audience.after_closes_at(state, self.override, self.after_minutes)
