@@ -342,6 +342,10 @@ def test_a_debate_run_from_the_cli_sends_its_webhook_before_the_command_ends(
         secret = next(line for line in out.getvalue().splitlines() if line.startswith("secret: ")).split(" ", 1)[1]
         assert main(["debate", "Should cities ban cars downtown?", "--format", "classic", "--db", db],
                     out=io.StringIO()) == EXIT_OK
+        if not receiver.received:  # say what became of the delivery (its log), not only that none arrived
+            log = io.StringIO()
+            main(["webhooks", "deliveries", "--db", db], out=log)
+            pytest.fail(f"no delivery arrived before the command ended; the delivery log:\n{log.getvalue()}")
         [got] = receiver.received
         assert got.json["event"] == "debate.completed" and verify_signature(secret, got.headers, got.body)
         assert got.json["url"].startswith("https://rostrum.example/debate/")
