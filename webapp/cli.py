@@ -506,7 +506,9 @@ async def _load_state(args: argparse.Namespace) -> tuple[DebateState, export.Tal
 
 async def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     state, talk, people = await _load_state(args)
-    text = export.writer_for("json" if args.json else "txt" if args.text else "md")(state, talk, people)
+    writer = export.writer_for("json" if args.json else "txt" if args.text else "md")
+    assert writer is not None  # the three names are FORMATS' own
+    text = writer(state, talk, people)
     (exact_output(out) if args.json else out).write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
 

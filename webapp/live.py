@@ -473,7 +473,7 @@ class LiveHub:
         mistaken for the baseline."""
         while True:
             try:
-                marker = await self.engine.store.last_change()
+                marker: tuple[int, str] | None = await self.engine.store.last_change()
             except Exception:  # the store is closing, or busy: look again next time
                 marker = self._marker
             if self._marker is not None and marker != self._marker and self.dashboard.callbacks:

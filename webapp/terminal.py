@@ -238,15 +238,15 @@ class LineReader:
             self._buffer += chunk
         if not self._buffer:
             return None
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode(self.encoding, errors="replace").rstrip("\r")
+        raw, _, self._buffer = self._buffer.partition(b"\n")
+        return raw.decode(self.encoding, errors="replace").rstrip("\r")
 
     async def _read(self) -> bytes:
         assert self.fd is not None
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         try:
-            loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+            loop.add_reader(self.fd, lambda: None if ready.done() else ready.set_result(None))
         except (NotImplementedError, OSError, ValueError):  # not pollable (/dev/null…): reading cannot wait
             return self._read_now()
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Final
 
 from fastapi import Request
 from fastapi.exception_handlers import http_exception_handler
@@ -25,7 +26,7 @@ from webapp.ui.layout import PRODUCT, install_head
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
 # Every page says its language (`<html lang="en-US">`), for screen readers and translation tools.
-LANGUAGE = "en-US"
+LANGUAGE: Final = "en-US"
 
 
 def private_files() -> None:

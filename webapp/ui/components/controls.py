@@ -76,7 +76,8 @@ class Controls:
     @property
     def operates(self) -> bool:
         """Whether this person may send any command here (a viewer and a share link may not)."""
-        return self.commands and any(self.gate.principal.can(COMMANDS[name], self.session.id) for name in BUTTONS)
+        return self.commands and any(self.gate.principal.can(COMMANDS[command], self.session.id)
+                                        for _, _, command, _ in BUTTONS.values())
 
     def read_only_note(self) -> None:
         """For a signed-in viewer: why there are no command buttons (the page places it)."""
@@ -98,7 +99,7 @@ class Controls:
 
     def allowed(self) -> dict[str, bool]:
         allowed, principal = self.session.allowed_commands, self.gate.principal
-        return {name: command in allowed and principal.can(COMMANDS[name], self.session.id)
+        return {name: command in allowed and principal.can(COMMANDS[command], self.session.id)
                 for name, (_, _, command, _) in BUTTONS.items()}
 
     def retry_text(self) -> str:

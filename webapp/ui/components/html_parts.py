@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from html import escape
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from nicegui import ui
 from nicegui.observables import ObservableDict, ObservableList
@@ -34,7 +34,7 @@ class _Shared:
         found = self.values.get(key)
         if found is not None:
             self.values.move_to_end(key)
-            return found  # type: ignore[no-any-return]
+            return cast(T, found)
         self.values[key] = value
         if len(self.values) > self.size:
             self.values.popitem(last=False)
@@ -67,7 +67,7 @@ def shared_prop(value: T) -> T:
     found = _SHARED.values.get(key)
     if found is None:
         found = ObservableDict(value) if isinstance(value, dict) else ObservableList(value)
-    return _SHARED.get(key, found)  # type: ignore[no-any-return]
+    return cast(T, _SHARED.get(key, found))
 
 
 class HtmlParts:

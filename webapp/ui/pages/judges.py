@@ -93,7 +93,7 @@ def render_health(report: HealthReport) -> None:
         if not report.judges:
             ui.label("No verdicts yet.").classes("text-grey-8").mark("no-judges")
             return
-        columns = [
+        columns: list[dict[str, Any]] = [
             {"name": "judge", "label": "Judge", "field": "judge", "align": "left", "sortable": True},
             {"name": "debates", "label": "Debates", "field": "debates", "sortable": True},
             {"name": "rulings", "label": "Rulings", "field": "rulings", "sortable": True},

@@ -317,7 +317,7 @@ class DebateForm(FormFields):
                 position.on_value_change(lambda: self.models_changed())  # a moderator is not a debater
                 self.library.row_actions(index, row)  # "Use profile…", "Save as profile"
                 ui.space()
-                name = row.get("name") or f"participant {index + 1}"
+                who = row.get("name") or f"participant {index + 1}"
                 up = ui.button(icon="arrow_upward", on_click=lambda i=index: self.move(i, -1)) \
                     .props("flat round dense").mark(f"move-up-{index}")
                 up.tooltip("Move up")
@@ -328,7 +328,7 @@ class DebateForm(FormFields):
                     .props("flat round dense color=negative").mark(f"remove-participant-{index}")
                 remove.tooltip("Remove")
                 # Typed names: set as values, never parsed as part of a props string (a quote stays a quote).
-                for button, label in ((up, f"Move {name} up"), (down, f"Move {name} down"), (remove, f"Remove {name}")):
+                for button, label in ((up, f"Move {who} up"), (down, f"Move {who} down"), (remove, f"Remove {who}")):
                     button.props["aria-label"] = label
                 if index == 0:
                     up.disable()

@@ -42,7 +42,7 @@ def _when(seconds: float | None) -> str:
 
 def delivery_cells(row: DeliveryRow, urls: dict[str, str]) -> dict[str, object]:
     """One row of the delivery table (plain text: the page escapes it)."""
-    status = row.status
+    status: str = row.status
     if status == "pending" and row.lease_until is not None and row.lease_until > time.time():
         status = f"sending (attempt {row.attempts})"  # claimed by a sender: its answer is not in yet
     elif status == "pending" and row.attempts:
