@@ -101,6 +101,13 @@ def fatal(message: str = "invalid API key") -> ProviderError:
 # --- extracting JSON ---------------------------------------------------------------------------
 
 
+def test_extract_json_keeps_the_whole_object_when_a_string_holds_a_raw_line_break() -> None:
+    # Gemma 3 270M under llama-cpp-python's grammar wrote notes with raw line breaks: the outer object
+    # was refused as JSON and the first inner object ({"score", "note"}) was taken for the verdict.
+    reply = '{"criteria": {"a": {"A": {"score": 0, "note": " x\n- "}}}, "winner": "tie"}'
+    assert extract_json(reply) == {"criteria": {"a": {"A": {"score": 0, "note": " x\n- "}}}, "winner": "tie"}
+
+
 def test_extract_json_bare_fenced_and_in_prose() -> None:
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json('Here you go:\n```json\n{"a": 2}\n```\nThanks.') == {"a": 2}

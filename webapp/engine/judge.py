@@ -197,7 +197,10 @@ def extract_json(text: str) -> dict[str, Any]:
         start = text.find("{", start + 1) if len(candidates) < 20 else -1
     for candidate in candidates:
         try:
-            value = json.loads(candidate.strip())
+            # strict=False: a raw line break inside a string is not JSON, but small models under a
+            # grammar write one (llama-cpp-python's grammar lets control characters through); refusing
+            # it threw away a complete verdict and fell back to an inner object.
+            value = json.loads(candidate.strip(), strict=False)
         except (json.JSONDecodeError, ValueError):
             continue
         if isinstance(value, dict):
