@@ -48,3 +48,19 @@ def test_a_500_naming_response_format_is_a_refusal_but_a_plain_500_is_not() -> N
     assert structured.is_refusal(500, "response_format.type: Input should be 'text' or 'json_object'")
     assert not structured.is_refusal(500, "The server had an error while processing your request")
     assert not structured.is_refusal(429, "response_format rate limited")
+
+
+def test_a_schema_inside_json_object_spells_bounded_integers_out_for_the_grammar() -> None:
+    # llama-cpp-python's grammar ignores minimum/maximum: Gemma 3 270M wrote scores of 200 and 10**15.
+    from webapp.engine.answers import json_schema, verdict_model
+    from webapp.providers.structured import grammar_schema
+
+    schema = json_schema(verdict_model(["A", "B"], ["clarity"]))
+    sent = grammar_schema(schema)
+    score = sent["properties"]["scores"]["properties"]["A"]
+    assert score["enum"] == list(range(0, 101)) and "maximum" not in score and "minimum" not in score
+    assert sent["properties"]["criteria"]["properties"]["clarity"]["properties"]["B"]["properties"]["score"][
+        "enum"][-1] == 100
+    # numbers that cannot be listed keep their bounds; the schema given is not changed
+    assert sent["properties"]["confidence"] == schema["properties"]["confidence"]
+    assert "enum" not in schema["properties"]["scores"]["properties"]["A"]

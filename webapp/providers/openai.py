@@ -133,7 +133,8 @@ class OpenAIProvider(SDKProvider):
         elif mode == "json_object+schema" and request.json_schema is not None:
             # llama-cpp-python (and Anyscale/Together-style servers) build their grammar from this key;
             # servers that do not know it ignore it, and the prompt spells the schema out for them
-            params["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            params["response_format"] = {"type": "json_object",
+                                         "schema": structured.grammar_schema(request.json_schema)}
         elif mode in structured.JSON_OBJECT_MODES:
             params["response_format"] = {"type": "json_object"}
         return params

@@ -113,6 +113,33 @@ def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
     return mode
 
 
+# Widest integer range spelled out as an enum for a grammar (a 0–100 score is 101 literals).
+ENUM_RANGE_MAX = 201
+
+
+def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with every bounded integer (`minimum`/`maximum`, a small range) spelled out as an enum.
+
+    llama-cpp-python's JSON-schema-to-grammar conversion ignores `minimum`/`maximum`, so a grammar built
+    from the plain schema lets a small model write a score of 200 or 10**15 — and the repair request
+    gets the same grammar and the same mistake. An enum of the allowed values is a grammar it honours.
+    Sent only inside `json_object` (OpenAI's strict json_schema limits enum sizes and bounds numbers)."""
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: walk(value) for key, value in node.items()}
+        low, high = out.get("minimum"), out.get("maximum")
+        if (out.get("type") == "integer" and "enum" not in out and isinstance(low, int | float)
+                and isinstance(high, int | float) and 0 <= high - low < ENUM_RANGE_MAX):
+            out["enum"] = list(range(int(low), int(high) + 1))
+            out.pop("minimum"), out.pop("maximum")
+        return out
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
 def schema_instructions(request: ProviderRequest) -> str:
     """The schema spelled out for the system prompt, when no mechanism enforces it."""
     if request.json_schema is None:
