@@ -1,8 +1,8 @@
 """Start a server as a subprocess for a benchmark, wait until it answers, stop it however the run ends.
 
-Shared by `startup.py` and `startup_imports.py` (main.py to its first HTTP 200) and `local_server.py`
-(llama-cpp-python until `/v1/models` answers). Scripts in bench/ import it as a sibling module
-(`from serving import …`), the way they are run: `python bench/startup.py`.
+Shared by `startup.py` and `startup_imports.py` (main.py to its first HTTP 200), `local_server.py`
+(llama-cpp-python until `/v1/models` answers) and `scale_services.py` (`stop`). Scripts in bench/
+import it as a sibling module (`from serving import …`), the way they are run: `python bench/startup.py`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def wait_until_answering(process: subprocess.Popen[Any], url: str, *, timeout: f
 
 def stop(process: subprocess.Popen[Any], grace: float = 15.0) -> None:
     """SIGTERM, then SIGKILL if it has not ended within `grace` seconds; returns once it has ended."""
+    if process.poll() is not None:
+        return
     process.terminate()
     try:
         process.wait(grace)
