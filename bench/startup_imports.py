@@ -19,12 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import ROOT, free_port
+from serving import NotServing, free_port, running, wait_until_answering
+from startup import ROOT
 
 LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -36,24 +36,14 @@ def one_run() -> tuple[float, Counter[str]]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ROSTRUM_", "PYTEST", "NICEGUI_"))}
         env.update(ROSTRUM_PORT=str(port), ROSTRUM_DB=str(Path(work) / "db.sqlite3"), PYTHONPATH=str(ROOT))
         log = Path(work) / "importtime.txt"
-        started = time.monotonic()
-        with log.open("w") as err:
-            server = subprocess.Popen([sys.executable, "-X", "importtime", str(ROOT / "main.py")], cwd=work, env=env,
-                                      stdout=subprocess.DEVNULL, stderr=err)
+        started = time.perf_counter()
+        with log.open("w") as err, running([sys.executable, "-X", "importtime", str(ROOT / "main.py")], cwd=work,
+                                           env=env, stdout=subprocess.DEVNULL, stderr=err) as server:
             try:
-                while True:
-                    try:
-                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
-                            if answer.status == 200:
-                                break
-                    except OSError:
-                        if server.poll() is not None:
-                            raise SystemExit(f"main.py exited: see {log}") from None
-                        time.sleep(0.01)  # polling a port that is not open yet: nothing to await
-                first = time.monotonic() - started
-            finally:
-                server.terminate()
-                server.wait(timeout=30)
+                first = wait_until_answering(server, f"http://127.0.0.1:{port}/", timeout=120, interval=0.01,
+                                             started=started, request_timeout=5)
+            except NotServing as exc:
+                raise SystemExit(f"main.py did not answer ({exc}): see {log}") from None
         tops: Counter[str] = Counter()
         for line in log.read_text().splitlines():
             match = LINE.match(line)

@@ -1,15 +1,18 @@
 """A webhook receiver for tests: a small threaded HTTP server on 127.0.0.1 that records every POST,
 answers the statuses a test chooses and can hold every request until the test lets it go (a slow
-receiver); and the README's signature check, as a receiver writes it."""
+receiver); `receiving()`, one started for a block; and the README's signature check, as a receiver
+writes it. Integration tests get it as the `receiver` fixture (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -95,3 +98,19 @@ class Receiver:
         with self.arrived:
             assert self.arrived.wait_for(lambda: len(self.received) >= count, TIMEOUT), self.received
             return list(self.received)
+
+
+@contextlib.contextmanager
+def receiving(loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Receiver]:
+    """A started receiver, stopped when the block ends. `loop`: the test's running loop, for `next()`.
+    Without one (the code under test runs its own loop: the CLI's `main`, a browser test) it gets a loop
+    of its own, closed at the end; wait on `received` or `wait_for_count` then."""
+    own = loop is None
+    made = Receiver(loop if loop is not None else asyncio.new_event_loop())
+    made.start()
+    try:
+        yield made
+    finally:
+        made.stop()
+        if own:
+            made.loop.close()

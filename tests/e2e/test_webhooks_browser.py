@@ -4,7 +4,6 @@ the form is delivered (signed), and the Redeliver button of the delivery log sen
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,21 +12,15 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.e2e.conftest import launch_server, start_from_form
-from tests.webhook_receiver import Receiver, verify_signature
+from tests.webhook_receiver import Receiver, receiving, verify_signature
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    loop = asyncio.new_event_loop()  # (its queue is not used here: the test waits on `wait_for_count`)
-    made = Receiver(loop)
-    made.start()
-    try:
+    with receiving() as made:  # (its queue is not used here: the test waits on `wait_for_count`)
         yield made
-    finally:
-        made.stop()
-        loop.close()
 
 
 def test_an_admin_registers_an_endpoint_and_redelivers_from_the_page(browser: Browser, receiver: Receiver,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.webhook_receiver import TIMEOUT, Receiver, verify_signature
+from tests.webhook_receiver import TIMEOUT, Receiver, receiving, verify_signature
 from webapp.access.gate import Gate
 from webapp.access.roles import CLI
 from webapp.cli import EXIT_OK, EXIT_USAGE, main
@@ -34,16 +34,6 @@ from webapp.webhooks import Webhooks
 from webapp.webhooks.guard import WebhookRefused
 from webapp.webhooks.manage import WebhookAdmin
 from webapp.webhooks.sender import WebhookSender
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    made = Receiver(asyncio.get_running_loop())
-    made.start()
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 @pytest.fixture
@@ -333,10 +323,8 @@ def test_a_debate_run_from_the_cli_sends_its_webhook_before_the_command_ends(
     monkeypatch.setenv("ROSTRUM_DEMO_SPEED", "0")
     monkeypatch.setenv("ROSTRUM_PUBLIC_URL", "https://rostrum.example")
     get_settings.cache_clear()
-    loop = asyncio.new_event_loop()  # (the receiver's queue belongs to a loop; `main` runs its own)
-    receiver = Receiver(loop)
-    receiver.start()
-    try:
+    with receiving() as receiver:  # a loop of its own (`main` runs its own); the settings cache is
+        # cleared after every test (tests/conftest.py)
         out = io.StringIO()
         assert main(["webhooks", "add", receiver.url, "--events", "debate.completed", "--db", db], out=out) == EXIT_OK
         secret = next(line for line in out.getvalue().splitlines() if line.startswith("secret: ")).split(" ", 1)[1]
@@ -352,7 +340,3 @@ def test_a_debate_run_from_the_cli_sends_its_webhook_before_the_command_ends(
         out = io.StringIO()
         assert main(["webhooks", "deliveries", "--db", db], out=out) == EXIT_OK
         assert "debate.completed" in out.getvalue() and "delivered  attempts 1  HTTP 200" in out.getvalue()
-    finally:
-        receiver.stop()
-        loop.close()
-        get_settings.cache_clear()

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.child_env import child_env
 from tests.webhook_receiver import TIMEOUT, Receiver, verify_signature
@@ -40,16 +37,6 @@ async def start_worker(dsn: str) -> asyncio.subprocess.Process:
         line = await process.stdout.readline()
     assert line.startswith(b"worker "), line
     return process
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    made = Receiver(asyncio.get_running_loop())
-    made.start()
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 async def test_workers_and_the_web_side_send_each_delivery_of_a_debate_once(pg_dsn: str,

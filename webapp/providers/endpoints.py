@@ -12,8 +12,9 @@ An endpoint is registered by an admin (Settings, stored in the store) or in the 
 free URLs are (`ROSTRUM_ALLOW_FREE_URLS`, by default only on the single-user instance: bound to loopback,
 no sign-in), and never with a server key.
 
-Addresses: link-local and cloud-metadata addresses are never called; loopback and private addresses only
-for a registered endpoint or on the single-user instance. A host name is checked when it is connected to,
+Addresses (classed by `webapp.netpolicy`, as the webhooks' are): link-local and cloud-metadata addresses
+are never called; loopback and private addresses only for a registered endpoint or on the single-user
+instance. A host name is checked when it is connected to,
 on the address it resolved to (`webapp.providers.netguard`), so a name cannot change its answer between
 the check and the call.
 """
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from webapp.netpolicy import Reach, reach
 from webapp.providers.presets import PRESETS, get_preset
 
 if TYPE_CHECKING:
@@ -42,20 +44,8 @@ DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,59}$")
-
-# Never called, whoever asks: link-local (where clouds serve instance metadata and credentials) and the
-# metadata addresses that are not link-local (AWS over IPv6, Alibaba, Oracle), plus addresses no server
-# is reached at (unspecified, multicast, reserved, "this network").
-BLOCKED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
-    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32", "192.0.0.192/32",
-    "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "ff00::/8", "::/128",
-))
-# Addresses of this machine or a private network: only for registered endpoints and the single-user case.
-PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
-    "127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",
-    "fc00::/7", "198.18.0.0/15", "192.0.0.0/24",
-))
 LOCAL_NAMES = ("localhost", "localhost.localdomain")
+
 
 def _builtin_bindings() -> dict[str, list[str]]:
     bound: dict[str, list[str]] = {env: [DEFAULT_URLS[p]] for p, env in DEFAULT_KEY_ENVS.items()}
@@ -67,28 +57,6 @@ def _builtin_bindings() -> dict[str, list[str]]:
 
 # Each provider's own key variable and the URLs of its own host(s).
 BUILTIN_BINDINGS = _builtin_bindings()
-Reach = Literal["blocked", "private", "public"]
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def unwrap(ip: IPAddress) -> IPAddress:
-    """The IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return ip.ipv4_mapped
-        if ip in ipaddress.ip_network("64:ff9b::/96"):
-            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return ip
-
-
-def reach(ip: IPAddress) -> Reach:
-    """Whether an address is never to be called, private (this machine or a private network), or public."""
-    ip = unwrap(ip)
-    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or any(ip in n for n in BLOCKED_NETWORKS):
-        return "blocked"
-    if ip.is_loopback or ip.is_private or any(ip in n for n in PRIVATE_NETWORKS) or not ip.is_global:
-        return "private"
-    return "public"
 
 
 def literal_reach(host: str) -> Reach | None:

@@ -7,9 +7,10 @@ It enforces at connection time what `webapp.providers.endpoints` decided for a r
   are not followed at all.
 - **Resolved once, connected to that address.** A host name is resolved when a connection is opened;
   every address it resolved to is checked (link-local and metadata addresses never, loopback and private
-  ones only when the route allows them), and the connection is made to the checked address itself, so a
-  name that answers differently a moment later (DNS rebinding) changes nothing. The Host header and TLS
-  server name stay the host's name, so certificates are still verified against it.
+  ones only when the route allows them: the address classes are `webapp.netpolicy`'s, shared with the
+  webhooks' guard), and the connection is made to the checked address itself, so a name that answers
+  differently a moment later (DNS rebinding) changes nothing. The Host header and TLS server name stay
+  the host's name, so certificates are still verified against it.
 
 The vendor SDKs take this client as `http_client` (both are built on httpx2).
 """
@@ -17,18 +18,16 @@ The vendor SDKs take this client as `http_client` (both are built on httpx2).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 import httpx2
 
-from webapp.providers.endpoints import parse_url, reach
+from webapp.netpolicy import Resolver, parse_address, refusal, resolve_once
+from webapp.providers.endpoints import parse_url
 
-Resolver = Callable[[str, int], Awaitable[list[str]]]
 # The SDKs' own pool sizes (hundreds of debates may share one hosted provider).
 LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
@@ -37,26 +36,18 @@ class BlockedAddress(ConnectionRefusedError):
     """A connection Rostrum refused to open (a metadata, link-local or private address, or another host)."""
 
 
-async def system_resolver(host: str, port: int) -> list[str]:
-    """The addresses `host` resolves to now (the system resolver, off the event loop)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
 def vet(addresses: Iterable[str], host: str, allow_private: bool) -> list[str]:
     """The addresses that may be connected to, in order; raises `BlockedAddress` unless all may (a name
     that points anywhere it must not is refused outright, whatever else it points at)."""
-    allowed: list[str] = []
-    for text in addresses:
-        ip = ipaddress.ip_address(text.split("%")[0])
-        kind = reach(ip)
+    allowed = list(addresses)
+    refused = refusal((parse_address(text) for text in allowed), allow_private)
+    if refused is not None:
+        ip, kind = refused
         if kind == "blocked":
             raise BlockedAddress(f"{host} resolves to {ip}, a link-local or cloud-metadata address, which "
                                  "Rostrum never calls")
-        if kind == "private" and not allow_private:
-            raise BlockedAddress(f"{host} resolves to {ip}, an address on this machine or a private network: "
-                                 "only endpoints an admin registered may be there")
-        allowed.append(text)
+        raise BlockedAddress(f"{host} resolves to {ip}, an address on this machine or a private network: "
+                             "only endpoints an admin registered may be there")
     if not allowed:
         raise BlockedAddress(f"{host} did not resolve to any address")
     return allowed
@@ -67,18 +58,15 @@ class PinnedBackend(httpcore2.AsyncNetworkBackend):
 
     def __init__(self, allow_private: bool, resolver: Resolver | None = None) -> None:
         self.allow_private = allow_private
-        self.resolver = resolver or system_resolver
+        self.resolver = resolver  # None: the system's (`webapp.netpolicy.system_resolver`)
         self._inner = httpcore2.AnyIOBackend()
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None, socket_options: Any = None) -> Any:
         try:
-            addresses = [str(ipaddress.ip_address(host.strip("[]")))]  # an address: nothing to resolve
-        except ValueError:
-            try:
-                addresses = await asyncio.wait_for(self.resolver(host, port), timeout)
-            except OSError as exc:
-                raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
+            addresses = await asyncio.wait_for(resolve_once(host, port, self.resolver), timeout)
+        except OSError as exc:
+            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
         failure: Exception | None = None
         for address in vet(addresses, host, self.allow_private):  # e.g. ::1 then 127.0.0.1 for localhost
             try:

@@ -1,27 +1,24 @@
 """No server-side request forgery through webhooks: an endpoint must resolve to public addresses only.
 
-`resolve_target` is the one check (kept in one function so it can be swapped for a shared guard): it
-resolves the URL's host once, refuses it when any address it resolves to is loopback, private,
-link-local, shared, reserved, multicast or unspecified (unless private addresses are allowed:
-`ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1`), and returns the address to connect to. The sender then connects to
-exactly that address (the request keeps the host name in its `Host` header and, for https, in TLS's SNI
-and certificate check), so a name that resolves differently a moment later (DNS rebinding) cannot send
-the request elsewhere. Redirects are not followed.
+`resolve_target` is the one check: it resolves the URL's host once, refuses it when any address it
+resolves to is link-local or a cloud-metadata address (always), or loopback, private, shared, reserved
+or otherwise not on the internet (unless private addresses are allowed: `ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1`),
+and returns the addresses to connect to. The address classes are `webapp.netpolicy`'s, the same the
+model servers' guard (`webapp.providers.netguard`) uses; only the switch for private addresses differs.
+The sender then connects to exactly that address (the request keeps the host name in its `Host` header
+and, for https, in TLS's SNI and certificate check), so a name that resolves differently a moment later
+(DNS rebinding) cannot send the request elsewhere. Redirects are not followed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from webapp.netpolicy import IPAddress, Resolver, parse_address, reach, refusal, resolve_once
+
 if TYPE_CHECKING:  # httpx is loaded on first use, not at start-up (bench/README.md, "Start-up")
     import httpx
-
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class WebhookRefused(ValueError):
@@ -41,12 +38,8 @@ class Target:
 
 def is_public(ip: IPAddress) -> bool:
     """An address on the internet: not loopback, private, link-local, shared (100.64/10), reserved,
-    multicast or unspecified; an IPv4 address inside IPv6 (::ffff:a.b.c.d, 6to4) is judged as IPv4."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = ip.ipv4_mapped or ip.sixtofour
-        if inner is not None:
-            return is_public(inner)
-    return ip.is_global and not ip.is_multicast
+    multicast or unspecified; an IPv4 address inside IPv6 (::ffff:a.b.c.d, NAT64, 6to4) is judged as IPv4."""
+    return reach(ip) == "public"
 
 
 def shown_url(url: str) -> str:
@@ -75,28 +68,28 @@ def check_url(url: str) -> httpx.URL:
     return parsed
 
 
-async def resolve_target(url: str, allow_private: bool) -> Target:
-    """Resolve `url`'s host once and check every address; the addresses to connect to."""
+async def resolve_target(url: str, allow_private: bool, resolver: Resolver | None = None) -> Target:
+    """Resolve `url`'s host once and check every address; the addresses to connect to. `resolver`:
+    tests (a stub); the system's by default."""
     parsed = check_url(url)
     host = parsed.host
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
-        addresses: list[IPAddress] = [ipaddress.ip_address(host)]
-    except ValueError:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            raise WebhookRefused(f"url: cannot resolve {host} ({exc})") from None
-        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
-        if not addresses:
-            raise WebhookRefused(f"url: {host} resolves to no address") from None
-    if not allow_private:
-        for ip in addresses:
-            if not is_public(ip):
-                what = f"{host} is" if str(ip) == host else f"{host} resolves to {ip},"
-                raise WebhookRefused(
-                    f"url: {what} a loopback or private address; webhooks go only to public addresses unless "
-                    "an admin allows private ones (ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
+        addresses = [parse_address(text) for text in await resolve_once(host, port, resolver)]
+    except OSError as exc:
+        raise WebhookRefused(f"url: cannot resolve {host} ({exc})") from None
+    if not addresses:
+        raise WebhookRefused(f"url: {host} resolves to no address") from None
+    refused = refusal(addresses, allow_private)
+    if refused is not None:
+        ip, kind = refused
+        what = f"{host} is" if str(ip) == host else f"{host} resolves to {ip},"
+        if kind == "blocked":
+            raise WebhookRefused(f"url: {what} a link-local or cloud-metadata address, which Rostrum never calls "
+                                 "(not even with ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
+        raise WebhookRefused(
+            f"url: {what} a loopback or private address; webhooks go only to public addresses unless "
+            "an admin allows private ones (ROSTRUM_WEBHOOK_ALLOW_PRIVATE=1)")
     netloc = parsed.netloc.decode("ascii")
     extensions: dict[str, Any] = {"sni_hostname": host} if parsed.scheme == "https" else {}
     urls = tuple(parsed.copy_with(host=str(ip)) for ip in addresses)
