@@ -21,7 +21,7 @@ import pytest
 from tests.leaderboard_corpus import ALPHA, BETA, store_league
 from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
-from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
+from webapp.engine.judge_health import stored_verdicts
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind, utcnow
@@ -40,6 +40,7 @@ from webapp.store.postgres import PostgresStore
 from webapp.store.protocol import EventStore, open_store
 from webapp.store.sign_ins import SignIns
 from webapp.store.tokens import ApiTokens
+from webapp.store.verdicts import MARKER_SQL
 from webapp.store.webhooks import WebhookStore
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from webapp.models import utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 RoleName = Literal["admin", "operator", "viewer"]
 # The audit's actor for failed sign-ins with a name no account has ("(" is never in a username).
@@ -96,7 +97,7 @@ class Accounts:
     """Users, share links and audit rows of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- users -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from webapp.models import utcnow
 from webapp.providers.endpoints import Endpoint
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 
 class EndpointTaken(ValueError):
@@ -30,7 +31,7 @@ class EndpointStore:
     """The `endpoints` table of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     async def list(self) -> list[Endpoint]:
         """Every registered endpoint, by name."""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from webapp.models import DebateConfig, Participant, utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 Kind = Literal["profile", "template"]
 KINDS: tuple[Kind, ...] = ("profile", "template")
@@ -165,7 +166,7 @@ class Library:
     """The saved profiles and templates of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     @staticmethod
     def _item(row: tuple[Any, ...]) -> LibraryItem:

@@ -52,12 +52,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import aiosqlite
-from pydantic import BaseModel
 
 from webapp.models import DebateEvent, EventKind, utcnow
+from webapp.store.base import SqlStore
+from webapp.store.dialect import SQLITE
 from webapp.store.errors import (
     StoreBusy,
     StoreCorrupt,
@@ -68,6 +69,7 @@ from webapp.store.errors import (
     classify,
 )
 from webapp.store.migrations import migrate_async, refuse_newer_async
+from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, SUMMARY_COLUMNS, DebateRow, StaleWrite
 
 __all__ = [
     "DebateRow", "StaleWrite", "Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreFull", "StoreUnwritable",
@@ -80,53 +82,6 @@ LOCK_TIMEOUT = 10.0  # seconds a write waits, in all, for a lock another process
 MAX_GROUP = 512  # writes per group commit
 ITER_CHUNK_SIZE = 64  # aiosqlite's default: rows per round trip when a cursor is iterated
 
-
-class StaleWrite(RuntimeError):
-    """Another process appended to this debate's log since this one last read it."""
-
-
-class DebateRow(BaseModel):
-    """One debate as the dashboard lists it."""
-
-    id: str
-    topic: str
-    format: str
-    status: str
-    phase: str | None = None
-    round: int = 0
-    total_rounds: int = 0
-    cost_usd: float = 0.0
-    unpriced: bool = False
-    interrupted: bool = False
-    turn_count: int = 0
-    participants: list[dict[str, Any]] = []
-    created_by: str = ""
-    created_at: datetime
-    updated_at: datetime
-    tags: list[str] = []  # the config's topic tags: filled by `list_debates` (not a column of its own)
-
-
-ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name != "tags")
-ROW_SELECT = ", ".join(ROW_COLUMNS)
-SUMMARY_COLUMNS = (
-    "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
-)
-# The orders a listing can be sorted in (SQL, from this fixed table only). "status": those that need a
-# person first (failed, waiting), then running, paused, created, stopped, completed; newest first within.
-_STATUS_RANK = ("CASE status WHEN 'error' THEN 0 WHEN 'awaiting_acknowledgement' THEN 1 "
-                "WHEN 'awaiting_clarification' THEN 1 WHEN 'awaiting_turn' THEN 1 "
-                "WHEN 'paused' THEN 3 WHEN 'idle' THEN 4 "
-                "WHEN 'stopped' THEN 5 WHEN 'completed' THEN 6 ELSE 2 END")
-LIST_ORDERS: dict[str, str] = {
-    "newest": "created_at DESC, rowid DESC",
-    "oldest": "created_at ASC, rowid ASC",
-    "cost": "cost_usd DESC, created_at DESC, rowid DESC",
-    "status": f"{_STATUS_RANK}, created_at DESC, rowid DESC",
-}
-# A participant's model as the dashboard and the leaderboard name it ("provider:model"), from the listing's
-# participants (`p`: a row of json_each over them).
-MODEL_LABEL = "json_extract(p.value, '$.provider') || ':' || json_extract(p.value, '$.model')"
-INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 
 # An append is one row inserted into `rostrum_append`, a TEMP table of the writer connection (the temp
 # schema belongs to the connection: nothing of it is in the database file), whose trigger applies it:
@@ -366,106 +321,10 @@ class _Transaction:
         return await self._store._guard(self._store._writer.execute(sql, tuple(params)))
 
 
-class LogReads:
-    """The reads both stores answer with the same SQL (`?` placeholders): the log, the change marker,
-    id prefixes and the listing page. What differs is how each database reaches into JSON, given by
-    the four fragments a store class sets."""
-
-    SEARCH_TAGS: ClassVar[str]  # a condition: one of the debate's tags contains the `?` pattern
-    HAS_MODEL: ClassVar[str]  # a condition: a participant uses the `?` "provider:model"
-    HAS_TAG: ClassVar[str]  # a condition: the debate carries the `?` tag
-    TAGS_COLUMN: ClassVar[str]  # the debate's tags as a JSON array, selected after `ROW_SELECT`
-
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        raise NotImplementedError
-
-    async def events(self, debate_id: str) -> list[DebateEvent]:
-        """A debate's whole log, in order."""
-        return await self.events_after(debate_id, 0)
-
-    async def events_after(self, debate_id: str, seq: int) -> list[DebateEvent]:
-        """Events appended after `seq` (by this or another process), in order."""
-        rows = await self.fetchall(
-            "SELECT seq, kind, at, data FROM events WHERE debate_id = ? AND seq > ? ORDER BY seq", (debate_id, seq)
-        )
-        return [
-            DebateEvent(debate_id=debate_id, seq=r[0], kind=EventKind(r[1]), at=datetime.fromisoformat(r[2]),
-                        data=json.loads(r[3]))
-            for r in rows
-        ]
-
-    async def last_change(self) -> tuple[int, str]:
-        """A cheap marker that moves whenever any debate is created or appended to, in any process."""
-        row = await self.fetchone("SELECT count(*), coalesce(max(updated_at), '') FROM debates")
-        assert row is not None
-        return int(row[0]), str(row[1])
-
-    async def find_id(self, prefix: str) -> str | None:
-        """A debate id from a full id or a unique prefix of one."""
-        rows = await self.fetchall(
-            "SELECT id FROM debates WHERE id = ? OR id LIKE ? ESCAPE '\\' LIMIT 2",
-            (prefix, like_escaped(prefix) + "%"))
-        ids = {r[0] for r in rows}
-        if prefix in ids:
-            return prefix
-        return str(rows[0][0]) if len(rows) == 1 else None
-
-    async def list_debates(
-        self, query: str = "", statuses: list[str] | None = None, offset: int = 0, limit: int = 20,
-        order: str = "newest", model: str | None = None, tag: str | None = None,
-    ) -> tuple[list[DebateRow], int]:
-        """A page of debates in `order` (one of `LIST_ORDERS`: newest first by default), and how many
-        match in all. `query`: the topic or a tag contains it; `model` ("provider:model"): one of the
-        participants uses it; `tag`: the debate carries that topic tag."""
-        if order not in LIST_ORDERS:
-            raise ValueError(f"order: one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        where: list[str] = ["1=1"]
-        params: list[Any] = []
-        if query.strip():
-            where.append(f"(topic_search LIKE ? ESCAPE '\\' OR {self.SEARCH_TAGS})")
-            pattern = f"%{like_escaped(query.strip().lower())}%"
-            params.extend((pattern, pattern))
-        if statuses:
-            where.append(f"status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if model:
-            where.append(self.HAS_MODEL)
-            params.append(model)
-        if tag:
-            where.append(self.HAS_TAG)
-            params.append(tag.strip().lower())
-        clause = " AND ".join(where)
-        total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
-        rows = await self.fetchall(
-            f"SELECT {ROW_SELECT}, {self.TAGS_COLUMN} FROM debates WHERE {clause} "
-            f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return [tagged_row(r) for r in rows], int(total[0]) if total else 0
-
-
-def like_escaped(text: str) -> str:
-    """`text` matched literally by `LIKE … ESCAPE '\\'`."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def token_actor_pattern(person: str) -> str:
-    """A `LIKE … ESCAPE '\\'` pattern for what `person` does with an API token (`ada (token …f3a9)`,
-    `webapp.access.roles.Principal.actor`): their debates count towards their daily limit too."""
-    return f"{like_escaped(person)} (token %"
-
-
-class Store(LogReads):
+class Store(SqlStore):
     """Access to the event log. Open with `await Store.open(path)`."""
 
-    dialect = "sqlite"  # which SQL the queries written per database use (`EventStore.dialect`)
-    SEARCH_TAGS = "EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE lower(t.value) LIKE ? ESCAPE '\\')"
-    HAS_MODEL = f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {MODEL_LABEL} = ?)"
-    HAS_TAG = "EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)"
-    TAGS_COLUMN = "json_extract(config, '$.tags')"
+    dialect = SQLITE
 
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -483,7 +342,6 @@ class Store(LogReads):
         self.commits = 0  # group commits so far (for tests and benchmarks)
         self.busy_waits = 0  # times a write found the database locked by another process and waited
         self.on_busy: Callable[[], None] | None = None  # called at each such wait (tests, monitoring)
-        self._options: tuple[tuple[Any, ...], tuple[list[str], list[str]]] | None = None  # `models_and_tags`
 
     def _busy(self, waited: float) -> None:
         self.busy_waits += 1
@@ -782,14 +640,9 @@ class Store(LogReads):
         rows = await self._guard(self._reader.execute_fetchall(sql, tuple(params)))
         return cast(list[tuple[Any, ...]], list(rows))
 
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        """The first row of a query (meant for one-row queries) on the read connection, or None.
-
-        The query runs to its end in one call: a statement left open on the read connection between
-        two calls would keep its snapshot, and the reads queued behind it would not see later commits.
-        """
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
+    # (`fetchone`, written once in `SqlStore`, runs its query to its end in one call too: a statement left
+    # open on the read connection between two calls would keep its snapshot, and the reads queued behind
+    # it would not see later commits.)
 
     # --- debates -----------------------------------------------------------------------------
 
@@ -811,11 +664,7 @@ class Store(LogReads):
         event_values = (debate_id, 1, EventKind.CREATED.value, now.isoformat(), json.dumps(data), "created")
 
         async def apply(conn: aiosqlite.Connection) -> None:
-            await conn.execute(
-                "INSERT INTO debates (id, topic, topic_search, format, config, status, total_rounds,"
-                " participants, created_at, updated_at, last_seq, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?)",
-                debate_values,
-            )
+            await conn.execute(INSERT_DEBATE, debate_values)
             await conn.execute(INSERT_EVENT, event_values)
 
         await self._submit(apply=apply)
@@ -849,86 +698,12 @@ class Store(LogReads):
             return None
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
 
-    async def models_and_tags(self) -> tuple[list[str], list[str]]:
-        """Every participant model ("provider:model") and every topic tag of the stored debates (the
-        dashboard's filters offer them). Scanning every debate's JSON takes a while with thousands of
-        them, so the answer is kept until a debate is created or deleted (in any process)."""
-        marker = tuple(await self.fetchone(
-            "SELECT count(*), coalesce(max(rowid), 0), coalesce(max(created_at), '') FROM debates") or ())
-        if self._options is not None and self._options[0] == marker:
-            return self._options[1]
-        models = await self.fetchall(
-            f"SELECT DISTINCT {MODEL_LABEL} FROM debates, json_each(debates.participants) p ORDER BY 1")
-        tags = await self.fetchall(
-            "SELECT DISTINCT t.value FROM debates, json_each(debates.config, '$.tags') t ORDER BY 1")
-        options = [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
-        self._options = (marker, options)
-        return options
-
-    async def series_ids(self, series: str) -> list[str]:
-        """The debates of a series, oldest first: its first debate (whose id names the series) and every
-        debate whose config names it (`DebateConfig.series`; uses the `debates_series` index)."""
-        rows = await self.fetchall(
-            "SELECT id FROM debates WHERE id = ? OR json_extract(config, '$.series') = ? ORDER BY created_at, rowid",
-            (series, series),
-        )
-        return [r[0] for r in rows]
-
-    async def ids_with_status(self, statuses: list[str]) -> list[str]:
-        rows = await self.fetchall(
-            f"SELECT id FROM debates WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created_at",
-            statuses,
-        )
-        return [r[0] for r in rows]
-
-    async def get_row(self, debate_id: str) -> DebateRow | None:
-        row = await self.fetchone(f"SELECT {ROW_SELECT} FROM debates WHERE id = ?", (debate_id,))
-        return self._row(row) if row else None
-
     async def delete_debate(self, debate_id: str) -> bool:
         """Remove a debate, its whole log and its share links (really removed, not hidden)."""
         async def apply(conn: aiosqlite.Connection) -> bool:
             return (await conn.execute("DELETE FROM debates WHERE id = ?", (debate_id,))).rowcount > 0
 
         return bool(await self._submit(apply=apply))
-
-    async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float:
-        """What debates `created_by` created since `since` have spent, or may still spend: a debate that
-        has ended counts what it spent; one that has not, its hard limit (or its spend, if higher). Debates
-        the person created with an API token (`ada (token …f3a9)`) are theirs too."""
-        statuses = list(terminal)
-        marks = ",".join("?" * len(statuses))
-        row = await self.fetchone(
-            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE max(cost_usd, coalesce("
-            "json_extract(config, '$.budget.cost_limit'), cost_usd)) END), 0) FROM debates "
-            "WHERE (created_by = ? OR created_by LIKE ? ESCAPE '\\') AND created_at >= ?",
-            (*statuses, created_by, token_actor_pattern(created_by), since.isoformat()),
-        )
-        return float(row[0]) if row else 0.0
-
-    @staticmethod
-    def _row(r: tuple[Any, ...]) -> DebateRow:
-        return debate_row(r)
-
-
-def debate_row(r: tuple[Any, ...]) -> DebateRow:
-    """A listing row from the `ROW_SELECT` columns of `debates` (either store's)."""
-    values = dict(zip(ROW_COLUMNS, r, strict=True))
-    values["participants"] = json.loads(values["participants"])
-    return DebateRow.model_validate(values)
-
-
-def tagged_row(r: tuple[Any, ...]) -> DebateRow:
-    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)."""
-    row = debate_row(r[:-1])
-    try:
-        tags = json.loads(r[-1]) if r[-1] else []
-    except ValueError:
-        tags = []
-    if isinstance(tags, list):
-        row.tags = [str(t) for t in tags if t is not None]
-    return row
-
 
 async def _retry_busy(attempt: Callable[[], Awaitable[T]], deadline: float,
                       on_wait: Callable[[float], None] | None = None) -> T:

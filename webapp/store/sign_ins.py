@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from webapp.models import utcnow
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 TICKET_SECONDS = 120  # a ticket not traded for a session by then is void
 ENDED_KEPT = timedelta(days=2)  # ended and expired sessions are deleted after this
@@ -51,7 +52,7 @@ class SignIns:
     """Sessions and throttle counters of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- sessions ------------------------------------------------------------------------------
 

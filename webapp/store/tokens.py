@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from webapp.models import utcnow
 from webapp.store.accounts import RoleName
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 
 class TokenRow(BaseModel):
@@ -57,7 +58,7 @@ class ApiTokens:
     """The API tokens of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     async def add(self, username: str, role: RoleName, token_hash: str, suffix: str, name: str = "",
                   expires_at: datetime | None = None) -> TokenRow:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from webapp.models import utcnow
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 EndpointFormat = Literal["json", "slack"]
 DeliveryStatus = Literal["pending", "delivered", "failed"]
@@ -108,7 +109,7 @@ class WebhookStore:
     """The webhook tables of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- endpoints ---------------------------------------------------------------------------
 
