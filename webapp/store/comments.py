@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from webapp.store.protocol import EventStore
-from webapp.store.sql import runner
+from webapp.store.sql import model_row, runner
 
 REACTIONS: tuple[str, ...] = ("👍", "❓", "⚠️")  # the fixed set, in the order shown
 MAX_COMMENT_CHARS = 500
@@ -59,7 +59,7 @@ COMMENT_COLUMNS = tuple(CommentRow.model_fields)
 
 
 def _comment(row: Iterable[Any]) -> CommentRow:
-    return CommentRow.model_validate(dict(zip(COMMENT_COLUMNS, row, strict=True)))
+    return model_row(CommentRow, COMMENT_COLUMNS, row)
 
 
 class CommentStore:

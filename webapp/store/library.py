@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from webapp.models import DebateConfig, Participant, utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
-from webapp.store.sql import runner
+from webapp.store.sql import model_row, runner
 
 Kind = Literal["profile", "template"]
 KINDS: tuple[Kind, ...] = ("profile", "template")
@@ -170,9 +170,7 @@ class Library:
 
     @staticmethod
     def _item(row: tuple[Any, ...]) -> LibraryItem:
-        values = dict(zip(_COLUMNS, row, strict=True))
-        values["data"] = json.loads(values["data"])
-        return LibraryItem.model_validate(values)
+        return model_row(LibraryItem, _COLUMNS, row, json_columns=("data",))
 
     async def save(self, kind: Kind, name: str, data: dict[str, Any], created_by: str) -> LibraryItem:
         """Store a new item; `data` is validated for its kind. Raises `NameTaken` or `LibraryError`."""

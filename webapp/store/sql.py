@@ -11,6 +11,7 @@ that knows the difference.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import lru_cache
@@ -91,9 +92,13 @@ def like_escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def model_row(model: type[M], columns: Sequence[str], values: Sequence[Any]) -> M:
-    """A row's `values` (selected in the order of `columns`) as the pydantic `model`."""
-    return model.model_validate(dict(zip(columns, values, strict=True)))
+def model_row(model: type[M], columns: Sequence[str], values: Iterable[Any], json_columns: Iterable[str] = ()) -> M:
+    """A row's `values` (selected in the order of `columns`) as the pydantic `model`; the `json_columns`
+    hold JSON text, decoded here."""
+    fields = dict(zip(columns, values, strict=True))
+    for name in json_columns:
+        fields[name] = json.loads(fields[name])
+    return model.model_validate(fields)
 
 
 class Where:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from webapp.models import utcnow
 from webapp.store.accounts import RoleName
 from webapp.store.protocol import EventStore
-from webapp.store.sql import runner
+from webapp.store.sql import model_row, runner
 
 
 class TokenRow(BaseModel):
@@ -51,7 +51,7 @@ _SELECT = f"SELECT {', '.join(TOKEN_COLUMNS)} FROM api_tokens"
 
 
 def _row(values: tuple[Any, ...]) -> TokenRow:
-    return TokenRow.model_validate(dict(zip(TOKEN_COLUMNS, values, strict=True)))
+    return model_row(TokenRow, TOKEN_COLUMNS, values)
 
 
 class ApiTokens:
