@@ -30,11 +30,7 @@ clears their outcomes, one commits: three round trips per group, however large. 
 Reads use a second `aiosqlite` connection, read-only, with its own thread: in WAL mode they never wait
 for the writer and never see a group that has not committed yet. Each read runs to its end in one call.
 
-aiosqlite's threads are not daemon threads: one whose connection is never closed (a crash on the way
-out) would keep the process from exiting. The store makes its connections in a short-lived daemon
-thread, whose daemon status their threads inherit (`threading.Thread`'s documented default), and on an
-event loop of that thread's own, so that an open cut short (cancelled) never leaves a connection
-thread to report to a closed loop (`_establish`).
+The file's checks and the connections' threads are in `webapp.store.sqlite_files`.
 """
 
 from __future__ import annotations
@@ -44,9 +40,7 @@ import collections
 import contextlib
 import json
 import logging
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -70,6 +64,14 @@ from webapp.store.errors import (
 )
 from webapp.store.migrations import migrate_async, refuse_newer_async
 from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, SUMMARY_COLUMNS, DebateRow, StaleWrite
+from webapp.store.sqlite_files import (
+    aiosqlite_connect,
+    checked_files,
+    existing_database,
+    fingerprint,
+    open_error,
+    retry_busy,
+)
 
 __all__ = [
     "DebateRow", "StaleWrite", "Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreFull", "StoreUnwritable",
@@ -80,7 +82,6 @@ log = logging.getLogger(__name__)
 
 LOCK_TIMEOUT = 10.0  # seconds a write waits, in all, for a lock another process holds
 MAX_GROUP = 512  # writes per group commit
-ITER_CHUNK_SIZE = 64  # aiosqlite's default: rows per round trip when a cursor is iterated
 
 
 # An append is one row inserted into `rostrum_append`, a TEMP table of the writer connection (the temp
@@ -169,60 +170,6 @@ class _Write:
     error: BaseException | None = field(default=None)
 
 
-# --- integrity check, once per process start ------------------------------------------------------
-
-# Files whose quick_check passed in this process and that nobody has touched since (main.py checks the
-# database before serving, then the app opens it again: the second open need not check it again).
-_checked: dict[str, tuple[int, ...]] = {}
-
-
-def _fingerprint(path: Path) -> tuple[int, ...] | None:
-    """Identity and state of a database file and its WAL: any change, by anyone, changes it."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    wal = Path(f"{path}-wal")
-    try:
-        wst = wal.stat()
-        wal_state: tuple[int, ...] = (wst.st_ino, wst.st_size, wst.st_mtime_ns)
-    except OSError:
-        wal_state = (0, 0, 0)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, *wal_state)
-
-
-def _ensure_directory(path: Path) -> None:
-    """The database's directory exists and is writable, or a `StoreUnwritable` that says why."""
-    parent = path.parent
-    try:
-        parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this account may enter
-    except OSError as exc:
-        classified = classify(exc, path)
-        kind = type(classified) if isinstance(classified, StoreFull) else StoreUnwritable
-        culprit = exc.filename or parent
-        reason = "a file is in the way" if isinstance(exc, FileExistsError | NotADirectoryError) else exc.strerror
-        raise kind(f"cannot create the directory {parent} for database {path}: {culprit}: {reason}", path) from exc
-    if path.is_dir():
-        raise StoreUnwritable(f"database path {path} is a directory, not a database file", path)
-    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise StoreUnwritable(f"cannot create database {path}: its directory {parent} is not writable", path)
-
-
-def _existing_database(path: Path) -> bool:
-    """Whether a database is there already (its directory made if need be); refuses a read-only one."""
-    _ensure_directory(path)
-    existed = path.exists() and path.stat().st_size > 0
-    if existed and not os.access(path, os.W_OK):
-        raise StoreUnwritable(f"database {path} is read-only: Rostrum cannot write to it", path)
-    if not path.exists():
-        # Created empty, mode 0600, before SQLite opens it: SQLite would make it 0644 (under umask 022),
-        # and gives its -wal and -shm files the database file's mode. Accounts, hashes and the audit are
-        # in there: nobody else on the machine reads them.
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    return existed
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     """The writer's sqlite3 connection, made on (and then used from) its aiosqlite thread: autocommit
     mode while it is opened and migrated (`Store.open` then sets `isolation_level`)."""
@@ -233,81 +180,6 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
     """The read connection's sqlite3 connection (its aiosqlite thread): autocommit, so each query sees
     the latest commit. `Store.open` makes it read-only."""
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-
-
-@dataclass(eq=False)
-class _Handover:
-    """A connection being made for a caller that may stop waiting for it (cancelled)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    conn: aiosqlite.Connection | None = None
-    abandoned: bool = False
-
-
-async def _aiosqlite_connect(connector: Callable[[], sqlite3.Connection]) -> aiosqlite.Connection:
-    """An aiosqlite connection on the sqlite3 connection `connector` makes, whose thread is a daemon
-    thread; `connector`'s errors are raised here. Made off the event loop (`_establish`); if the caller
-    is cancelled meanwhile, the connection is closed, not left for the garbage collector."""
-    handover = _Handover()
-    try:
-        await asyncio.to_thread(_establish, connector, handover)
-    except asyncio.CancelledError:
-        with handover.lock:
-            handover.abandoned = True
-            made = handover.conn
-        if made is not None:
-            await made.close()
-        raise
-    assert handover.conn is not None
-    return handover.conn
-
-
-def _establish(connector: Callable[[], sqlite3.Connection], handover: _Handover) -> None:
-    """Make an aiosqlite connection (into `handover`) in a daemon thread of its own, on an event loop of
-    its own.
-
-    - A daemon thread: aiosqlite starts a plain thread per connection, and a non-daemon thread blocked
-      on its queue keeps the interpreter from exiting when the connection is never closed. A thread's
-      daemon flag defaults to that of the thread creating it, and `aiosqlite.Connection` creates its
-      thread when it is constructed: constructed in a daemon thread, its thread is a daemon too.
-    - An event loop of its own: aiosqlite's thread hands each result to the loop of the call, and dies
-      ("Exception in thread ...: Event loop is closed") when that loop has closed. Awaited on the
-      caller's loop, connecting would be cut short if the caller were cancelled (an app stopped while
-      starting), and its result could then arrive at a closed loop. This loop closes only once the
-      connection is made, and closed again if the caller is gone or `connector` failed.
-    - A connector that raises would have aiosqlite stop its thread without waiting for it, with the same
-      result; so it never does: on error it hands over a stand-in connection, closed before the error
-      is raised.
-    """
-    failed: list[BaseException] = []
-
-    def connect() -> sqlite3.Connection:  # on the connection's thread
-        try:
-            return connector()
-        except BaseException as exc:
-            failed.append(exc)
-            return sqlite3.connect(":memory:", check_same_thread=False)
-
-    async def establish() -> None:
-        conn = await aiosqlite.Connection(connect, ITER_CHUNK_SIZE)
-        with handover.lock:
-            keep = not failed and not handover.abandoned
-            if keep:
-                handover.conn = conn
-        if not keep:
-            await conn.close()
-
-    def run() -> None:  # in a daemon thread
-        try:
-            asyncio.run(establish())
-        except BaseException as exc:
-            failed.append(exc)
-
-    maker = threading.Thread(target=run, name="rostrum-store-connect", daemon=True)
-    maker.start()
-    maker.join()
-    if failed:
-        raise failed[0]
 
 
 class _Transaction:
@@ -370,26 +242,26 @@ class Store(SqlStore):
 
         def connect_writer() -> sqlite3.Connection:  # on the writer's thread
             nonlocal existed
-            existed = _existing_database(path)
+            existed = existing_database(path)
             return _connect(path)
 
         writer: aiosqlite.Connection | None = None
         reader: aiosqlite.Connection | None = None
         try:
-            remembered = _checked.pop(str(path.resolve()), None)
-            trust = remembered is not None and remembered == _fingerprint(path)
-            writer = await _aiosqlite_connect(connect_writer)
+            remembered = checked_files.pop(str(path.resolve()), None)
+            trust = remembered is not None and remembered == fingerprint(path)
+            writer = await aiosqlite_connect(connect_writer)
             conn = writer
             await conn.execute(f"PRAGMA busy_timeout={busy_ms}")
             if existed and not trust:
-                await _retry_busy(lambda: cls._check(conn, path), deadline)
-            await _retry_busy(lambda: cls._prepare(conn, path), deadline)
+                await retry_busy(lambda: cls._check(conn, path), deadline)
+            await retry_busy(lambda: cls._prepare(conn, path), deadline)
             for statement in APPEND_SCHEMA:  # the connection's own (temp) schema: the file is not touched
                 await conn.execute(statement)
             # From now on the first INSERT of a group begins its transaction, in the same call (BEGIN
             # IMMEDIATE, then the statement); every other transaction begins explicitly.
             conn.isolation_level = "IMMEDIATE"
-            reader = await _aiosqlite_connect(lambda: _connect_reader(path))
+            reader = await aiosqlite_connect(lambda: _connect_reader(path))
             await reader.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
             await reader.execute("PRAGMA query_only=ON")
         except BaseException as exc:
@@ -398,7 +270,7 @@ class Store(SqlStore):
                     with contextlib.suppress(Exception):
                         await opened.close()
             if isinstance(exc, sqlite3.Error | OSError):
-                raise _open_error(exc, path) from exc
+                raise open_error(exc, path) from exc
             raise
         store = cls(path, writer, reader, lock_timeout)
         store._remember_check = remember_check  # checked, or created, here: either way known to be sound
@@ -440,9 +312,9 @@ class Store(SqlStore):
         await self._reader.close()
         await self._writer.close()
         if self._remember_check:
-            fingerprint = _fingerprint(self.path)
-            if fingerprint is not None:
-                _checked[str(self.path.resolve())] = fingerprint
+            state = fingerprint(self.path)
+            if state is not None:
+                checked_files[str(self.path.resolve())] = state
 
     async def _guard(self, operation: Awaitable[T]) -> T:
         """Await a call to a connection; storage faults come back classified."""
@@ -515,7 +387,7 @@ class Store(SqlStore):
     async def _commit_group(self, batch: list[_Write]) -> None:
         deadline = time.monotonic() + self.lock_timeout
         try:
-            await _retry_busy(lambda: self._run_group(batch), deadline, self._busy)
+            await retry_busy(lambda: self._run_group(batch), deadline, self._busy)
         except Exception as exc:
             error: BaseException = exc
             if isinstance(exc, sqlite3.Error | OSError):
@@ -627,7 +499,7 @@ class Store(SqlStore):
                 # Inside the `try`: a caller cancelled while its BEGIN is on its way (a worker closing, say)
                 # must not leave the connection in a transaction for the next one ("cannot start a
                 # transaction within a transaction"). aiosqlite runs calls in order: the rollback follows it.
-                await _retry_busy(lambda: self._guard(self._writer.execute("BEGIN IMMEDIATE")), deadline, self._busy)
+                await retry_busy(lambda: self._guard(self._writer.execute("BEGIN IMMEDIATE")), deadline, self._busy)
                 yield _Transaction(self)
                 await self._guard(self._writer.commit())
             except BaseException:
@@ -704,34 +576,3 @@ class Store(SqlStore):
             return (await conn.execute("DELETE FROM debates WHERE id = ?", (debate_id,))).rowcount > 0
 
         return bool(await self._submit(apply=apply))
-
-async def _retry_busy(attempt: Callable[[], Awaitable[T]], deadline: float,
-                      on_wait: Callable[[float], None] | None = None) -> T:
-    """Run `attempt`; while it fails because another process holds the database, wait with exponential
-    backoff and try again until `deadline`, then let the (busy) error through."""
-    delay, waited = 0.02, 0.0
-    while True:
-        try:
-            return await attempt()
-        except (sqlite3.Error, StoreBusy) as exc:
-            if isinstance(exc, sqlite3.Error) and not isinstance(classify(exc, Path()), StoreBusy):
-                raise
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise
-            if on_wait is not None:
-                on_wait(waited)
-            pause = min(delay, remaining)
-            await asyncio.sleep(pause)
-            waited += pause
-            delay = min(delay * 2, 1.0)
-
-
-def _open_error(exc: sqlite3.Error | OSError, path: Path) -> StoreError:
-    """A fault while opening: classified, and anything else SQLite rejects counts as not-a-Rostrum-database."""
-    classified = classify(exc, path)
-    if classified is not None:
-        return classified
-    if isinstance(exc, sqlite3.DatabaseError):
-        return StoreCorrupt(f"database {path} is not a readable Rostrum database ({exc}); it was left untouched", path)
-    return StoreError(f"cannot open database {path}: {exc}", path)
