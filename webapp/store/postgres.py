@@ -41,9 +41,9 @@ from webapp.store.errors import (
     StoreUnwritable,
 )
 from webapp.store.pg_migrations import migrate
-from webapp.store.protocol import redacted
 from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, SUMMARY_COLUMNS, StaleWrite
 from webapp.store.sql import numbered
+from webapp.store.targets import redacted
 
 __all__ = ["PostgresStore", "redacted"]
 

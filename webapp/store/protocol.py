@@ -9,7 +9,6 @@ and domain objects only (`tournaments`, `leases`, `jobs`, `verdicts`), never SQL
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -18,11 +17,11 @@ from typing import Any, Protocol
 from webapp.models import DebateEvent, EventKind
 from webapp.store.leases import JobTable, LeaseTable
 from webapp.store.rows import DebateRow
+from webapp.store.targets import is_postgres_url, redacted
 from webapp.store.tournaments import TournamentTable
 from webapp.store.verdicts import VerdictTable
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
+__all__ = ["EventStore", "is_postgres_url", "open_store", "redacted"]
 
 class EventStore(Protocol):
     """A debate store: the event log, its listing projection, and the tables beside it as domain objects."""
@@ -85,16 +84,6 @@ class EventStore(Protocol):
     async def delete_debate(self, debate_id: str) -> bool: ...
 
     async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float: ...
-
-
-def is_postgres_url(target: str | Path) -> bool:
-    """Whether `target` (ROSTRUM_DB) names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
-
-
-def redacted(target: str | Path) -> str:
-    """`target` as it may be shown or logged: a URL without its password (a secret)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(target))
 
 
 async def open_store(target: str | Path, **kwargs: Any) -> EventStore:
