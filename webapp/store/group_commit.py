@@ -115,10 +115,7 @@ class QueuedAppend:
         if outcome == "stored before":
             return None, None
         if outcome == "stale" and seq is not None and self.expected_seq is not None:
-            return None, StaleWrite(
-                f"debate {self.debate_id} was changed by another process (its log is at event {seq - 1}, "
-                f"this process expected {self.expected_seq - 1}); reload it"
-            )
+            return None, StaleWrite.at(self.debate_id, seq, self.expected_seq)
         return None, KeyError(f"no debate {self.debate_id!r}")
 
 

@@ -41,7 +41,7 @@ from webapp.store.errors import (
     StoreUnwritable,
 )
 from webapp.store.pg_migrations import migrate
-from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, SUMMARY_COLUMNS, StaleWrite
+from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, StaleWrite, listing, new_debate
 from webapp.store.sql import numbered
 from webapp.store.targets import redacted
 
@@ -191,22 +191,14 @@ class PostgresStore(SqlStore):
         actor: str | None = None,
     ) -> DebateEvent:
         """Insert the debate and its CREATED event in one transaction (as `Store.create_debate`)."""
-        now = utcnow()
-        data: dict[str, Any] = {"config": config}
-        if actor:
-            data["actor"] = actor
+        new = new_debate(debate_id, topic, format_id, config, summary, actor)
         async with self._connection() as conn, conn.transaction():
             try:
-                await conn.execute(
-                    numbered(INSERT_DEBATE), debate_id, topic, topic.lower(), format_id, json.dumps(config),
-                    str(summary.get("status", "idle")), int(summary.get("total_rounds", 0)),
-                    json.dumps(summary.get("participants", [])), now.isoformat(), now.isoformat(), actor or "",
-                )
+                await conn.execute(numbered(INSERT_DEBATE), *new.debate_values)
             except asyncpg.exceptions.UniqueViolationError as exc:
                 raise DuplicateKey(f"a debate with id {debate_id!r} exists already") from exc
-            await conn.execute(numbered(INSERT_EVENT), debate_id, 1, EventKind.CREATED.value, now.isoformat(),
-                               json.dumps(data), "created")
-        return DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data)
+            await conn.execute(numbered(INSERT_EVENT), *new.event_values)
+        return new.event
 
     async def append(
         self,
@@ -223,17 +215,14 @@ class PostgresStore(SqlStore):
         `KeyError` for an unknown debate; nothing is written in those cases."""
         at = at or utcnow()
         payload = json.dumps(data, default=str)
-        listing = {column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary}
+        changes = listing(summary)
         async with self._connection() as conn, conn.transaction():
             last = await conn.fetchval("SELECT last_seq FROM debates WHERE id = $1 FOR UPDATE", debate_id)
             if last is None:
                 raise KeyError(f"no debate {debate_id!r}")
             seq = int(last) + 1
             if expected_seq is not None and expected_seq != seq:
-                raise StaleWrite(
-                    f"debate {debate_id} was changed by another process (its log is at event {seq - 1}, "
-                    f"this process expected {expected_seq - 1}); reload it"
-                )
+                raise StaleWrite.at(debate_id, seq, expected_seq)
             if idem_key is not None and await conn.fetchval(
                 "SELECT 1 FROM events WHERE debate_id = $1 AND idem_key = $2", debate_id, idem_key
             ):
@@ -241,7 +230,7 @@ class PostgresStore(SqlStore):
             await conn.execute(numbered(INSERT_EVENT), debate_id, seq, kind.value, at.isoformat(), payload, idem_key)
             sets = ["last_seq = $2", "updated_at = $3"]
             values: list[Any] = [debate_id, seq, at.isoformat()]
-            for column, value in listing.items():
+            for column, value in changes.items():
                 kind_of = _COLUMN_TYPES[column]
                 # (a str subclass, e.g. a state enum, is sent as the text it is, never through str())
                 values.append(value if value is None or kind_of is str else kind_of(value))

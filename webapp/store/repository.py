@@ -40,7 +40,7 @@ from webapp.store.errors import (
 )
 from webapp.store.group_commit import APPEND_SCHEMA, GroupCommit, QueuedAppend
 from webapp.store.migrations import migrate_async, refuse_newer_async
-from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, SUMMARY_COLUMNS, DebateRow, StaleWrite
+from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, DebateRow, StaleWrite, listing, new_debate
 from webapp.store.sqlite_files import (
     aiosqlite_connect,
     checked_files,
@@ -254,23 +254,14 @@ class Store(GroupCommit, SqlStore):
     ) -> DebateEvent:
         """Insert the debate and its CREATED event in one transaction. `actor` (who created it) is
         kept in the event and in the listing (per-person spending)."""
-        now = utcnow()
-        data: dict[str, Any] = {"config": config}
-        if actor:
-            data["actor"] = actor
-        debate_values = (
-            debate_id, topic, topic.lower(), format_id, json.dumps(config), summary.get("status", "idle"),
-            summary.get("total_rounds", 0), json.dumps(summary.get("participants", [])), now.isoformat(),
-            now.isoformat(), actor or "",
-        )
-        event_values = (debate_id, 1, EventKind.CREATED.value, now.isoformat(), json.dumps(data), "created")
+        new = new_debate(debate_id, topic, format_id, config, summary, actor)
 
         async def apply(conn: aiosqlite.Connection) -> None:
-            await conn.execute(INSERT_DEBATE, debate_values)
-            await conn.execute(INSERT_EVENT, event_values)
+            await conn.execute(INSERT_DEBATE, new.debate_values)
+            await conn.execute(INSERT_EVENT, new.event_values)
 
         await self._submit(apply=apply)
-        return DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data)
+        return new.event
 
     async def append(
         self,
@@ -293,7 +284,7 @@ class Store(GroupCommit, SqlStore):
         item = QueuedAppend(
             debate_id=debate_id, kind=kind.value, at=at.isoformat(), payload=json.dumps(data, default=str),
             idem_key=idem_key, expected_seq=expected_seq,
-            summary={column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary},
+            summary=listing(summary),
         )
         seq = await self._submit(item)
         if seq is None:  # the idempotency key was already stored

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
+from webapp.models import DebateEvent, EventKind, utcnow
 from webapp.store.sql import like_escaped
 
 
 class StaleWrite(RuntimeError):
     """Another process appended to this debate's log since this one last read it."""
+
+    @classmethod
+    def at(cls, debate_id: str, seq: int, expected_seq: int) -> StaleWrite:
+        """The refusal of an append that expected `expected_seq` where the log's next number is `seq`."""
+        return cls(f"debate {debate_id} was changed by another process (its log is at event {seq - 1}, "
+                   f"this process expected {expected_seq - 1}); reload it")
 
 
 class DebateRow(BaseModel):
@@ -56,6 +64,38 @@ LIST_ORDERS: dict[str, str] = {
 INSERT_EVENT = "INSERT INTO events (debate_id, seq, kind, at, data, idem_key) VALUES (?,?,?,?,?,?)"
 INSERT_DEBATE = ("INSERT INTO debates (id, topic, topic_search, format, config, status, total_rounds,"
                  " participants, created_at, updated_at, last_seq, created_by) VALUES (?,?,?,?,?,?,?,?,?,?,1,?)")
+
+
+@dataclass(frozen=True)
+class NewDebate:
+    """What `create_debate` writes (the same on both stores): the listing row (`INSERT_DEBATE`'s values)
+    and the CREATED event (`INSERT_EVENT`'s values, and as returned)."""
+
+    event: DebateEvent
+    debate_values: tuple[Any, ...]
+    event_values: tuple[Any, ...]
+
+
+def new_debate(debate_id: str, topic: str, format_id: str, config: dict[str, Any], summary: dict[str, Any],
+               actor: str | None) -> NewDebate:
+    """A debate about to be created; `actor` (who created it) is kept in the event and in the listing
+    (per-person spending)."""
+    now = utcnow()
+    data: dict[str, Any] = {"config": config}
+    if actor:
+        data["actor"] = actor
+    return NewDebate(
+        event=DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data),
+        debate_values=(debate_id, topic, topic.lower(), format_id, json.dumps(config),
+                       str(summary.get("status", "idle")), int(summary.get("total_rounds", 0)),
+                       json.dumps(summary.get("participants", [])), now.isoformat(), now.isoformat(), actor or ""),
+        event_values=(debate_id, 1, EventKind.CREATED.value, now.isoformat(), json.dumps(data), "created"),
+    )
+
+
+def listing(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """The listing columns (of `SUMMARY_COLUMNS`) an append sets."""
+    return {column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary}
 
 
 def debate_row(r: tuple[Any, ...]) -> DebateRow:
