@@ -8,7 +8,6 @@ their SHA-256 digest: neither a password nor a usable token is ever stored.
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -109,7 +108,7 @@ class Accounts:
                     "INSERT INTO users (username, password_hash, role, created_at) VALUES (?,?,?,?)",
                     (row.username, row.password_hash, row.role, row.created_at.isoformat()),
                 )
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise UserExists(f"a user named {username!r} already exists") from None
         return row
 

@@ -7,8 +7,6 @@ endpoint allows is decided in `webapp.providers.endpoints`; this module only kee
 
 from __future__ import annotations
 
-import sqlite3
-
 from webapp.models import utcnow
 from webapp.providers.endpoints import Endpoint
 from webapp.store.errors import DuplicateKey
@@ -47,7 +45,7 @@ class EndpointStore:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (endpoint.name.casefold(), endpoint.name, endpoint.base_url, endpoint.key_env, created_by,
                      utcnow().isoformat()))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise EndpointTaken(f"an endpoint called “{endpoint.name}” is registered already") from None
         return endpoint.model_copy(update={"source": "settings"})
 

@@ -41,7 +41,7 @@ from typing import Any, TypeVar, cast
 
 import aiosqlite
 
-from webapp.store.errors import StoreError, classify
+from webapp.store.errors import StoreError, as_duplicate, classify
 from webapp.store.rows import SUMMARY_COLUMNS, StaleWrite
 from webapp.store.sqlite_files import retry_busy
 
@@ -304,5 +304,5 @@ class GroupCommit:
             if isinstance(exc, sqlite3.Error | OSError) and classify(exc, self.path) is not None:
                 raise  # a storage fault: the whole group fails (or, if busy, is retried)
             await conn.execute("ROLLBACK TO write")
-            write.error = exc
+            write.error = as_duplicate(exc)
         await conn.execute("RELEASE write")

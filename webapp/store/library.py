@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import uuid
 from datetime import datetime
 from typing import Any, Literal
@@ -186,7 +185,7 @@ class Library:
                     f"INSERT INTO library ({', '.join(_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
                     (item.id, kind, item.name, json.dumps(clean, sort_keys=True), created_by,
                      now.isoformat(), now.isoformat()))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise NameTaken(f"A {kind} called “{item.name}” already exists: choose another name") from None
         return item
 
@@ -218,7 +217,7 @@ class Library:
             async with self.store.transaction() as db:
                 await db.execute("UPDATE library SET name = ?, updated_at = ? WHERE id = ?",
                                  (clean, now.isoformat(), item_id))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise NameTaken(f"A {item.kind} called “{clean}” already exists: choose another name") from None
         return item.model_copy(update={"name": clean, "updated_at": now})
 

@@ -36,6 +36,7 @@ from webapp.store.errors import (
     StoreFull,
     StoreTooNew,
     StoreUnwritable,
+    as_duplicate,
     classify,
 )
 from webapp.store.group_commit import APPEND_SCHEMA, GroupCommit, QueuedAppend
@@ -80,7 +81,13 @@ class _Transaction:
         self._store = store
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Cursor:
-        return await self._store._guard(self._store._writer.execute(sql, tuple(params)))
+        try:
+            return await self._store._guard(self._store._writer.execute(sql, tuple(params)))
+        except sqlite3.IntegrityError as exc:
+            duplicate = as_duplicate(exc)
+            if duplicate is exc:
+                raise
+            raise duplicate from exc
 
 
 class Store(GroupCommit, SqlStore):
