@@ -19,15 +19,20 @@ _COLUMNS = ("spec", "status", "stop_reason", "updated_at", "owner", "lease_until
 _SELECT = ", ".join(_COLUMNS)
 
 
-class TournamentRecord(BaseModel):
-    """One row of `tournaments`: the plan as JSON text, where it stands, who plays it and until when."""
+class TournamentState(BaseModel):
+    """Where a tournament stands, who plays it and until when."""
 
-    spec: str
     status: str
     stop_reason: str | None = None
     updated_at: datetime
     owner: str | None = None
     lease_until: datetime | None = None
+
+
+class TournamentRecord(TournamentState):
+    """One row of `tournaments`: its state and the plan as JSON text."""
+
+    spec: str
 
 
 class TournamentClaim(BaseModel):

@@ -9,29 +9,22 @@ import os
 import socket
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel
-
 from webapp.models import utcnow
-from webapp.store import DebateRow
 from webapp.store.protocol import EventStore
-from webapp.store.tournaments import TournamentRecord
+from webapp.store.tournaments import SlotRow, TournamentRecord, TournamentState
 from webapp.tournament.plan import Tournament
 
 TournamentStatus = Literal["planned", "running", "stopped", "completed"]
 
 
-class TournamentRow(BaseModel):
+class TournamentRow(TournamentState):
     """One tournament as stored: its plan, its status and why it stopped (if it did)."""
 
     tournament: Tournament
     status: TournamentStatus = "planned"
-    stop_reason: str | None = None
-    updated_at: datetime
-    owner: str | None = None
-    lease_until: datetime | None = None
 
     @property
     def id(self) -> str:
@@ -42,13 +35,7 @@ class TournamentRow(BaseModel):
         return bool(self.owner and self.lease_until and self.lease_until > utcnow() and not owner_gone(self.owner))
 
 
-class SlotDebate(BaseModel):
-    """The debate played for one slot, with its winner's participant id once it has a verdict."""
-
-    slot: str
-    row: DebateRow
-    winner: str | None = None
-    has_verdict: bool = False
+SlotDebate = SlotRow  # the debate played for one slot, with its winner's participant id once it has a verdict
 
 
 LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
@@ -134,8 +121,7 @@ class TournamentStore:
 
     async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
         """Slot key → the debate played for it (uses the unique slot index)."""
-        return {s.slot: SlotDebate(slot=s.slot, row=s.row, winner=s.winner, has_verdict=s.has_verdict)
-                for s in await self.table.slots(tournament_id)}
+        return {s.slot: s for s in await self.table.slots(tournament_id)}
 
     async def committed(self, tournament_id: str, terminal: Iterable[str]) -> float:
         """What the tournament's debates have spent, or may still spend: an ended debate counts what it
