@@ -171,12 +171,10 @@ async def wait_terminal(store: Any, debate_ids: list[str], timeout: float, every
     from webapp.engine.machine import TERMINAL_STATES
 
     terminal = [s.value for s in TERMINAL_STATES]
-    marks = ", ".join("?" * len(terminal))
     waiting = set(debate_ids)
     deadline = time.monotonic() + timeout
     while waiting:
-        rows = await store.fetchall(f"SELECT id FROM debates WHERE status IN ({marks})", terminal)
-        waiting -= {str(r[0]) for r in rows}
+        waiting -= set(await store.ids_with_status(terminal))
         if not waiting:
             return
         if time.monotonic() > deadline:

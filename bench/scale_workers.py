@@ -65,7 +65,7 @@ async def sample_leases(store: Any, holders: dict[str, set[str]], every: float =
     """Which worker holds which debate, read every `every` seconds until cancelled (a lease row goes
     when its debate ends, so the shares are gathered while they run)."""
     while True:
-        for owner, debate_id in await store.fetchall("SELECT owner, debate_id FROM debate_leases", ()):
+        for debate_id, owner, _ in await store.leases.all():
             holders.setdefault(str(owner), set()).add(str(debate_id))
         await asyncio.sleep(every)
 

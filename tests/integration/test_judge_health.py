@@ -104,7 +104,7 @@ def test_cli_judges_prints_the_figures_and_json(tmp_path: Path) -> None:
 
 
 async def test_verdict_queries_read_only_the_verdict_index(store: Store) -> None:
-    from webapp.engine.judge_health import MARKER_SQL, VERDICTS_SQL
+    from webapp.store.verdicts import MARKER_SQL, VERDICTS_SQL
 
     for sql in (MARKER_SQL, VERDICTS_SQL):
         steps = [row[3] for row in await store.fetchall(f"EXPLAIN QUERY PLAN {sql}")]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from webapp.engine.engine import Engine
 from webapp.engine.runner import DebateSession
 from webapp.settings import Settings
+from webapp.store.errors import DuplicateKey
 from webapp.tournament.plan import Contender, Slot, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentManager, TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore
@@ -32,7 +32,7 @@ async def test_a_slot_has_at_most_one_debate(tmp_path: Path) -> None:
         stored = await TournamentStore(engine.store).create(plan())
         config = slot_config(stored, schedule(stored)[0])
         await engine.create(config)
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(DuplicateKey):
             await engine.create(config)
         await engine.create(slot_config(stored, schedule(stored)[1]))  # another slot is another debate
         assert sorted(await TournamentStore(engine.store).debates(stored.id)) == ["t0-m0-m1", "t0-m0-m2"]

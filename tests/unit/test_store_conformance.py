@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 from tests.leaderboard_corpus import ALPHA, BETA, store_league
 from webapp.access.throttle import LoginThrottle
 from webapp.engine.engine import Engine
-from webapp.engine.judge_health import MARKER_SQL, stored_verdicts
+from webapp.engine.judge_health import stored_verdicts
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, EventKind, utcnow
@@ -219,10 +218,38 @@ async def test_committed_spend_counts_spent_for_ended_debates_and_limits_for_run
 async def test_judge_health_queries_run_on_the_store(any_store: EventStore) -> None:
     await _debate(any_store, participants=[{"id": "pro", "position": "for"}])
     assert await stored_verdicts(any_store) == []
-    before = await any_store.fetchone(MARKER_SQL)
-    await any_store.append("abc", EventKind.VERDICT, {"verdict": {}})
-    after = await any_store.fetchone(MARKER_SQL)
-    assert before is not None and after is not None and after[0] == before[0] + 1
+    before = await any_store.verdicts.marker()
+    await any_store.append("abc", EventKind.VERDICT, {"verdict": {"winner": "pro"}})
+    judged = await any_store.verdicts.marker()
+    assert judged != before and judged[0] == before[0] + 1
+    [event] = await any_store.verdicts.events()
+    assert (event.debate_id, json.loads(event.data)["verdict"]["winner"]) == ("abc", "pro")
+    assert json.loads(event.participants or "[]") == [{"id": "pro", "position": "for"}]
+    await AudienceStore(any_store).set_verdict("abc", "ada", "pro", {})
+    assert await any_store.verdicts.marker() != judged  # a person's verdict moves it too
+
+
+async def test_participants_and_statuses_of_several_debates(any_store: EventStore) -> None:
+    await _debate(any_store, "one", participants=[{"id": "a", "provider": "x", "model": "m"}])
+    await _debate(any_store, "two", status="completed")
+    assert await any_store.participants(["one", "two", "ghost"]) == {
+        "one": [{"id": "a", "provider": "x", "model": "m"}], "two": []}
+    assert await any_store.participants([]) == {}
+    assert await any_store.ids_with_status(["completed"]) == ["two"]
+    assert await any_store.ids_with_status([]) == []
+
+
+async def test_leases_are_listed_and_renewed_together_only_for_their_holder(any_store: EventStore) -> None:
+    for debate_id in ("x", "y"):
+        await _debate(any_store, debate_id)
+    leases = any_store.leases
+    assert await leases.acquire("x", "w1", until=100.0, now=50.0)
+    assert await leases.acquire("y", "w2", until=100.0, now=50.0)
+    assert not await leases.acquire("y", "w1", until=200.0, now=99.0)  # live: w2 keeps it
+    assert await leases.renew_all("w1", ["x", "y"], until=300.0) == {"x"}
+    assert await leases.all() == [("x", "w1", 300.0), ("y", "w2", 100.0)]
+    assert await leases.expired(["idle"], now=150.0) == ["y"]
+    assert await leases.live_elsewhere("w2", now=150.0) == {"x"}
 
 
 async def test_raw_queries_number_placeholders_but_not_question_marks_in_text(any_store: EventStore) -> None:
@@ -246,6 +273,14 @@ async def test_a_transaction_that_fails_leaves_nothing(any_store: EventStore) ->
                 "INSERT INTO events (debate_id, seq, kind, at, data) VALUES ('ghost', 1, 'note', 'now', '{}')"
             )
     assert await any_store.fetchall("SELECT seq FROM events WHERE debate_id = 'ghost'") == []
+
+
+async def test_a_key_stored_twice_is_a_duplicate_key_on_either_store(any_store: EventStore) -> None:
+    """Both stores say "stored already" with one exception type, so nothing above them names a driver's."""
+    await _debate(any_store, "same")
+    with pytest.raises(DuplicateKey):
+        await _debate(any_store, "same")
+    assert [e.seq for e in await any_store.events("same")] == [1]
 
 
 async def test_a_reopened_store_has_the_same_data(any_store: EventStore) -> None:
@@ -411,7 +446,7 @@ async def test_api_tokens_are_found_by_digest_listed_revoked_once_and_expire(any
     assert await tokens.revoke(first.id, "root") is False and await tokens.revoke("missing", "root") is False
     revoked = await tokens.get(first.id)
     assert revoked.status() == "revoked" and revoked.revoked_by == "root"
-    with pytest.raises((sqlite3.IntegrityError, DuplicateKey)):  # a digest is unique
+    with pytest.raises(DuplicateKey):  # a digest is unique, on either store
         await tokens.add("bob", "viewer", "digest-2", "0b0b")
 
 
@@ -511,6 +546,25 @@ async def test_tournament_queries_run_on_either_store(any_store: EventStore) -> 
     await store.claim(first.id, "elsewhere:2:b")
     row = await store.get(first.id)
     assert row is not None and row.owner == "elsewhere:2:b" and row.status == "running"
+
+
+async def test_tournaments_for_workers_are_asked_for_stopped_and_taken_on_either_store(any_store: EventStore) -> None:
+    store = TournamentStore(any_store)
+    made = await store.create(Tournament(models=[Contender.parse(m) for m in ("alpha", "beta")],
+                                         topics=["Cats"], format="round-limited", rounds=1))
+    assert await store.for_workers() == []
+    assert await store.request_play(made.id) and not await store.request_play(made.id)
+    assert await store.for_workers() == [made.id]  # nobody plays it yet
+    await store.claim(made.id, "elsewhere:2:cli")  # a CLI's claim: no worker takes it over
+    assert await store.for_workers() == []
+    await store.release(made.id, "elsewhere:2:cli")
+    with pytest.raises(KeyError):
+        await store.request_play("ghost")
+    assert await store.request_stop(made.id, "enough") and not await store.request_stop(made.id, "again")
+    row = await store.get(made.id)
+    assert row is not None and (row.status, row.stop_reason) == ("stopped", "enough")
+    budgeted = await store.set_budget(made.id, 2.5)
+    assert budgeted.budget_usd == 2.5 and (await store.get(made.id)).tournament.budget_usd == 2.5  # type: ignore[union-attr]
 
 
 async def test_the_topic_search_also_matches_tags(any_store: EventStore) -> None:

@@ -69,7 +69,7 @@ async def test_a_job_is_answered_once_and_goes_with_its_debate(any_store: EventS
     assert await Leases(any_store, "a", 10.0).acquire(debate_id)
     assert await any_store.delete_debate(debate_id)
     assert await queue.pending() == []
-    assert await any_store.fetchall("SELECT * FROM debate_leases") == []
+    assert await any_store.leases.all() == []
 
 
 async def test_a_worker_without_redis_runs_debates_and_refuses_as_the_engine_does(tmp_path: Path) -> None:

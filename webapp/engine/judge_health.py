@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from webapp.engine.audience import people_majority
-from webapp.models import EventKind, JudgeRuling, Verdict
+from webapp.models import JudgeRuling, Verdict
 from webapp.store.audience import AudienceStore
 from webapp.store.protocol import EventStore
 
@@ -250,17 +250,6 @@ def health(verdicts: Iterable[tuple[str, Verdict, dict[str, str]]],
     return HealthReport(debates=debates, judges=judges, pairs=pair_stats)
 
 
-VERDICTS_SQL = (
-    "SELECT e.debate_id, e.seq, e.data, d.participants FROM events e JOIN debates d ON d.id = e.debate_id "
-    f"WHERE e.kind = '{EventKind.VERDICT.value}'"
-)
-# Moves when a verdict is stored (a later time) or a debate with one is deleted (fewer verdicts).
-MARKER_SQL = (f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(at), '') FROM events "
-              f"WHERE kind = '{EventKind.VERDICT.value}'")
-# Moves when a person gives or changes a verdict, or one goes with its debate.
-PEOPLE_MARKER_SQL = "SELECT count(*), coalesce(max(at), '') FROM human_verdicts"
-
-
 async def people_majorities(store: EventStore) -> dict[str, str]:
     """debate id -> the people's majority winner (participant id or "tie"), for debates with verdicts."""
     out: dict[str, str] = {}
@@ -273,8 +262,8 @@ async def people_majorities(store: EventStore) -> dict[str, str]:
 
 async def stored_verdicts(store: EventStore) -> list[tuple[str, Verdict, dict[str, str]]]:
     """The last verdict of every debate, with its participants' positions; unreadable ones are left out."""
-    last: dict[str, tuple[int, str, str]] = {}
-    for debate_id, seq, data, participants in await store.fetchall(VERDICTS_SQL):
+    last: dict[str, tuple[int, str, str | None]] = {}
+    for debate_id, seq, data, participants in await store.verdicts.events():
         if debate_id not in last or seq > last[debate_id][0]:  # a later verdict replaces an earlier one
             last[debate_id] = (seq, data, participants)
     out = []
@@ -310,8 +299,7 @@ class JudgeHealth:
             self._pending = None
 
     async def _read(self) -> HealthReport:
-        marker = (tuple(await self.store.fetchone(MARKER_SQL) or ())
-                  + tuple(await self.store.fetchone(PEOPLE_MARKER_SQL) or ()))
+        marker = await self.store.verdicts.marker()
         if self._report is None or marker != self._marker:
             self._report = health(await stored_verdicts(self.store), await people_majorities(self.store))
             self._marker = marker

@@ -17,7 +17,6 @@ series counts once, however many rematches it had.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import weakref
 from collections import OrderedDict, defaultdict
@@ -34,6 +33,7 @@ from webapp.results.head_to_head import PairRecord, head_to_head
 from webapp.results.records import DebateResult, load_results
 from webapp.store.audience import AudienceStore
 from webapp.store.protocol import EventStore
+from webapp.store.verdicts import ResultRow
 
 if TYPE_CHECKING:
     from webapp.results.ratings import Cells
@@ -322,7 +322,7 @@ class _Cache:
     marker: tuple[int, str] | None = None
     results: list[DebateResult] = field(default_factory=list)
     boards: OrderedDict[LeaderboardFilters, Leaderboard] = field(default_factory=OrderedDict)
-    rows: dict[tuple[Any, ...], DebateResult | None] = field(default_factory=dict)  # parsed rows (`load_results`)
+    rows: dict[ResultRow, DebateResult | None] = field(default_factory=dict)  # parsed rows (`load_results`)
     lock: asyncio.Lock | None = None
 
 
@@ -360,10 +360,8 @@ async def _people_decided(store: EventStore, results: list[DebateResult], by: st
     wanted = [r for r in results if r.debate_id in winners]
     if not wanted:
         return []
-    marks = ", ".join("?" * len(wanted))
-    rows = await store.fetchall(f"SELECT id, participants FROM debates WHERE id IN ({marks})",
-                                [r.debate_id for r in wanted])
-    casts = {str(i): [p for p in json.loads(c or "[]") if p.get("position") != "moderator"] for i, c in rows}
+    casts = {debate_id: [p for p in cast if p.get("position") != "moderator"]
+             for debate_id, cast in (await store.participants([r.debate_id for r in wanted])).items()}
     out = []
     for r in wanted:
         cast = casts.get(r.debate_id) or []

@@ -4,7 +4,7 @@ Reading 10,000 debates' logs to find their verdicts would take seconds, and even
 events (reasoning and all) most of one: a trigger keeps a digest of each debate's last verdict in
 `verdict_digests` (migration 010_verdict_digests, on either store: the parts a result needs, i.e.
 availability, winner, word counts and each ruling's judge, winner, whether it failed and whether it
-flipped), and one query joins them to the listing rows, in the store's own SQL (`RESULTS_SQL`).
+flipped), and one query of the store joins them to the listing rows (`EventStore.verdicts.results`).
 The digest is derived from the log; `rebuild_digests` makes it again from the events.
 
 Who won follows the outcome card (`webapp.ui.components.outcome`): a panel whose judges disagree
@@ -24,28 +24,10 @@ from datetime import datetime
 from typing import Any
 
 from webapp.engine.formats import FORMATS
-from webapp.engine.machine import State
-from webapp.store.migrations import DIGEST_BACKFILL
-from webapp.store.pg_migrations import DIGEST_BACKFILL as PG_DIGEST_BACKFILL
 from webapp.store.protocol import EventStore
+from webapp.store.verdicts import ResultRow
 
 MODERATOR = "moderator"
-
-# Each completed debate with its last verdict's digest (`verdict_digests`, kept by a trigger), in each
-# store's SQL: the config's tags (JSON text of a list), series and evaluation read from its JSON text.
-_RESULTS = """
-SELECT d.id, d.topic, d.created_at, d.format, d.participants, d.cost_usd, {tags}, {series}, {evaluation}, v.digest
-FROM verdict_digests v JOIN debates d ON d.id = v.debate_id
-WHERE d.status = '{completed}'
-"""
-RESULTS_SQL: dict[str, str] = {
-    "sqlite": _RESULTS.format(tags="json_extract(d.config, '$.tags')", series="json_extract(d.config, '$.series')",
-                              evaluation="json_extract(d.config, '$.evaluation')", completed=State.COMPLETED.value),
-    "postgresql": _RESULTS.format(tags="(d.config::jsonb -> 'tags')::text", series="d.config::jsonb ->> 'series'",
-                                  evaluation="d.config::jsonb ->> 'evaluation'", completed=State.COMPLETED.value),
-}
-BACKFILL_SQL: dict[str, str] = {"sqlite": DIGEST_BACKFILL, "postgresql": PG_DIGEST_BACKFILL}
-
 
 @dataclass(frozen=True)
 class DebateResult:
@@ -106,7 +88,7 @@ def _contest(format_id: str, evaluation: str | None) -> bool:
     return kind != "convergence"
 
 
-def _result(row: tuple[Any, ...]) -> DebateResult | None:
+def _result(row: ResultRow) -> DebateResult | None:
     (debate_id, topic, created_at, format_id, participants, cost, tags, series, evaluation, digest) = row
     if not _contest(format_id, evaluation):
         return None
@@ -135,10 +117,10 @@ def _result(row: tuple[Any, ...]) -> DebateResult | None:
 
 
 async def load_results(store: EventStore,
-                       memo: dict[tuple[Any, ...], DebateResult | None] | None = None) -> list[DebateResult]:
+                       memo: dict[ResultRow, DebateResult | None] | None = None) -> list[DebateResult]:
     """Every rated debate, oldest first (the last verdict of each). `memo` (kept by the caller between
     loads) maps rows read before to their result: after a new verdict only the changed rows are parsed."""
-    rows = await store.fetchall(RESULTS_SQL[store.dialect])
+    rows = await store.verdicts.results()
     if memo is None:
         results = [r for r in map(_result, rows) if r is not None]
     else:
@@ -153,8 +135,4 @@ async def load_results(store: EventStore,
 
 async def rebuild_digests(store: EventStore) -> int:
     """Make `verdict_digests` again from the stored verdict events; returns how many debates it holds."""
-    async with store.transaction() as tx:
-        await tx.execute("DELETE FROM verdict_digests")
-        await tx.execute(BACKFILL_SQL[store.dialect])
-    row = await store.fetchone("SELECT count(*) FROM verdict_digests")
-    return int(row[0]) if row else 0
+    return await store.verdicts.rebuild_digests()

@@ -8,7 +8,6 @@ their SHA-256 digest: neither a password nor a usable token is ever stored.
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 from webapp.models import utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import Where, model_row, page, runner
 
 RoleName = Literal["admin", "operator", "viewer"]
 # The audit's actor for failed sign-ins with a name no account has ("(" is never in a username).
@@ -96,7 +96,7 @@ class Accounts:
     """Users, share links and audit rows of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- users -------------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ class Accounts:
                     "INSERT INTO users (username, password_hash, role, created_at) VALUES (?,?,?,?)",
                     (row.username, row.password_hash, row.role, row.created_at.isoformat()),
                 )
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise UserExists(f"a user named {username!r} already exists") from None
         return row
 
@@ -116,11 +116,11 @@ class Accounts:
         row = await self.store.fetchone(
             f"SELECT {', '.join(USER_COLUMNS)} FROM users WHERE username = ?", (username,)
         )
-        return UserRow.model_validate(dict(zip(USER_COLUMNS, row, strict=True))) if row else None
+        return model_row(UserRow, USER_COLUMNS, row) if row else None
 
     async def users(self) -> list[UserRow]:
         rows = await self.store.fetchall(f"SELECT {', '.join(USER_COLUMNS)} FROM users ORDER BY username")
-        return [UserRow.model_validate(dict(zip(USER_COLUMNS, r, strict=True))) for r in rows]
+        return [model_row(UserRow, USER_COLUMNS, r) for r in rows]
 
     async def count_admins(self, enabled_only: bool = True) -> int:
         row = await self.store.fetchone(
@@ -173,13 +173,13 @@ class Accounts:
         row = await self.store.fetchone(
             f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE token_hash = ?", (token_hash,)
         )
-        return ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, row, strict=True))) if row else None
+        return model_row(ShareLinkRow, LINK_COLUMNS, row) if row else None
 
     async def link(self, link_id: str) -> ShareLinkRow | None:
         row = await self.store.fetchone(
             f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE id = ?", (link_id,)
         )
-        return ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, row, strict=True))) if row else None
+        return model_row(ShareLinkRow, LINK_COLUMNS, row) if row else None
 
     async def links_over(self, link_ids: list[str]) -> set[str]:
         """Which of these links no longer work (revoked, expired, or gone with their debate)."""
@@ -199,7 +199,7 @@ class Accounts:
             f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE debate_id = ? ORDER BY created_at DESC",
             (debate_id,),
         )
-        return [ShareLinkRow.model_validate(dict(zip(LINK_COLUMNS, r, strict=True))) for r in rows]
+        return [model_row(ShareLinkRow, LINK_COLUMNS, r) for r in rows]
 
     async def revoke_link(self, link_id: str, revoked_by: str) -> bool:
         """Revoke a link; False if it does not exist or was already revoked."""
@@ -251,18 +251,11 @@ class Accounts:
     async def audit_page(self, offset: int = 0, limit: int = 50, debate_id: str | None = None,
                          actor: str | None = None) -> tuple[list[AuditRow], int]:
         """Newest first, with the total count for paging."""
-        where, params = ["1=1"], []
+        where = Where()
         if debate_id:
-            where.append("debate_id = ?")
-            params.append(debate_id)
+            where.add("debate_id = ?", debate_id)
         if actor:
-            where.append("actor = ?")
-            params.append(actor)
-        clause = " AND ".join(where)
-        total_row = await self.store.fetchone(f"SELECT count(*) FROM audit WHERE {clause}", params)
-        rows = await self.store.fetchall(
-            f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE {clause} ORDER BY at DESC, id DESC LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return ([AuditRow.model_validate(dict(zip(AUDIT_COLUMNS, r, strict=True))) for r in rows],
-                int(total_row[0]) if total_row else 0)
+            where.add("actor = ?", actor)
+        rows, total = await page(self.store, ", ".join(AUDIT_COLUMNS), "audit", where, "at DESC, id DESC",
+                                 offset, limit)
+        return [model_row(AuditRow, AUDIT_COLUMNS, r) for r in rows], total

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from webapp.models import utcnow
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 Stage = Literal["before", "after"]
 Choice = Literal["for", "against", "undecided"]
@@ -64,7 +65,7 @@ class AudienceStore:
     """The audience tables of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- votes ---------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from webapp.store.protocol import EventStore
+from webapp.store.sql import model_row, runner
 
 REACTIONS: tuple[str, ...] = ("👍", "❓", "⚠️")  # the fixed set, in the order shown
 MAX_COMMENT_CHARS = 500
@@ -58,14 +59,14 @@ COMMENT_COLUMNS = tuple(CommentRow.model_fields)
 
 
 def _comment(row: Iterable[Any]) -> CommentRow:
-    return CommentRow.model_validate(dict(zip(COMMENT_COLUMNS, row, strict=True)))
+    return model_row(CommentRow, COMMENT_COLUMNS, row)
 
 
 class CommentStore:
     """The comments and reactions tables, on any `EventStore`."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     async def add(self, debate_id: str, turn_key: str, person: str, author: str, body: str,
                   *, at: float | None = None) -> CommentRow:

@@ -7,12 +7,11 @@ endpoint allows is decided in `webapp.providers.endpoints`; this module only kee
 
 from __future__ import annotations
 
-import sqlite3
-
 from webapp.models import utcnow
 from webapp.providers.endpoints import Endpoint
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import runner
 
 
 class EndpointTaken(ValueError):
@@ -30,7 +29,7 @@ class EndpointStore:
     """The `endpoints` table of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     async def list(self) -> list[Endpoint]:
         """Every registered endpoint, by name."""
@@ -46,7 +45,7 @@ class EndpointStore:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (endpoint.name.casefold(), endpoint.name, endpoint.base_url, endpoint.key_env, created_by,
                      utcnow().isoformat()))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise EndpointTaken(f"an endpoint called “{endpoint.name}” is registered already") from None
         return endpoint.model_copy(update={"source": "settings"})
 

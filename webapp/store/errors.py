@@ -123,13 +123,26 @@ class StoreUnavailable(StoreError):
 
 class DuplicateKey(ValueError):
     """A row with the same unique key is stored already (a constraint of the data, not a storage fault).
-    The PostgreSQL store raises it where SQLite raises `sqlite3.IntegrityError`."""
+    Both stores raise it: the SQLite store translates SQLite's unique and primary-key violations
+    (`as_duplicate`), the PostgreSQL store asyncpg's `UniqueViolationError`."""
+
+
+_DUPLICATE_NAMES = ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
+
+
+def as_duplicate(exc: BaseException) -> BaseException:
+    """`exc` as a `DuplicateKey` when it is SQLite's "that key is stored already", else `exc` itself
+    (a foreign key, NOT NULL or CHECK failure stays what it is)."""
+    if isinstance(exc, sqlite3.IntegrityError) and getattr(exc, "sqlite_errorname", "") in _DUPLICATE_NAMES:
+        duplicate = DuplicateKey(str(exc))
+        duplicate.__cause__ = exc
+        return duplicate
+    return exc
 
 
 # What code outside the store catches, so that only the store knows which driver it runs on (no
 # `import sqlite3` elsewhere). A storage fault once the store's own retries are spent: its classified
 # errors, and a raw SQLite operational error should one ever escape unclassified.
 STORAGE_FAULTS: tuple[type[BaseException], ...] = (StoreError, sqlite3.OperationalError)
-# "That row exists already": the PostgreSQL store raises `DuplicateKey`, the SQLite store lets
-# `sqlite3.IntegrityError` through from a few paths (to be translated at the source, then this is one type).
-DUPLICATE_KEYS: tuple[type[BaseException], ...] = (DuplicateKey, sqlite3.IntegrityError)
+# "That row exists already", on either store.
+DUPLICATE_KEYS: tuple[type[BaseException], ...] = (DuplicateKey,)

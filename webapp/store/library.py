@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import uuid
 from datetime import datetime
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from webapp.models import DebateConfig, Participant, utcnow
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
+from webapp.store.sql import model_row, runner
 
 Kind = Literal["profile", "template"]
 KINDS: tuple[Kind, ...] = ("profile", "template")
@@ -165,13 +165,11 @@ class Library:
     """The saved profiles and templates of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     @staticmethod
     def _item(row: tuple[Any, ...]) -> LibraryItem:
-        values = dict(zip(_COLUMNS, row, strict=True))
-        values["data"] = json.loads(values["data"])
-        return LibraryItem.model_validate(values)
+        return model_row(LibraryItem, _COLUMNS, row, json_columns=("data",))
 
     async def save(self, kind: Kind, name: str, data: dict[str, Any], created_by: str) -> LibraryItem:
         """Store a new item; `data` is validated for its kind. Raises `NameTaken` or `LibraryError`."""
@@ -187,7 +185,7 @@ class Library:
                     f"INSERT INTO library ({', '.join(_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
                     (item.id, kind, item.name, json.dumps(clean, sort_keys=True), created_by,
                      now.isoformat(), now.isoformat()))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise NameTaken(f"A {kind} called “{item.name}” already exists: choose another name") from None
         return item
 
@@ -219,7 +217,7 @@ class Library:
             async with self.store.transaction() as db:
                 await db.execute("UPDATE library SET name = ?, updated_at = ? WHERE id = ?",
                                  (clean, now.isoformat(), item_id))
-        except (sqlite3.IntegrityError, DuplicateKey):
+        except DuplicateKey:
             raise NameTaken(f"A {item.kind} called “{clean}” already exists: choose another name") from None
         return item.model_copy(update={"name": clean, "updated_at": now})
 

@@ -30,6 +30,8 @@ from typing import Any
 import asyncpg
 
 from webapp.models import DebateEvent, EventKind, utcnow
+from webapp.store.base import SqlStore
+from webapp.store.dialect import POSTGRES
 from webapp.store.errors import (
     DuplicateKey,
     StoreError,
@@ -39,18 +41,9 @@ from webapp.store.errors import (
     StoreUnwritable,
 )
 from webapp.store.pg_migrations import migrate
-from webapp.store.protocol import redacted
-from webapp.store.repository import (
-    INSERT_EVENT,
-    ROW_SELECT,
-    SUMMARY_COLUMNS,
-    DebateRow,
-    LogReads,
-    StaleWrite,
-    debate_row,
-    token_actor_pattern,
-)
+from webapp.store.rows import INSERT_DEBATE, INSERT_EVENT, StaleWrite, listing, new_debate
 from webapp.store.sql import numbered
+from webapp.store.targets import redacted
 
 __all__ = ["PostgresStore", "redacted"]
 
@@ -89,10 +82,6 @@ class _Executed:
     rows: list[tuple[Any, ...]]
 
 
-# A debate's tags as a JSON array (an empty one when the config has none, or not a list).
-_TAGS = "CASE WHEN jsonb_typeof(config::jsonb -> 'tags') = 'array' THEN config::jsonb -> 'tags' ELSE '[]'::jsonb END"
-_MODEL_LABEL = "(p.value ->> 'provider') || ':' || (p.value ->> 'model')"
-
 
 def _rowcount(status: str) -> int:
     """Rows a command touched, from its status tag (`UPDATE 3`, `INSERT 0 1`, `DELETE 0`)."""
@@ -119,14 +108,10 @@ class _PgTransaction:
             raise DuplicateKey(str(exc)) from exc
 
 
-class PostgresStore(LogReads):
+class PostgresStore(SqlStore):
     """Access to the event log in PostgreSQL. Open with `await PostgresStore.open(dsn)`."""
 
-    dialect = "postgresql"  # which SQL the queries written per database use (`EventStore.dialect`)
-    SEARCH_TAGS = f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({_TAGS}) t WHERE lower(t) LIKE ? ESCAPE '\\')"
-    HAS_MODEL = f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_MODEL_LABEL} = ?)"
-    HAS_TAG = "coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)"
-    TAGS_COLUMN = "(config::jsonb -> 'tags')::text"
+    dialect = POSTGRES
 
     def __init__(self, dsn: str, pool: Any) -> None:
         self.dsn = dsn
@@ -186,7 +171,7 @@ class PostgresStore(LogReads):
                 raise
             raise fault from exc
 
-    # --- generic access (accounts, judge health) -------------------------------------------
+    # --- SQL for the store's own modules (`SqlRunner`) ----------------------------------------
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[_PgTransaction]:
@@ -199,10 +184,6 @@ class PostgresStore(LogReads):
         async with self._connection() as conn:
             return [tuple(r) for r in await conn.fetch(numbered(sql), *params)]
 
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
     # --- debates -----------------------------------------------------------------------------
 
     async def create_debate(
@@ -210,25 +191,14 @@ class PostgresStore(LogReads):
         actor: str | None = None,
     ) -> DebateEvent:
         """Insert the debate and its CREATED event in one transaction (as `Store.create_debate`)."""
-        now = utcnow()
-        data: dict[str, Any] = {"config": config}
-        if actor:
-            data["actor"] = actor
+        new = new_debate(debate_id, topic, format_id, config, summary, actor)
         async with self._connection() as conn, conn.transaction():
             try:
-                await conn.execute(
-                    "INSERT INTO debates (id, topic, topic_search, format, config, status, total_rounds,"
-                    " participants, created_at, updated_at, last_seq, created_by)"
-                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,1,$11)",
-                    debate_id, topic, topic.lower(), format_id, json.dumps(config), str(summary.get("status", "idle")),
-                    int(summary.get("total_rounds", 0)), json.dumps(summary.get("participants", [])),
-                    now.isoformat(), now.isoformat(), actor or "",
-                )
+                await conn.execute(numbered(INSERT_DEBATE), *new.debate_values)
             except asyncpg.exceptions.UniqueViolationError as exc:
                 raise DuplicateKey(f"a debate with id {debate_id!r} exists already") from exc
-            await conn.execute(numbered(INSERT_EVENT), debate_id, 1, EventKind.CREATED.value, now.isoformat(),
-                               json.dumps(data), "created")
-        return DebateEvent(debate_id=debate_id, seq=1, kind=EventKind.CREATED, at=now, data=data)
+            await conn.execute(numbered(INSERT_EVENT), *new.event_values)
+        return new.event
 
     async def append(
         self,
@@ -245,17 +215,14 @@ class PostgresStore(LogReads):
         `KeyError` for an unknown debate; nothing is written in those cases."""
         at = at or utcnow()
         payload = json.dumps(data, default=str)
-        listing = {column: summary[column] for column in SUMMARY_COLUMNS if summary and column in summary}
+        changes = listing(summary)
         async with self._connection() as conn, conn.transaction():
             last = await conn.fetchval("SELECT last_seq FROM debates WHERE id = $1 FOR UPDATE", debate_id)
             if last is None:
                 raise KeyError(f"no debate {debate_id!r}")
             seq = int(last) + 1
             if expected_seq is not None and expected_seq != seq:
-                raise StaleWrite(
-                    f"debate {debate_id} was changed by another process (its log is at event {seq - 1}, "
-                    f"this process expected {expected_seq - 1}); reload it"
-                )
+                raise StaleWrite.at(debate_id, seq, expected_seq)
             if idem_key is not None and await conn.fetchval(
                 "SELECT 1 FROM events WHERE debate_id = $1 AND idem_key = $2", debate_id, idem_key
             ):
@@ -263,7 +230,7 @@ class PostgresStore(LogReads):
             await conn.execute(numbered(INSERT_EVENT), debate_id, seq, kind.value, at.isoformat(), payload, idem_key)
             sets = ["last_seq = $2", "updated_at = $3"]
             values: list[Any] = [debate_id, seq, at.isoformat()]
-            for column, value in listing.items():
+            for column, value in changes.items():
                 kind_of = _COLUMN_TYPES[column]
                 # (a str subclass, e.g. a state enum, is sent as the text it is, never through str())
                 values.append(value if value is None or kind_of is str else kind_of(value))
@@ -271,47 +238,7 @@ class PostgresStore(LogReads):
             await conn.execute(f"UPDATE debates SET {', '.join(sets)} WHERE id = $1", *values)
         return DebateEvent(debate_id=debate_id, seq=seq, kind=kind, at=at, data=data)
 
-    async def models_and_tags(self) -> tuple[list[str], list[str]]:
-        """Every participant model and topic tag of the stored debates (the dashboard's filters)."""
-        models = await self.fetchall(
-            f"SELECT DISTINCT {_MODEL_LABEL} FROM debates, jsonb_array_elements(participants::jsonb) p ORDER BY 1")
-        tags = await self.fetchall(
-            "SELECT DISTINCT t FROM debates, "
-            f"jsonb_array_elements_text({_TAGS}) t ORDER BY 1")
-        return [str(r[0]) for r in models if r[0]], [str(r[0]) for r in tags if r[0]]
-
-    async def series_ids(self, series: str) -> list[str]:
-        """The debates of a series, oldest first (uses the `debates_series` expression index)."""
-        rows = await self.fetchall(
-            "SELECT id FROM debates WHERE id = ? OR (config::jsonb ->> 'series') = ? ORDER BY created_at, rowid",
-            (series, series),
-        )
-        return [r[0] for r in rows]
-
-    async def ids_with_status(self, statuses: list[str]) -> list[str]:
-        rows = await self.fetchall(
-            f"SELECT id FROM debates WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created_at",
-            statuses,
-        )
-        return [r[0] for r in rows]
-
-    async def get_row(self, debate_id: str) -> DebateRow | None:
-        row = await self.fetchone(f"SELECT {ROW_SELECT} FROM debates WHERE id = ?", (debate_id,))
-        return debate_row(row) if row else None
-
     async def delete_debate(self, debate_id: str) -> bool:
         """Remove a debate, its whole log and its share links (really removed, not hidden)."""
         async with self._connection() as conn:
             return _rowcount(await conn.execute("DELETE FROM debates WHERE id = $1", debate_id)) > 0
-
-    async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float:
-        """As `Store.committed_spend`: spent by ended debates, the hard limit (or spend, if higher) of others."""
-        statuses = list(terminal)
-        marks = ",".join("?" * len(statuses)) or "NULL"
-        row = await self.fetchone(
-            f"SELECT coalesce(sum(CASE WHEN status IN ({marks}) THEN cost_usd ELSE greatest(cost_usd, coalesce("
-            "(config::jsonb #>> '{budget,cost_limit}')::double precision, cost_usd)) END), 0) FROM debates "
-            "WHERE (created_by = ? OR created_by LIKE ? ESCAPE '\\') AND created_at >= ?",
-            (*statuses, created_by, token_actor_pattern(created_by), since.isoformat()),
-        )
-        return float(row[0]) if row else 0.0

@@ -2,54 +2,51 @@
 PostgreSQL store (`PostgresStore`) implement, and the one place that picks between them (`open_store`).
 
 The event log is the truth (append-only, numbered per debate, idempotency keys, the stale-write
-check); the `debates` table is a projection of it kept for listing. Repositories with their own tables
-(accounts, share links, audit) use `transaction`/`fetchall`/`fetchone` with SQL both databases accept
-and `?` placeholders (`webapp.store.sql`).
+check); the `debates` table is a projection of it kept for listing. The protocol offers domain methods
+and domain objects only (`tournaments`, `leases`, `jobs`, `verdicts`), never SQL: every statement is in
+`webapp.store`, whose own modules run theirs through `webapp.store.sql.SqlRunner`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from webapp.models import DebateEvent, EventKind
-from webapp.store.repository import DebateRow
+from webapp.store.leases import JobTable, LeaseTable
+from webapp.store.rows import DebateRow
+from webapp.store.targets import is_postgres_url, redacted
+from webapp.store.tournaments import TournamentTable
+from webapp.store.verdicts import VerdictTable
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-class Executed(Protocol):
-    """What a statement run in a transaction reports."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-
-class WriteTransaction(Protocol):
-    """One write transaction (`EventStore.transaction()`)."""
-
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> Executed: ...
-
+__all__ = ["EventStore", "is_postgres_url", "open_store", "redacted"]
 
 class EventStore(Protocol):
-    """A debate store: the event log, its listing projection and generic access to the other tables."""
-
-    @property
-    def dialect(self) -> str:
-        """"sqlite" or "postgresql": picks the query text where the two databases' SQL differs (JSON)."""
-        ...
+    """A debate store: the event log, its listing projection, and the tables beside it as domain objects."""
 
     async def close(self) -> None: ...
 
-    def transaction(self) -> AbstractAsyncContextManager[WriteTransaction]: ...
+    @property
+    def tournaments(self) -> TournamentTable:
+        """Tournaments, the debates of their slots, and who plays each (`webapp.store.tournaments`)."""
+        ...
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]: ...
+    @property
+    def leases(self) -> LeaseTable:
+        """Which worker runs which debate, until when (`webapp.store.leases`)."""
+        ...
 
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None: ...
+    @property
+    def jobs(self) -> JobTable:
+        """What web processes ask of workers (`webapp.store.leases`)."""
+        ...
+
+    @property
+    def verdicts(self) -> VerdictTable:
+        """The stored verdicts as the leaderboard and judge health read them (`webapp.store.verdicts`)."""
+        ...
 
     async def create_debate(
         self, debate_id: str, topic: str, format_id: str, config: dict[str, Any], summary: dict[str, Any],
@@ -82,19 +79,11 @@ class EventStore(Protocol):
 
     async def get_row(self, debate_id: str) -> DebateRow | None: ...
 
+    async def participants(self, debate_ids: list[str]) -> dict[str, list[dict[str, Any]]]: ...
+
     async def delete_debate(self, debate_id: str) -> bool: ...
 
     async def committed_spend(self, created_by: str, since: datetime, terminal: Iterable[str]) -> float: ...
-
-
-def is_postgres_url(target: str | Path) -> bool:
-    """Whether `target` (ROSTRUM_DB) names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
-
-
-def redacted(target: str | Path) -> str:
-    """`target` as it may be shown or logged: a URL without its password (a secret)."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(target))
 
 
 async def open_store(target: str | Path, **kwargs: Any) -> EventStore:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from webapp.models import utcnow
 from webapp.store.protocol import EventStore
+from webapp.store.sql import SqlRunner, model_row, runner
 
 TICKET_SECONDS = 120  # a ticket not traded for a session by then is void
 ENDED_KEPT = timedelta(days=2)  # ended and expired sessions are deleted after this
@@ -50,8 +51,8 @@ class _Locked(Exception):
 class SignIns:
     """Sessions and throttle counters of one store."""
 
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
+    def __init__(self, store: EventStore | SqlRunner) -> None:
+        self.store = runner(store)
 
     # --- sessions ------------------------------------------------------------------------------
 
@@ -86,12 +87,12 @@ class SignIns:
     async def by_token(self, token_hash: str) -> SessionRow | None:
         row = await self.store.fetchone(
             f"SELECT {', '.join(SESSION_COLUMNS)} FROM login_sessions WHERE token_hash = ?", (token_hash,))
-        return SessionRow.model_validate(dict(zip(SESSION_COLUMNS, row, strict=True))) if row else None
+        return model_row(SessionRow, SESSION_COLUMNS, row) if row else None
 
     async def get(self, session_id: str) -> SessionRow | None:
         row = await self.store.fetchone(
             f"SELECT {', '.join(SESSION_COLUMNS)} FROM login_sessions WHERE id = ?", (session_id,))
-        return SessionRow.model_validate(dict(zip(SESSION_COLUMNS, row, strict=True))) if row else None
+        return model_row(SessionRow, SESSION_COLUMNS, row) if row else None
 
     async def end(self, session_id: str, why: str) -> bool:
         async with self.store.transaction() as db:

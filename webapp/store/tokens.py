@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from webapp.models import utcnow
 from webapp.store.accounts import RoleName
 from webapp.store.protocol import EventStore
+from webapp.store.sql import model_row, runner
 
 
 class TokenRow(BaseModel):
@@ -50,14 +51,14 @@ _SELECT = f"SELECT {', '.join(TOKEN_COLUMNS)} FROM api_tokens"
 
 
 def _row(values: tuple[Any, ...]) -> TokenRow:
-    return TokenRow.model_validate(dict(zip(TOKEN_COLUMNS, values, strict=True)))
+    return model_row(TokenRow, TOKEN_COLUMNS, values)
 
 
 class ApiTokens:
     """The API tokens of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     async def add(self, username: str, role: RoleName, token_hash: str, suffix: str, name: str = "",
                   expires_at: datetime | None = None) -> TokenRow:

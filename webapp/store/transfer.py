@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from webapp.store.postgres import PostgresStore
-from webapp.store.protocol import EventStore, is_postgres_url, open_store, redacted
+from webapp.store.protocol import is_postgres_url, open_store, redacted
+from webapp.store.sql import SqlRunner, runner
 
 # Every column of each copied table, in the order copied (the same in both stores' schemas).
 DEBATE_COLUMNS = (
@@ -129,7 +130,7 @@ def _insert(table: str, columns: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({_select(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
-async def debate_checksum(store: EventStore, debate_id: str) -> str:
+async def debate_checksum(store: SqlRunner, debate_id: str) -> str:
     """SHA-256 over a debate's listing row and its whole log, as stored (the same on any store that
     holds the same debate)."""
     digest = hashlib.sha256()
@@ -142,7 +143,7 @@ async def debate_checksum(store: EventStore, debate_id: str) -> str:
     return digest.hexdigest()
 
 
-async def table_checksum(store: EventStore, table: str) -> str:
+async def table_checksum(store: SqlRunner, table: str) -> str:
     """SHA-256 over every row of one of `TABLES`, as stored (rows sorted here, not by the database: the
     two stores' collations need not agree)."""
     rows = sorted(json.dumps(list(r), default=str) for r in
@@ -150,14 +151,14 @@ async def table_checksum(store: EventStore, table: str) -> str:
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
-async def _count(store: EventStore, table: str) -> int:
+async def _count(store: SqlRunner, table: str) -> int:
     row = await store.fetchone(f"SELECT count(*) FROM {table}")
     return int(row[0]) if row else 0
 
 
-async def table_names(store: EventStore) -> set[str]:
+async def table_names(store: SqlRunner) -> set[str]:
     """The names of the tables in a store's database."""
-    if store.dialect == "postgresql":
+    if store.dialect.name == "postgresql":
         rows = await store.fetchall("SELECT table_name FROM information_schema.tables "
                                     "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")
     else:
@@ -171,7 +172,7 @@ def unaccounted(tables: set[str]) -> set[str]:
     return tables - {*COPIED, *DERIVED, *TRANSIENT, *BOOKKEEPING}
 
 
-async def copy_store(source: EventStore, target: EventStore,
+async def copy_store(source: SqlRunner, target: SqlRunner,
                      progress: Callable[[str], Awaitable[None] | None] | None = None) -> TransferReport:
     """Copy everything in `source` into the empty `target`, then verify it (`TransferError` if it differs)."""
     unknown = unaccounted(await table_names(source))
@@ -215,7 +216,7 @@ async def copy_store(source: EventStore, target: EventStore,
     return report
 
 
-async def verify(source: EventStore, target: EventStore, report: TransferReport) -> None:
+async def verify(source: SqlRunner, target: SqlRunner, report: TransferReport) -> None:
     """Every copied and derived table's count, every copied debate's checksum and every other copied
     table's checksum, the same on both sides."""
     problems = []
@@ -242,7 +243,7 @@ async def migrate_store(source: str | Path, target: str | Path,
     try:
         dst = await open_store(target)
         try:
-            return await copy_store(src, dst, progress)
+            return await copy_store(runner(src), runner(dst), progress)
         finally:
             await dst.close()
     finally:

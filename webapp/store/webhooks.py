@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from webapp.models import utcnow
 from webapp.store.protocol import EventStore
+from webapp.store.sql import Where, model_row, page, runner
 
 EndpointFormat = Literal["json", "slack"]
 DeliveryStatus = Literal["pending", "delivered", "failed"]
@@ -93,22 +94,18 @@ _QUEUE = """INSERT INTO webhook_deliveries (id, endpoint_id, event, event_key, s
 
 
 def _endpoint(r: tuple[Any, ...]) -> EndpointRow:
-    values = dict(zip(ENDPOINT_COLUMNS, r, strict=True))
-    values["events"] = json.loads(values["events"])
-    return EndpointRow.model_validate(values)
+    return model_row(EndpointRow, ENDPOINT_COLUMNS, r, json_columns=("events",))
 
 
 def _delivery(r: tuple[Any, ...]) -> DeliveryRow:
-    values = dict(zip(DELIVERY_COLUMNS, r, strict=True))
-    values["payload"] = json.loads(values["payload"])
-    return DeliveryRow.model_validate(values)
+    return model_row(DeliveryRow, DELIVERY_COLUMNS, r, json_columns=("payload",))
 
 
 class WebhookStore:
     """The webhook tables of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = runner(store)
 
     # --- endpoints ---------------------------------------------------------------------------
 
@@ -231,16 +228,11 @@ class WebhookStore:
     async def deliveries(self, offset: int = 0, limit: int = 50, endpoint_id: str | None = None,
                          subject: str | None = None) -> tuple[list[DeliveryRow], int]:
         """Newest first, with the total count for paging."""
-        where, params = ["1=1"], []
+        where = Where()
         if endpoint_id:
-            where.append("d.endpoint_id = ?")
-            params.append(endpoint_id)
+            where.add("d.endpoint_id = ?", endpoint_id)
         if subject:
-            where.append("d.subject = ?")
-            params.append(subject)
-        clause = " AND ".join(where)
-        total = await self.store.fetchone(f"SELECT count(*) FROM webhook_deliveries d WHERE {clause}", params)
-        rows = await self.store.fetchall(
-            f"SELECT {_DELIVERY_SELECT} FROM webhook_deliveries d WHERE {clause}"
-            " ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?", (*params, limit, offset))
-        return [_delivery(r) for r in rows], int(total[0]) if total else 0
+            where.add("d.subject = ?", subject)
+        rows, total = await page(self.store, _DELIVERY_SELECT, "webhook_deliveries d", where,
+                                 "d.created_at DESC, d.id DESC", offset, limit)
+        return [_delivery(r) for r in rows], total

@@ -1,5 +1,6 @@
 """Tournaments in the store: their own table (the plan and where it stands) and, read from the debates
-table, the debates played for their slots."""
+table, the debates played for their slots. The SQL is the store's (`webapp.store.tournaments`, reached
+as `EventStore.tournaments`); this module adds the plan's model, the claims' rules and the owner names."""
 
 from __future__ import annotations
 
@@ -8,29 +9,22 @@ import os
 import socket
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from datetime import timedelta
+from typing import Literal
 
 from webapp.models import utcnow
-from webapp.store import DebateRow
 from webapp.store.protocol import EventStore
-from webapp.store.repository import ROW_SELECT, debate_row
+from webapp.store.tournaments import SlotRow, TournamentRecord, TournamentState
 from webapp.tournament.plan import Tournament
 
 TournamentStatus = Literal["planned", "running", "stopped", "completed"]
 
 
-class TournamentRow(BaseModel):
+class TournamentRow(TournamentState):
     """One tournament as stored: its plan, its status and why it stopped (if it did)."""
 
     tournament: Tournament
     status: TournamentStatus = "planned"
-    stop_reason: str | None = None
-    updated_at: datetime
-    owner: str | None = None
-    lease_until: datetime | None = None
 
     @property
     def id(self) -> str:
@@ -41,51 +35,9 @@ class TournamentRow(BaseModel):
         return bool(self.owner and self.lease_until and self.lease_until > utcnow() and not owner_gone(self.owner))
 
 
-class SlotDebate(BaseModel):
-    """The debate played for one slot, with its winner's participant id once it has a verdict."""
-
-    slot: str
-    row: DebateRow
-    winner: str | None = None
-    has_verdict: bool = False
+SlotDebate = SlotRow  # the debate played for one slot, with its winner's participant id once it has a verdict
 
 
-SELECT = "spec, status, stop_reason, updated_at, owner, lease_until"
-
-
-class _Sql:
-    """The queries whose text differs between the stores (reading the config and verdict JSON)."""
-
-    def __init__(self, text: Any, number: Any, boolean: Any, greatest: str, newest: str) -> None:
-        slot, tournament = text("config", "tournament_slot"), text("config", "tournament")
-        self.debates = f"SELECT {slot}, {ROW_SELECT} FROM debates WHERE {tournament} = ?"
-        # The last verdict of each debate (a debate has at most one final verdict event).
-        self.verdicts = (f"SELECT debate_id, {text('data', 'verdict', 'winner')}, "
-                         f"{boolean(('data', 'verdict', 'available'))} FROM events "
-                         "WHERE kind = 'verdict' AND debate_id IN ({marks}) ORDER BY seq")
-        limit = number("config", "budget", "cost_limit")
-        self.committed = (f"SELECT coalesce(sum(CASE WHEN status IN ({{marks}}) THEN cost_usd "
-                          f"ELSE {greatest}(cost_usd, coalesce({limit}, cost_usd)) END), 0) "
-                          f"FROM debates WHERE {tournament} = ?")
-        self.newest = newest
-
-
-_SQL = {
-    "sqlite": _Sql(
-        text=lambda column, *path: f"json_extract({column}, '$.{'.'.join(path)}')",
-        number=lambda column, *path: f"json_extract({column}, '$.{'.'.join(path)}')",
-        boolean=lambda p: f"coalesce(json_extract({p[0]}, '$.{'.'.join(p[1:])}'), 1)",
-        greatest="max", newest="created_at DESC, rowid DESC"),
-    # `->>` on the config matches the `debates_tournament_slot` expression index; PostgreSQL's tournaments
-    # table has no insertion number, so ties of the creation time (to the microsecond) go by id.
-    "postgresql": _Sql(
-        text=lambda column, *path: (f"({column}::jsonb ->> '{path[0]}')" if len(path) == 1
-                                    else f"({column}::jsonb #>> '{{{','.join(path)}}}')"),
-        number=lambda column, *path: f"({column}::jsonb #>> '{{{','.join(path)}}}')::double precision",
-        boolean=lambda p: (f"coalesce(({p[0]}::jsonb #> '{{{','.join(p[1:])}}}') NOT IN "
-                           "('false'::jsonb, '0'::jsonb), true)"),
-        greatest="greatest", newest="created_at DESC, id DESC"),
-}
 LEASE_S = 30.0  # how long a claim holds without being renewed (a player renews it every third of this)
 
 
@@ -135,39 +87,27 @@ class TournamentStore:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
-        self.sql = _SQL[store.dialect]
+        self.table = store.tournaments
 
     async def create(self, tournament: Tournament) -> Tournament:
         """Store a new tournament (given a fresh id); returns it as stored."""
         tournament = tournament.model_copy(update={"id": uuid.uuid4().hex[:12], "created_at": utcnow()})
-        now = utcnow().isoformat()
-        async with self.store.transaction() as db:
-            await db.execute(
-                "INSERT INTO tournaments (id, name, spec, status, created_by, created_at, updated_at) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (tournament.id, tournament.name, tournament.model_dump_json(), "planned", tournament.created_by,
-                 tournament.created_at.isoformat(), now),
-            )
+        await self.table.insert(tournament.id, tournament.name, tournament.model_dump_json(), tournament.created_by,
+                                tournament.created_at, utcnow())
         return tournament
 
     async def get(self, tournament_id: str) -> TournamentRow | None:
-        row = await self.store.fetchone(
-            f"SELECT {SELECT} FROM tournaments WHERE id = ?", (tournament_id,))
-        return self._row(row) if row else None
+        record = await self.table.get(tournament_id)
+        return self._row(record) if record else None
 
     async def all(self, limit: int = 100) -> list[TournamentRow]:
-        rows = await self.store.fetchall(
-            f"SELECT {SELECT} FROM tournaments ORDER BY {self.sql.newest} LIMIT ?", (limit,))
-        return [self._row(r) for r in rows]
+        return [self._row(r) for r in await self.table.newest(limit)]
 
     async def with_status(self, status: TournamentStatus) -> list[str]:
-        rows = await self.store.fetchall("SELECT id FROM tournaments WHERE status = ? ORDER BY created_at", (status,))
-        return [r[0] for r in rows]
+        return await self.table.ids_with_status(status)
 
     async def set_status(self, tournament_id: str, status: TournamentStatus, reason: str | None = None) -> None:
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE tournaments SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
-                             (status, reason, utcnow().isoformat(), tournament_id))
+        await self.table.set_status(tournament_id, status, reason, utcnow())
 
     async def set_budget(self, tournament_id: str, budget_usd: float | None) -> Tournament:
         """Change the total budget (to continue a tournament that ran out)."""
@@ -176,103 +116,63 @@ class TournamentStore:
             raise KeyError(tournament_id)
         tournament = row.tournament.model_copy(update={"budget_usd": budget_usd})
         tournament = Tournament.model_validate(tournament.model_dump())
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE tournaments SET spec = ?, updated_at = ? WHERE id = ?",
-                             (tournament.model_dump_json(), utcnow().isoformat(), tournament_id))
+        await self.table.set_spec(tournament_id, tournament.model_dump_json(), utcnow())
         return tournament
 
     async def debates(self, tournament_id: str) -> dict[str, SlotDebate]:
         """Slot key → the debate played for it (uses the unique slot index)."""
-        rows = await self.store.fetchall(self.sql.debates, (tournament_id,))
-        out: dict[str, SlotDebate] = {}
-        ids: list[str] = []
-        for r in rows:
-            row = debate_row(r[1:])
-            out[str(r[0])] = SlotDebate(slot=str(r[0]), row=row)
-            ids.append(row.id)
-        if ids:
-            verdicts = await self.store.fetchall(self.sql.verdicts.replace("{marks}", ",".join("?" * len(ids))), ids)
-            by_id = {debate.row.id: debate for debate in out.values()}
-            for debate_id, winner, available in verdicts:
-                debate = by_id[debate_id]
-                debate.winner = winner
-                debate.has_verdict = bool(available)
-        return out
+        return {s.slot: s for s in await self.table.slots(tournament_id)}
 
     async def committed(self, tournament_id: str, terminal: Iterable[str]) -> float:
         """What the tournament's debates have spent, or may still spend: an ended debate counts what it
         spent; one still going, its own hard limit (its share of the budget), or its spend if higher."""
-        statuses = list(terminal)
-        marks = ",".join("?" * len(statuses))
-        row = await self.store.fetchone(self.sql.committed.replace("{marks}", marks or "NULL"),
-                                        (*statuses, tournament_id))
-        return float(row[0]) if row else 0.0
+        return await self.table.committed(tournament_id, terminal)
 
     async def claim(self, tournament_id: str, owner: str, lease: float = LEASE_S) -> None:
         """Become the one process playing the tournament for `lease` seconds (renewed by `renew`);
         raises `TournamentBusy` while another (alive, or within its lease) is."""
         now = utcnow()
-        found = await self.store.fetchone("SELECT owner, lease_until FROM tournaments WHERE id = ?", (tournament_id,))
+        found = await self.table.claim_of(tournament_id)
         if found is None:
             raise KeyError(tournament_id)
-        holder, until = found
-        if (holder and holder != owner and until and datetime.fromisoformat(until) > now
-                and not owner_gone(holder)):
+        holder, until = found.owner, found.lease_until
+        if holder and holder != owner and until and until > now and not owner_gone(holder):
             raise TournamentBusy(tournament_id, holder)
-        # Compare and swap: taken only if nobody claimed it since it was read (works on either store).
-        async with self.store.transaction() as db:
-            done = await db.execute(
-                "UPDATE tournaments SET owner = ?, lease_until = ? WHERE id = ? AND coalesce(owner, '') = ?",
-                (owner, (now + timedelta(seconds=lease)).isoformat(), tournament_id, holder or ""))
-        if done.rowcount == 0:
+        # Compare and swap: taken only if nobody claimed it since it was read.
+        if not await self.table.swap_claim(tournament_id, holder, owner, now + timedelta(seconds=lease)):
             raise TournamentBusy(tournament_id, holder or "another process")
 
     async def renew(self, tournament_id: str, owner: str, lease: float = LEASE_S) -> None:
-        until = (utcnow() + timedelta(seconds=lease)).isoformat()
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE tournaments SET lease_until = ? WHERE id = ? AND owner = ?",
-                             (until, tournament_id, owner))
+        await self.table.renew_claim(tournament_id, owner, utcnow() + timedelta(seconds=lease))
 
     async def release(self, tournament_id: str, owner: str) -> None:
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE tournaments SET owner = NULL, lease_until = NULL WHERE id = ? AND owner = ?",
-                             (tournament_id, owner))
+        await self.table.release_claim(tournament_id, owner)
 
     # --- tournaments played by debate workers (ROSTRUM_WORKERS=external) ---------------------------
 
     async def request_play(self, tournament_id: str) -> bool:
         """Ask the debate workers to play (or continue) a tournament: its status becomes `running`, which
         is the durable request every worker reads (see `for_workers`). False when it already was."""
-        async with self.store.transaction() as db:
-            done = await db.execute(
-                "UPDATE tournaments SET status = 'running', stop_reason = NULL, updated_at = ? "
-                "WHERE id = ? AND status <> 'running'", (utcnow().isoformat(), tournament_id))
-        if done.rowcount == 0 and await self.get(tournament_id) is None:
+        started = await self.table.start_running(tournament_id, utcnow())
+        if not started and await self.get(tournament_id) is None:
             raise KeyError(tournament_id)
-        return done.rowcount > 0
+        return started
 
     async def request_stop(self, tournament_id: str, reason: str) -> bool:
         """Stop a tournament that workers play: no further debate starts (the worker playing it reads
         the status); those running finish on their workers. False when it was not running."""
-        async with self.store.transaction() as db:
-            done = await db.execute(
-                "UPDATE tournaments SET status = 'stopped', stop_reason = ?, updated_at = ? "
-                "WHERE id = ? AND status = 'running'", (reason, utcnow().isoformat(), tournament_id))
-        return done.rowcount > 0
+        return await self.table.stop_running(tournament_id, reason, utcnow())
 
     async def for_workers(self) -> list[str]:
         """Running tournaments a debate worker may take: nobody plays them (asked for by a web process,
         or given up by a process that stopped cleanly), or the worker playing them died or stopped
         renewing its claim. One claimed by another kind of process (the CLI) is left to it."""
-        rows = await self.store.fetchall(
-            "SELECT id, owner, lease_until FROM tournaments WHERE status = 'running' ORDER BY created_at")
         now = utcnow()
-        return [str(r[0]) for r in rows
-                if not r[1] or (played_by_worker(str(r[1])) and (not r[2] or datetime.fromisoformat(r[2]) <= now
-                                                                 or owner_gone(str(r[1]))))]
+        return [c.id for c in await self.table.running_claims()
+                if not c.owner or (played_by_worker(c.owner) and (not c.lease_until or c.lease_until <= now
+                                                                  or owner_gone(c.owner)))]
 
     @staticmethod
-    def _row(r: tuple[Any, ...]) -> TournamentRow:
-        return TournamentRow(tournament=Tournament.model_validate(json.loads(r[0])), status=r[1], stop_reason=r[2],
-                             updated_at=datetime.fromisoformat(r[3]), owner=r[4],
-                             lease_until=datetime.fromisoformat(r[5]) if r[5] else None)
+    def _row(r: TournamentRecord) -> TournamentRow:
+        return TournamentRow.model_validate(
+            {"tournament": Tournament.model_validate(json.loads(r.spec)), **r.model_dump(exclude={"spec"})})
