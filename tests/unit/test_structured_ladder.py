@@ -61,6 +61,9 @@ def test_a_schema_inside_json_object_spells_bounded_integers_out_for_the_grammar
     assert score["enum"] == list(range(0, 101)) and "maximum" not in score and "minimum" not in score
     assert sent["properties"]["criteria"]["properties"]["clarity"]["properties"]["B"]["properties"]["score"][
         "enum"][-1] == 100
+    # free text cannot be empty under the grammar (an empty reasoning failed a verdict); enums stay as they are
+    assert sent["properties"]["reasoning"]["minLength"] == 1
+    assert "minLength" not in sent["properties"]["winner"]
     # numbers that cannot be listed keep their bounds; the schema given is not changed
     assert sent["properties"]["confidence"] == schema["properties"]["confidence"]
     assert "enum" not in schema["properties"]["scores"]["properties"]["A"]

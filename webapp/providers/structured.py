@@ -118,11 +118,13 @@ ENUM_RANGE_MAX = 201
 
 
 def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with every bounded integer (`minimum`/`maximum`, a small range) spelled out as an enum.
+    """`schema` with every bounded integer (`minimum`/`maximum`, a small range) spelled out as an enum,
+    and every free string at least one character long.
 
     llama-cpp-python's JSON-schema-to-grammar conversion ignores `minimum`/`maximum`, so a grammar built
     from the plain schema lets a small model write a score of 200 or 10**15 — and the repair request
-    gets the same grammar and the same mistake. An enum of the allowed values is a grammar it honours.
+    gets the same grammar and the same mistake (and an empty "reasoning" passed the grammar but not the
+    verdict). An enum of the allowed values and `minLength` are grammar it honours.
     Sent only inside `json_object` (OpenAI's strict json_schema limits enum sizes and bounds numbers)."""
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -135,6 +137,8 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 and isinstance(high, int | float) and 0 <= high - low < ENUM_RANGE_MAX):
             out["enum"] = list(range(int(low), int(high) + 1))
             out.pop("minimum"), out.pop("maximum")
+        if out.get("type") == "string" and "enum" not in out and "const" not in out:
+            out.setdefault("minLength", 1)  # an empty reasoning or note is refused after the reply
         return out
     result: dict[str, Any] = walk(schema)
     return result
