@@ -1,8 +1,9 @@
-"""The new-debate form's sticky action bar: the debate's estimated cost range (`engine.estimate`), a
-note on what the estimate counts, "Kept in this tab", Reset and Start.
+"""The sticky action bar of the new-debate and new-tournament forms: what starting will cost (an
+estimated range, `engine.estimate`), a note on what the estimate counts, and Start (and Reset).
 
-The estimate is recomputed only when what the cost depends on changed (participants, format, rounds,
-judge, limits), never on a keystroke in the topic.
+The bar only shows; an estimator says what. `DebateCost` estimates one debate, and recomputes only
+when what the cost depends on changed (participants, format, rounds, judge, limits), never on a
+keystroke in the topic.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from webapp.ui.components.presets import form_to_config
 from webapp.wording import noun
 
 TOPIC_PLACEHOLDER = "e.g. Should cities ban private cars?"
+# (what it costs, what that counts), or None: nothing changed since the estimator was last asked.
+Estimator = Callable[[], tuple[str, str] | None]
 
 
 def counts(low: int, high: int) -> str:
@@ -38,13 +41,33 @@ def estimate_basis(estimate: DebateEstimate) -> str:
             "tokens or word limit)")
 
 
-class ActionBar:
-    """Sticky at the bottom of the window: the estimated cost of the whole debate, Reset and Start."""
+class DebateCost:
+    """The estimate of the debate the form describes."""
 
-    def __init__(self, form: dict[str, Any], reset: Callable[[], None],
-                 submit: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, form: dict[str, Any]) -> None:
         self.form = form
-        self._key = ""  # what the shown estimate was computed from
+        self._key = ""  # what the last estimate was computed from
+
+    def __call__(self) -> tuple[str, str] | None:
+        data = form_to_config(self.form)
+        key = json.dumps({k: v for k, v in data.items() if k != "topic"}, sort_keys=True, default=str)
+        if key == self._key:
+            return None
+        self._key = key
+        data["topic"] = data["topic"] or self.form.get("sample_topic") or TOPIC_PLACEHOLDER
+        try:
+            estimate = estimate_debate(DebateConfig.model_validate(data))
+        except (ValidationError, KeyError, ValueError):
+            return "Estimated cost: shown once the form is valid", ""
+        return f"Estimated cost: {estimate.label}", estimate_basis(estimate)
+
+
+class ActionBar:
+    """Sticky at the bottom of the window: the estimated cost, Reset (where the form has one) and Start."""
+
+    def __init__(self, estimator: Estimator, submit: Callable[[], Awaitable[None]], start: tuple[str, str],
+                 reset: Callable[[], None] | None = None) -> None:
+        self.estimator = estimator
         with ui.row().classes("w-full items-center gap-2 no-wrap rostrum-action-bar") \
                 .props('role="region" aria-label="Cost and start"').mark("action-bar"):
             with ui.column().classes("gap-0 min-w-0 shrink"):
@@ -53,27 +76,18 @@ class ActionBar:
                     .mark("cost-estimate-note")
             ui.space()
             self.kept_note = ui.row().classes("items-center rostrum-collapse-sm")
-            ui.button("Reset form", icon="restart_alt", on_click=reset) \
-                .props('flat dense no-caps no-wrap aria-label="Reset form"').classes("rostrum-icon-sm shrink-0") \
-                .mark("reset-form")
-            self.start_button = ui.button("Start debate", icon="play_arrow", on_click=submit) \
+            if reset is not None:
+                ui.button("Reset form", icon="restart_alt", on_click=reset) \
+                    .props('flat dense no-caps no-wrap aria-label="Reset form"') \
+                    .classes("rostrum-icon-sm shrink-0").mark("reset-form")
+            text, icon = start
+            self.start_button = ui.button(text, icon=icon, on_click=submit) \
                 .props("unelevated no-caps no-wrap").classes("shrink-0").mark("start")
 
     def update(self) -> None:
-        """Re-estimate, if what the cost depends on changed since the last time."""
+        """Show the estimator's figures, if they changed."""
         if self.label.is_deleted:
             return
-        data = form_to_config(self.form)
-        key = json.dumps({k: v for k, v in data.items() if k != "topic"}, sort_keys=True, default=str)
-        if key == self._key:
-            return
-        self._key = key
-        data["topic"] = data["topic"] or self.form.get("sample_topic") or TOPIC_PLACEHOLDER
-        try:
-            estimate = estimate_debate(DebateConfig.model_validate(data))
-        except (ValidationError, KeyError, ValueError):
-            self.label.text = "Estimated cost: shown once the form is valid"
-            self.note.text = ""
-            return
-        self.label.text = f"Estimated cost: {estimate.label}"
-        self.note.text = estimate_basis(estimate)
+        shown = self.estimator()
+        if shown is not None:
+            self.label.text, self.note.text = shown

@@ -20,7 +20,7 @@ from typing import Any
 from nicegui import app, ui
 
 from webapp.access.gate import Gate
-from webapp.engine.formats import FORMATS
+from webapp.engine.formats import FORMATS, Format
 from webapp.engine.schedule import ConfigError
 from webapp.models import TOPIC_MAX_CHARS
 from webapp.store import StoreError
@@ -30,7 +30,7 @@ from webapp.ui.components.form_fields import FormFields
 from webapp.ui.components.judge_panel import JudgePanel
 from webapp.ui.components.library import LibraryTools
 from webapp.ui.components.presets import QUICK_DEMO_TOPIC, SAMPLE_TOPICS, apply_preset, blank_form
-from webapp.ui.form.cost_bar import TOPIC_PLACEHOLDER, ActionBar
+from webapp.ui.form.cost_bar import TOPIC_PLACEHOLDER, ActionBar, DebateCost
 from webapp.ui.form.families import SelfPreference, debater_models
 from webapp.ui.form.feedback import Feedback
 from webapp.ui.form.format_card import FormatCard
@@ -39,6 +39,9 @@ from webapp.ui.form.validation import FIELD_FOR, collect_errors
 from webapp.ui.layout import heading
 from webapp.wording import counted
 
+# What a format preset changes, said once above the list (each item says what its format is).
+PRESETS_NOTE = ("A format preset sets the format, its usual number of rounds and its cast of demo "
+                "participants. Your topic, tags, judge and budget stay.")
 # Where a tab keeps its form (`app.storage.tab`): a reload shows what was typed.
 STORAGE_KEY = "new_debate_form"
 # Ctrl/Cmd+Enter anywhere on the page presses Start. Caught on the way down (capture): a select or a
@@ -57,6 +60,14 @@ if (!window.rostrumCtrlEnter) {
   }, {capture: true});
 }
 """
+
+
+def preset_summary(fmt: Format) -> str:
+    """'Opening statements from everyone, … 2 participants, 3 rounds.': what a format preset starts from."""
+    size = counted(len(fmt.cast), "participant")
+    if fmt.has_rounds:
+        size += f", {counted(fmt.termination.default_rounds, 'round')}"
+    return f"{fmt.description} {size}."
 
 
 class DebateForm(FormFields):
@@ -89,10 +100,14 @@ class DebateForm(FormFields):
                 ui.label("Presets:").classes("text-sm text-grey-8")
                 ui.button("Quick demo", icon="bolt", on_click=lambda: self.preset("quick-demo")) \
                     .props("unelevated no-caps").mark("preset-quick-demo")
-                with ui.button("Format presets", icon="list").props("outline no-caps"), ui.menu():
+                with ui.button("Format presets", icon="list").props("outline no-caps"), \
+                        ui.menu().props('max-width="30rem"').mark("format-presets"):
+                    ui.label(PRESETS_NOTE).classes("text-sm text-grey-8 px-4 py-2")
                     for fmt in FORMATS.values():
-                        ui.menu_item(fmt.title, on_click=lambda f=fmt.id: self.preset(f)) \
-                                .mark(f"preset-{fmt.id}")
+                        with ui.menu_item(on_click=lambda f=fmt.id: self.preset(f)).mark(f"preset-{fmt.id}"), \
+                                ui.item_section():
+                            ui.item_label(fmt.title)
+                            ui.item_label(preset_summary(fmt)).props("caption")
                 self.library = LibraryTools(self)  # "Templates": use one, or save the form as one
         self.feedback = Feedback(self)
         # Level one, the essentials, fit one screen (1440×900): topic beside format, then the cast, then
@@ -103,7 +118,7 @@ class DebateForm(FormFields):
             self._topic_card()
             self.format_box = ui.column().classes("w-full min-w-0 lg:col-span-2")
         self.body = ui.column().classes("w-full gap-3")
-        self.bar = ActionBar(self.form, self.reset, self.submit)
+        self.bar = ActionBar(DebateCost(self.form), self.submit, ("Start debate", "play_arrow"), self.reset)
         self.start_button = self.bar.start_button
         self.render()
 
@@ -151,7 +166,7 @@ class DebateForm(FormFields):
 
     def _show_sample_topic(self) -> None:
         """A preset's sample topic is the topic's placeholder, taken when the topic is left empty: a
-        preset never writes into the topic, so it can never replace what is being typed."""
+        preset never writes a topic in (Quick demo empties it, as it empties the rest of the form)."""
         sample = self.form.get("sample_topic")
         self.topic.props["placeholder"] = sample or TOPIC_PLACEHOLDER
         self.topic.props["hint"] = ("Left empty, the debate takes the preset's sample topic shown here; "
@@ -212,21 +227,32 @@ class DebateForm(FormFields):
     # --- editing ----------------------------------------------------------------------------
 
     def preset(self, name: str) -> None:
+        typed = [what for what in ("topic", "tags") if str(self.form.get(what) or "").strip()]
+        if name == "quick-demo":  # the demo as it comes: nothing left over from the form (a topic, tags…)
+            self._blank()
         apply_preset(self.form, name, fill_topic=False)
         self.form["sample_topic"] = QUICK_DEMO_TOPIC if name == "quick-demo" else SAMPLE_TOPICS.get(name)
         self._show_sample_topic()
         self.errors.clear()
         self.render()
-        ui.notify(f"Preset applied: {'Quick demo' if name == 'quick-demo' else FORMATS[name].title}")
+        if name != "quick-demo":
+            ui.notify(f"Preset applied: {FORMATS[name].title}")
+        else:
+            cleared = f" ({' and '.join(typed)} cleared)" if typed else ""
+            ui.notify(f"Preset applied: Quick demo, on a fresh form{cleared}")
 
     def reset(self) -> None:
-        self.form.clear()
-        self.form.update(blank_form(app.storage.general.get("defaults")))
-        self.topic.value = self.form["topic"]
+        self._blank()
         self._show_sample_topic()
         self.errors.clear()
         self.render()
         ui.notify("The form is back to the defaults")
+
+    def _blank(self) -> None:
+        """The form as a new tab gets it (with the saved defaults), the topic emptied too."""
+        self.form.clear()
+        self.form.update(blank_form(app.storage.general.get("defaults")))
+        self.topic.value = self.form["topic"]
 
     # --- submitting -------------------------------------------------------------------------
 

@@ -30,11 +30,27 @@ ENDINGS = {"fixed": "a fixed number of rounds", "judge": "the judge decides when
            "convergence": "it ends when the sides converge", "quality": "it ends when the solution is good enough"}
 
 
+def rounds_default(fmt: Format) -> str:
+    """What an empty Rounds field plays (`schedule.total_rounds`): the format's count, or its cap where
+    the judge or the sides' agreement ends the debate earlier."""
+    term = fmt.termination
+    return f"{term.default_rounds}" if term.kind == "fixed" else f"up to {term.max_rounds}"
+
+
 def rounds_hint(fmt: Format) -> str:
     """What the Rounds field takes, and what an empty one plays."""
     term = fmt.termination
-    return (f"{term.min_rounds}–{term.max_rounds}; empty = "
-            + (f"{term.default_rounds}" if term.kind == "fixed" else f"up to {term.max_rounds}"))
+    return f"{term.min_rounds}–{term.max_rounds}; empty = {rounds_default(fmt)}"
+
+
+def rounds_field(fmt: Format, width: str) -> ui.number:
+    """Rounds, its label whole and its default in sight: shown greyed in the empty field (stack-label keeps
+    the label above it), the range in its tooltip and for screen readers."""
+    hint = rounds_hint(fmt)
+    rounds = ui.number(label="Rounds", precision=0, placeholder=rounds_default(fmt)) \
+        .props(f'outlined dense stack-label aria-description="{hint}"').classes(width)
+    rounds.tooltip(hint)
+    return rounds
 
 
 class FormatCard:
@@ -56,12 +72,7 @@ class FormatCard:
                     .classes("grow")
                 self.fields.field("format", select)
                 if fmt.has_rounds:
-                    hint = rounds_hint(fmt)
-                    rounds = ui.number(label="Rounds", precision=0, placeholder=hint) \
-                        .props(f'outlined dense aria-description="{hint}"').classes("w-28")
-                    rounds.bind_value(self.form, "rounds")
-                    rounds.tooltip(hint)
-                    self.fields.field("rounds", rounds)
+                    self.fields.field("rounds", rounds_field(fmt, "w-28").bind_value(self.form, "rounds"))
             shape(fmt)
             with self.fields.section("Advanced: about this format", "tune", tuple(format_options(fmt)),
                                      "section-format"):
@@ -80,14 +91,18 @@ class FormatCard:
         if untouched:  # the old format's cast as it came: the new format's cast, same provider and model
             template = self.form["participants"][0]
             self.form["participants"] = cast_rows(new, template["model"], template["provider"])
-        term = new.termination
-        rounds = self.form.get("rounds")
-        if not new.has_rounds or (rounds is not None and not term.min_rounds <= rounds <= term.max_rounds):
-            self.form["rounds"] = None
+        fit_rounds(self.form, new)
         self.fields.errors.pop("format", None)
         self.fields.render()
         # the select that had the focus is gone: its handler has no page to run in, the topic does
         self.topic.client.run_javascript(REFOCUS_JS % self.fields.fields["format"].html_id)
+
+
+def fit_rounds(form: dict[str, Any], fmt: Format) -> None:
+    """Empty the form's rounds where the format `fmt` has none, or not that many."""
+    term, rounds = fmt.termination, form.get("rounds")
+    if not fmt.has_rounds or (rounds is not None and not term.min_rounds <= rounds <= term.max_rounds):
+        form["rounds"] = None
 
 
 def shape(fmt: Format) -> None:

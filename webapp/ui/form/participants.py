@@ -62,7 +62,7 @@ class ParticipantsEditor:
                 .style(f"--turn-color:{safe_color(row.get('color'))}").mark(f"participant-{index}") as box:
             self.row_boxes[index] = box
             with ui.row().classes("w-full items-center gap-2"):
-                ui.label(f"#{index + 1}").classes("text-grey-8 font-mono")
+                ui.label(f"#{index + 1}").classes("text-grey-8 font-mono rostrum-row-head")
                 name_input = ui.input("Name", placeholder="auto from position").props("outlined dense") \
                     .classes("w-44")
                 fields.field(f"{prefix}.name", name_input.bind_value(row, "name"))
@@ -74,7 +74,9 @@ class ParticipantsEditor:
                 position.on_value_change(lambda: fields.models_changed())  # a moderator is not a debater
                 self.row_actions(index, row)  # "Use profile…", "Save as profile"
                 ui.space()
-                self._row_buttons(index, row, count)
+                with ui.row().classes("items-center gap-2 no-wrap rostrum-row-tools"):
+                    self._row_buttons(index, row, count)
+                ui.element("div").classes("rostrum-row-break")  # on a phone: the fields start below
             fields.provider_extras(prefix, row)
 
     def _row_buttons(self, index: int, row: dict[str, Any], count: int) -> None:
