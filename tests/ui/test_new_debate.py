@@ -415,3 +415,16 @@ async def test_money_fields_keep_a_fraction_of_a_cent_as_typed(user: User) -> No
             field.value = typed
             field.sanitize()  # what leaving the field does
         assert field.value == typed  # not rounded to the field's step or to cents
+
+
+async def test_format_presets_say_what_each_preset_sets(user: User) -> None:
+    await user.open("/new")
+    note = one(user, "format-presets")
+    assert "sets the format, its usual number of rounds and its cast" in " ".join(
+        str(e.text) for e in note.descendants() if isinstance(e, ui.label))
+    for fmt in FORMATS.values():
+        item = one(user, f"preset-{fmt.id}")
+        said = [str(e.text) for e in item.descendants() if isinstance(e, ui.item_label)]
+        assert said[0] == fmt.title
+        assert said[1].startswith(fmt.description)  # what the format is, then its size
+        assert "participant" in said[1]

@@ -34,6 +34,7 @@ from webapp.ui.form.cost_bar import TOPIC_PLACEHOLDER, ActionBar, DebateCost
 from webapp.ui.form.families import SelfPreference, debater_models
 from webapp.ui.form.feedback import Feedback
 from webapp.ui.form.format_card import FormatCard
+from webapp.ui.form.kept import copy_into, shape, value_at
 from webapp.ui.form.participants import ParticipantsEditor
 from webapp.ui.form.validation import FIELD_FOR, collect_errors
 from webapp.ui.layout import heading
@@ -208,16 +209,29 @@ class DebateForm(FormFields):
         if isinstance(stored, dict) and (clone is None or stored.get("cloned_from") == clone):
             restored = json.loads(json.dumps(stored))  # a plain copy, detached from the storage
             if restored != self.form:
-                self.form.clear()
-                self.form.update(restored)
-                self.topic.value = self.form["topic"]
-                self._show_sample_topic()
-                self.render()
+                self._restore(restored)
         self.save()
         if self.bar is not None:
             with self.bar.kept_note:
                 ui.label("Kept in this tab: a reload shows it again.").classes("text-sm text-grey-7") \
                     .mark("form-kept")
+
+    def _restore(self, restored: dict[str, Any]) -> None:
+        """Show the kept form: in the elements on screen where its shape is the same (a click already on
+        its way lands where it was aimed), else in a rebuilt form."""
+        same = shape(restored) == shape(self.form)
+        copy_into(self.form, restored)
+        self.topic.value = self.form["topic"]
+        self._show_sample_topic()
+        if not same:
+            self.render()
+            return
+        for path, element in self.fields.items():
+            found, value = value_at(self.form, path)
+            if found and not element.is_deleted and element.value != value:
+                element.value = value
+        self.models_changed()
+        self.update_estimate()
 
     def save(self) -> None:
         """Put a copy of the form in this tab's storage (after every change, once the tab is connected)."""
