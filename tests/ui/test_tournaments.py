@@ -139,14 +139,20 @@ async def test_the_form_estimates_a_priced_tournament_as_a_range_and_weighs_the_
     assert 0 < expected.low_usd < expected.high_usd
     assert one(user, "cost-estimate").text == f"6 debates · estimated cost {expected.label}"  # low – high
     assert " – " in expected.label and form is not None
+    # The budget weighed as the tournament will weigh it: before each debate, against its longest case.
+    first = estimate_debate(plan, schedule(plan)[0], get_settings())
+    assert first is not None and expected.low_usd < first < expected.high_usd
     with user:
-        one(user, "field-budget_usd").value = expected.low_usd / 2
-    assert "will not pay for every debate even at the low figure" in one(user, "cost-estimate-note").text
+        one(user, "field-budget_usd").value = first / 2
+    assert one(user, "cost-estimate-note").text.endswith(
+        f" · {money(first / 2)} is less than the first debate's longest case ({money(first)}): no debate would start")
     with user:
-        one(user, "field-budget_usd").value = (expected.low_usd + expected.high_usd) / 2
-    note = one(user, "cost-estimate-note").text
+        one(user, "field-budget_usd").value = (first + expected.high_usd) / 2
     assert "may run out before the last debate; the budget is checked before each debate against its " \
-           "longest case (up to $" in note
+           "longest case (up to $" in one(user, "cost-estimate-note").text
+    with user:
+        one(user, "field-budget_usd").value = 100
+    assert "may run out" not in one(user, "cost-estimate-note").text
 
 
 async def test_the_tournament_page_shows_a_stopped_tournament_safely(user: User) -> None:

@@ -66,11 +66,14 @@ def titled(path: str, message: str) -> str:
 def budget_note(tournament: Tournament, estimate: DebateEstimate) -> str:
     """What the budget means for this tournament: checked before each debate against its longest case."""
     budget = tournament.budget_usd
-    if budget is None or estimate.free:
+    if budget is None:
         return ""
-    worst = max((estimate_debate(tournament, slot, get_settings()) or 0.0 for slot in schedule(tournament)),
-                default=0.0)
+    longest = [estimate_debate(tournament, slot, get_settings()) or 0.0 for slot in schedule(tournament)]
+    worst = max(longest, default=0.0)
     checked = f"the budget is checked before each debate against its longest case (up to {money(worst)})"
+    if longest and longest[0] > budget:  # what the runner holds back for the first debate does not fit
+        return (f" · {money(budget)} is less than the first debate's longest case ({money(longest[0])}): "
+                "no debate would start")
     if estimate.low_usd > budget:
         return f" · {money(budget)} will not pay for every debate even at the low figure; {checked}"
     if estimate.high_usd > budget:
