@@ -111,9 +111,10 @@ DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
 def start_from_form(page: Page, base: str, topic: str) -> str:
     """Start a Quick demo debate on `topic` from the new-debate form; returns the debate page's URL."""
     page.goto(base + "/new")
-    page.get_by_label("What should they debate? *").fill(topic)
     page.get_by_role("button", name="Quick demo").click()
-    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)  # the preset kept it
+    expect(page.get_by_text("Preset applied: Quick demo")).to_be_visible()  # a fresh form: the topic after it
+    page.get_by_label("What should they debate? *").fill(topic)
+    expect(page.get_by_label("What should they debate? *")).to_have_value(topic)
     page.get_by_role("button", name="Start debate").click()
     page.wait_for_url(DEBATE_URL)
     return page.url

@@ -94,9 +94,9 @@ def test_a_human_seat_from_the_form(tmp_path: Path, browser: Browser) -> None:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.goto(base + "/new")
-        page.get_by_label("What should they debate? *").fill("Should libraries open on Sundays?")
         page.get_by_role("button", name="Quick demo").click()
-        expect(page.get_by_label("What should they debate? *")).to_have_value("Should libraries open on Sundays?")
+        expect(page.get_by_text("Preset applied: Quick demo")).to_be_visible()  # a fresh form: the topic after it
+        page.get_by_label("What should they debate? *").fill("Should libraries open on Sundays?")
         human = page.locator(".q-menu .q-item", has_text="Human (a person takes the seat)")
         for _ in range(5):  # the preset re-renders the form once more: a menu opened before that closes
             page.get_by_label("Provider").first.click()

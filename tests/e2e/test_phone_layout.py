@@ -84,9 +84,9 @@ def test_the_sticky_bar_with_pause_and_stop_stays_under_the_header_while_scrolli
     page = context.new_page()
     try:
         page.goto(slow_server + "/new")  # a Quick demo of eight rounds: still running once the page is long
-        page.get_by_label("What should they debate? *").fill("Should parks stay open all night?")
         page.get_by_role("button", name="Quick demo").click()
-        expect(page.get_by_label("What should they debate? *")).to_have_value("Should parks stay open all night?")
+        expect(page.get_by_text("Preset applied: Quick demo")).to_be_visible()  # a fresh form: the topic after it
+        page.get_by_label("What should they debate? *").fill("Should parks stay open all night?")
         rounds = page.get_by_label("Rounds")
         expect(rounds).to_have_value("1")  # the preset has been applied: what is typed now stays
         rounds.fill("8")

@@ -253,10 +253,10 @@ async def start_from_form(page: Page, base: str) -> str:
     """Start a Quick demo debate of three rounds from A's new-debate form; returns its id."""
     await page.goto(base + "/new")
     topic = page.get_by_label("What should they debate? *")
-    await topic.fill(TOPIC)
     await page.get_by_role("button", name="Quick demo").click()
     await expect(page.get_by_text("Preset applied: Quick demo")).to_be_visible()  # the form was built again
-    await expect(topic).to_have_value(TOPIC)  # the preset kept it
+    await topic.fill(TOPIC)  # after the preset: Quick demo starts from a fresh form
+    await expect(topic).to_have_value(TOPIC)
     rounds = page.get_by_label("Rounds")
     await expect(rounds).to_have_value("1")
     await rounds.fill("3")

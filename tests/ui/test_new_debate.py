@@ -7,9 +7,11 @@ from nicegui import ui
 from nicegui.testing import User
 
 from tests.ui.helpers import assert_nowhere_on_page, engine, one, start_by_clicking
+from webapp.engine.formats import FORMATS
 from webapp.engine.machine import State
 from webapp.models import TOPIC_MAX_CHARS, DebateConfig
 from webapp.settings import get_settings
+from webapp.ui.components.presets import QUICK_DEMO_TOPIC
 
 
 async def test_empty_topic_is_reported_at_the_field_and_typed_values_survive(user: User) -> None:
@@ -90,12 +92,21 @@ async def test_participant_editor_adds_reorders_and_removes(user: User) -> None:
 
 async def test_quick_demo_preset_starts_a_debate_and_opens_its_page(user: User) -> None:
     await user.open("/new")
-    user.find(marker="field-topic").type("Should homework be abolished?")
+    user.find(marker="field-topic").type("A topic left from before")
+    user.find(marker="field-tags").type("ethics, policy")
+    user.find(marker="field-participants[0].name").clear().type("Ada")
     user.find(marker="preset-quick-demo").click()
-    assert one(user, "field-topic").value == "Should homework be abolished?"  # a typed topic is kept
+    # The demo as it comes: what it does not use (a topic, tags, names typed before) is not carried into it.
+    assert one(user, "field-topic").value == ""
+    assert one(user, "field-topic").props["placeholder"] == QUICK_DEMO_TOPIC
+    assert one(user, "field-tags").value == ""
+    assert one(user, "field-participants[0].name").value == FORMATS["oxford"].cast[0].name
+    await user.should_see("Preset applied: Quick demo, on a fresh form (topic and tags cleared)")
     assert one(user, "field-format").value == "oxford"
+    user.find(marker="field-topic").type("Should homework be abolished?")
     session = await start_by_clicking(user)
     assert session.state.config.topic == "Should homework be abolished?"
+    assert session.state.config.tags == []
     assert all(p.provider == "demo" for p in session.state.config.participants)
     assert await session.join() is State.COMPLETED
     await user.should_see(marker="winner", retries=20)
@@ -404,3 +415,16 @@ async def test_money_fields_keep_a_fraction_of_a_cent_as_typed(user: User) -> No
             field.value = typed
             field.sanitize()  # what leaving the field does
         assert field.value == typed  # not rounded to the field's step or to cents
+
+
+async def test_format_presets_say_what_each_preset_sets(user: User) -> None:
+    await user.open("/new")
+    note = one(user, "format-presets")
+    assert "sets the format, its usual number of rounds and its cast" in " ".join(
+        str(e.text) for e in note.descendants() if isinstance(e, ui.label))
+    for fmt in FORMATS.values():
+        item = one(user, f"preset-{fmt.id}")
+        said = [str(e.text) for e in item.descendants() if isinstance(e, ui.item_label)]
+        assert said[0] == fmt.title
+        assert said[1].startswith(fmt.description)  # what the format is, then its size
+        assert "participant" in said[1]

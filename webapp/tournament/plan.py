@@ -15,6 +15,8 @@ from datetime import datetime
 from pydantic import Field, field_validator, model_validator
 
 from webapp.engine import budget as money
+from webapp.engine import estimate as ranges
+from webapp.engine.estimate import DebateEstimate
 from webapp.engine.formats import get_format
 from webapp.engine.schedule import plan, prepare_config
 from webapp.engine.spending import JUDGE_READ_MARGIN
@@ -28,6 +30,7 @@ from webapp.models import (
     Strict,
     utcnow,
 )
+from webapp.providers.base import estimate_tokens
 from webapp.settings import Settings
 from webapp.wording import counted
 
@@ -186,4 +189,34 @@ def estimate_debate(tournament: Tournament, slot: Slot, settings: Settings | Non
             if cost.usd is None:
                 return None
             total += cost.usd * asks
+    return total
+
+
+# A debate's range depends on its topic only through the topic's length in tokens (`engine.estimate`):
+# (pro, con, topic tokens) -> its estimate, for one set of models, format and judges.
+RangeMemo = dict[tuple[int, int, int], DebateEstimate]
+
+
+def estimate_range(tournament: Tournament, settings: Settings | None = None,
+                   memo: RangeMemo | None = None) -> DebateEstimate:
+    """The whole tournament's cost range as the new-debate form gives one debate's (`engine.estimate`):
+    the sum of its debates' low and high figures. A caller that estimates again after a topic was
+    edited passes the same `memo` (dropping it when anything else changed): only new pairings of
+    pairing and topic length are estimated."""
+    memo = {} if memo is None else memo
+    total = DebateEstimate()
+    for slot in schedule(tournament):
+        key = (slot.pro, slot.con, estimate_tokens(tournament.topics[slot.topic]))
+        if key not in memo:
+            memo[key] = ranges.estimate_debate(slot_config(tournament, slot), settings)
+        one = memo[key]
+        total.low_usd += one.low_usd
+        total.high_usd += one.high_usd
+        total.turns_low += one.turns_low
+        total.turns_high += one.turns_high
+        total.judge_calls_low += one.judge_calls_low
+        total.judge_calls_high += one.judge_calls_high
+        for kind in ("free_models", "priced_models", "unpriced_models"):
+            seen: list[str] = getattr(total, kind)
+            seen.extend(model for model in getattr(one, kind) if model not in seen)
     return total

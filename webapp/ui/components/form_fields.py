@@ -65,6 +65,8 @@ def provider_options(status_rows: list[dict[str, Any]]) -> tuple[dict[str, str],
     return options, missing
 
 
+# The fields that draw an error below themselves (Quasar's QField: a textarea is an input).
+FIELD_KINDS = (ui.input, ui.number, ui.select, ui.input_chips)
 HUMAN_OPTION = {"human": "Human (a person takes the seat)"}
 ENDPOINT_OPTION = "endpoint:"  # a preset select's option for a registered endpoint: "endpoint:<name>"
 
@@ -118,6 +120,10 @@ class FormFields:
         """Register `element` as the input for the config path `path`: it shows (and clears) its error."""
         self.fields[path] = element
         self.anchors[path] = element
+        if isinstance(element, FIELD_KINDS):
+            # Quasar draws a field's error in a one-line strip laid over what follows; a long message in a
+            # narrow field ran over the next row ("Advanced: …"). This lets the strip grow with its text.
+            element.props("hide-bottom-space")
         if path in self.errors:
             element.error = self.errors[path]
 
@@ -301,9 +307,9 @@ class FormFields:
         if provider == previous:
             return
         row["provider"] = provider
-        # Replace a model the form chose (the old provider's default, or any demo model), never one typed.
-        chosen = row.get("model") == DEFAULT_MODELS.get(previous or "", "") or (
-            previous == "demo" and str(row.get("model", "")).startswith("demo"))
+        # Replace a model the form chose (the old provider's default), never one typed; a demo model's name
+        # (a tournament's "alpha", "beta"…) is only a label, which no other provider has.
+        chosen = row.get("model") == DEFAULT_MODELS.get(previous or "", "") or previous == "demo"
         if not row.get("model") or chosen:
             row["model"] = DEFAULT_MODELS[provider]
         self.server_answers.pop(prefix, None)  # another provider: the old server's answer no longer applies

@@ -78,13 +78,17 @@ class JudgePanel:
     def _judge_row(self, prefix: str, row: dict[str, Any], index: int | None, count: int) -> None:
         with ui.element("div").classes("w-full rostrum-form-row").mark(f"judge-row-{prefix}"):
             with ui.row().classes("w-full items-center gap-2"):
-                ui.label("Fallback" if index is None else f"#{index + 1}").classes("text-grey-8 font-mono")
+                ui.label("Fallback" if index is None else f"#{index + 1}") \
+                    .classes("text-grey-8 font-mono rostrum-row-head")
                 self.form.provider_inputs(prefix, row)
                 self.form.judge_row_actions(index, row)  # "Use profile…", "Save as profile"
                 if index is not None:
                     ui.space()
+                    # Stays on the judge's first line on a phone too (styles.css, `rostrum-row-tools`).
                     remove = ui.button(icon="delete", on_click=lambda i=index: self.remove(i)) \
-                        .props("flat round dense color=negative").mark(f"remove-judge-{index}")
+                        .props("flat round dense color=negative").classes("rostrum-row-tools") \
+                        .mark(f"remove-judge-{index}")
+                    ui.element("div").classes("rostrum-row-break")
                     remove.tooltip("Remove judge")
                     remove.props('aria-label="Remove judge"')
                     if count <= 1:

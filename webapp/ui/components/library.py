@@ -32,7 +32,7 @@ from webapp.ui.components.presets import config_to_form, form_to_config
 
 
 class FormView(Protocol):
-    """What the library needs of the new-debate form (`pages.new_debate.DebateForm`)."""
+    """What the library needs of the new-debate form (`ui.form.debate_form.DebateForm`)."""
 
     form: dict[str, Any]
     gate: Gate

@@ -16,24 +16,17 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 from nicegui import ui
-from nicegui.elements.mixins.value_element import ValueElement
-from pydantic import ValidationError
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
-from webapp.engine.formats import FORMATS
-from webapp.engine.schedule import ConfigError
 from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, leaderboard
-from webapp.settings import get_settings
-from webapp.store import StoreError
-from webapp.tournament.plan import Contender, Tournament, estimate_debate, schedule
 from webapp.tournament.runner import Progress, progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import money, status_badge
-from webapp.ui.components.form_errors import reword
+from webapp.ui.form.tournament_form import TournamentForm
 from webapp.ui.layout import frame, heading, title_row
 from webapp.ui.pages.leaderboard import render_leaderboard
 from webapp.wording import counted
@@ -41,10 +34,6 @@ from webapp.wording import counted
 REFRESH_S = 1.0
 STATUS_TEXT = {"planned": "Planned", "running": "Playing", "stopped": "Stopped", "completed": "Completed"}
 STATUS_COLOR = {"planned": "grey-7", "running": "primary", "stopped": "warning", "completed": "positive"}
-
-
-def _lines(text: str) -> list[str]:
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
 def _duration(seconds: float | None) -> str:
@@ -93,141 +82,7 @@ async def list_page(request: Request) -> Response | None:
     return None
 
 
-# --- the form --------------------------------------------------------------------------------------
-
-
-def rounds_default(format_id: str) -> str:
-    """What an empty Rounds field plays: the format's own default, shown in the field."""
-    fmt = FORMATS.get(format_id)
-    return str(fmt.termination.default_rounds) if fmt is not None and fmt.has_rounds else "–"
-
-
-def rounds_hint(format_id: str) -> str:
-    fmt = FORMATS.get(format_id)
-    if fmt is None or not fmt.has_rounds:
-        return "this format has no rounds"
-    term = fmt.termination
-    return f"{term.min_rounds}–{term.max_rounds}; empty = {term.default_rounds}"
-
-
-class TournamentForm:
-    """The new-tournament form: a plain dictionary bound to the inputs, checked into a `Tournament`."""
-
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
-        self.form: dict[str, Any] = {
-            "name": "", "models": "demo:alpha\ndemo:beta\ndemo:gamma", "topics": "", "format": "classic",
-            "rounds": None, "swap_sides": True, "judges": "demo:demo", "budget_usd": None, "concurrency": 2,
-        }
-        self.submitting = False
-
-    @property
-    def inputs(self) -> list[ValueElement]:
-        return [e for e in self.card.descendants() if isinstance(e, ValueElement)]
-
-    def estimate_text(self) -> str:
-        """"12 debates · up to $2.6712 in all": the schedule's size and its worst case, as the debate form's."""
-        try:
-            tournament = self.tournament()
-        except (ValidationError, KeyError, ValueError):
-            return "Debates and estimated cost: fill in the models and topics"
-        slots = schedule(tournament)
-        costs = [estimate_debate(tournament, slot, get_settings()) for slot in slots]
-        debates = f"{len(slots)} debate{'s' if len(slots) != 1 else ''}"
-        if any(c is None for c in costs):
-            return f"{debates} · cost unknown (a model has no price)"
-        total = sum(c or 0.0 for c in costs)
-        fits = "" if tournament.budget_usd is None or total <= tournament.budget_usd else \
-            f" · over the budget by up to {money(total - tournament.budget_usd)}"
-        return f"{debates} · estimated up to {money(total)} in all (each debate at its longest){fits}"
-
-    def build(self) -> None:
-        with ui.card().classes("w-full gap-3").mark("tournament-form") as self.card:
-            ui.input("Name (optional)").bind_value(self.form, "name").props("maxlength=120").classes("w-full") \
-                .mark("t-name")
-            ui.textarea("Models, one per line (provider:model)").bind_value(self.form, "models") \
-                .classes("w-full").mark("t-models")
-            ui.textarea("Topics, one per line").bind_value(self.form, "topics").classes("w-full").mark("t-topics")
-            with ui.row().classes("w-full gap-4 items-start"):
-                fmt = ui.select({f.id: f.title for f in FORMATS.values()}, label="Format") \
-                    .bind_value(self.form, "format").props("outlined dense").classes("min-w-48").mark("t-format")
-                # The label stays whole; what an empty field means (the format's default) is in the field.
-                rounds = ui.number("Rounds", min=1, max=50, precision=0).bind_value(self.form, "rounds") \
-                    .props("outlined dense").classes("w-44").mark("t-rounds")
-
-                def explain_rounds() -> None:
-                    rounds.props(f'placeholder="{rounds_default(self.form["format"])}" '
-                                 f'hint="{rounds_hint(self.form["format"])}"')
-
-                explain_rounds()
-                fmt.on_value_change(explain_rounds)
-                ui.checkbox("Play each pairing twice, sides swapped").bind_value(self.form, "swap_sides") \
-                    .mark("t-swap")
-            ui.textarea("Judges, one per line (provider:model; several make a panel)") \
-                .bind_value(self.form, "judges").classes("w-full").mark("t-judges")
-            with ui.row().classes("w-full gap-4 items-center"):
-                ui.number("Total budget (USD, optional)", min=0, step=0.5).bind_value(self.form, "budget_usd") \
-                    .props("outlined dense").classes("w-64").mark("t-budget")
-                ui.number("Debates at once", min=1, max=16, precision=0).bind_value(self.form, "concurrency") \
-                    .props("outlined dense").classes("w-44").mark("t-concurrency")
-            # How many debates and the most they may cost, before starting (kept current as the form changes).
-            self.estimate = ui.label(self.estimate_text()).classes("text-sm font-medium").mark("t-estimate")
-            for element in self.inputs:
-                element.on_value_change(lambda: self.estimate.set_text(self.estimate_text()))
-            self.error = ui.label("").classes("text-negative").mark("t-error")
-            self.error.set_visibility(False)
-            self.button = ui.button("Start tournament", icon="emoji_events", on_click=self.submit) \
-                .props("unelevated no-caps").mark("t-start")
-
-    def tournament(self) -> Tournament:
-        judges = [Contender.parse(line) for line in _lines(self.form["judges"])] or [Contender.parse("demo:demo")]
-        data: dict[str, Any] = {
-            "name": (self.form["name"] or "").strip(),
-            "models": [Contender.parse(line) for line in _lines(self.form["models"])],
-            "topics": _lines(self.form["topics"]),
-            "format": self.form["format"],
-            "rounds": int(self.form["rounds"]) if self.form["rounds"] else None,
-            "swap_sides": bool(self.form["swap_sides"]),
-            "judge": {"judges": [{"provider": j.provider, "model": j.model} for j in judges]},
-            "budget_usd": float(self.form["budget_usd"]) if self.form["budget_usd"] else None,
-            "concurrency": int(self.form["concurrency"] or 1),
-        }
-        return Tournament.model_validate(data)
-
-    def show_error(self, text: str) -> None:
-        self.error.text = text
-        self.error.set_visibility(True)
-        ui.notify(text, type="negative", multi_line=True)
-
-    async def submit(self) -> None:
-        if self.submitting:  # a double click must not start two tournaments
-            return
-        self.submitting = True
-        try:
-            try:
-                tournament = self.tournament()
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"] if p != "__root__")
-                self.show_error(f"{where}: {reword(err['msg'], sentence=False)}" if where else err["msg"])
-                return
-            except (KeyError, ValueError) as exc:
-                self.show_error(str(exc))
-                return
-            try:
-                stored = await self.gate.start_tournament(tournament, await runtime.current().tournaments())
-            except ConfigError as exc:
-                self.show_error(f"{exc.field}: {reword(exc.message, sentence=False)}")
-                return
-            except PermissionError as exc:
-                self.show_error(f"Not done: {exc}")
-                return
-            except StoreError as exc:
-                self.show_error(f"Not stored: {exc}")
-                return
-            ui.navigate.to(f"/tournaments/{stored.id}")
-        finally:
-            self.submitting = False
+# --- the form (`ui.form.tournament_form`) -----------------------------------------------------
 
 
 async def new_page(request: Request) -> Response | None:

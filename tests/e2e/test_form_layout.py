@@ -1,0 +1,108 @@
+"""The new-debate and new-tournament forms in Chromium, on a desktop (1440×900) and a phone (390×844):
+no form is wider than the screen, a row's buttons stay on that row, a long error at a narrow field
+pushes what follows down instead of running over it, and the Format menu opens on the first click,
+also right after a reload (when the tab's kept form is put back)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+pytestmark = pytest.mark.e2e
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
+TOPIC = "What should they debate? *"
+# How far the forms reach past the right edge of the window: the page's scroll width, and every card and
+# field (a page may hide its overflow and still cut a form off).
+OVERFLOW_JS = """() => {
+  const w = window.innerWidth;
+  const boxes = [...document.querySelectorAll('.q-card, .q-field')].map(e => e.getBoundingClientRect().right);
+  const right = Math.max(...boxes);
+  return Math.max(document.documentElement.scrollWidth - w, right - w);
+}"""
+
+
+@pytest.fixture(params=[DESKTOP, PHONE], ids=["desktop", "phone"])
+def page(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport=request.param)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def centre_y(locator: Locator) -> float:
+    box = locator.bounding_box()
+    assert box is not None
+    return box["y"] + box["height"] / 2
+
+
+def assert_on_its_row(page: Page, button: Locator, number: str) -> None:
+    """`button` sits on the first line of its row, beside the row's number ("#1")."""
+    row = page.locator(".rostrum-form-row").filter(has=button)
+    label = row.get_by_text(number, exact=True)
+    assert abs(centre_y(button) - centre_y(label)) < 12, f"{button} is not on the line of {number}"
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def test_no_form_is_wider_than_the_screen_and_row_buttons_stay_on_their_row(server: str, page: Page) -> None:
+    page.goto(server + "/new")
+    page.get_by_role("button", name="Add judge").click()
+    expect(page.get_by_role("button", name="Remove judge")).to_have_count(2)
+    assert page.evaluate(OVERFLOW_JS) <= 0
+    assert_on_its_row(page, page.get_by_role("button", name="Remove Affirmative"), "#1")
+    assert_on_its_row(page, page.get_by_role("button", name="Remove judge").first, "#1")
+
+    page.goto(server + "/tournaments/new")
+    expect(page.get_by_role("button", name="Remove model #1")).to_be_visible()
+    assert page.evaluate(OVERFLOW_JS) <= 0
+    assert_on_its_row(page, page.get_by_role("button", name="Remove model #1"), "#1")
+    assert_on_its_row(page, page.get_by_role("button", name="Remove judge #1"), "#1")
+
+
+def test_a_long_error_at_a_narrow_field_stays_clear_of_what_follows(server: str, page: Page) -> None:
+    page.goto(server + "/new")
+    page.get_by_label(TOPIC).fill("Should exams be open-book?")
+    page.get_by_label("Name", exact=True).nth(1).fill("Affirmative")  # the first one's name
+    page.get_by_role("button", name="Start debate").click()
+    message = page.locator(".q-field__messages", has_text="Two participants are called")
+    expect(message).to_be_visible()
+    said = message.bounding_box()
+    assert said is not None
+    others = [*page.locator(".q-field__control").all(),
+              page.get_by_text("Advanced: persona, temperature, colour, tokens")]
+    for other in others:
+        box = other.bounding_box()
+        assert box is None or not overlaps(said, box), "the error runs over another element"
+
+
+def test_the_format_menu_opens_on_the_first_click(server: str, browser: Browser) -> None:
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.goto(server + "/tournaments/new")
+        page.get_by_label("Topics, one per line *").fill("Tea or coffee?")
+        page.get_by_label("Format", exact=True).click()
+        page.get_by_role("option", name="Oxford").click()  # one click opened it
+        rounds = page.get_by_label("Rounds")
+        expect(rounds).to_have_attribute("placeholder", "3")  # the format's default, shown in the empty field
+        expect(page.get_by_text("1–10; empty = 3")).to_be_visible()
+
+        # After a reload the tab's kept form is put back once the page has connected: a click made
+        # before that must not be undone by it.
+        page.goto(server + "/new")
+        page.get_by_label(TOPIC).fill("Should exams be open-book?")
+        expect(page.get_by_text("Kept in this tab: a reload shows it again.")).to_be_visible()
+        page.reload()
+        page.get_by_label("Format", exact=True).click()
+        expect(page.get_by_text("Kept in this tab: a reload shows it again.")).to_be_visible()  # put back
+        expect(page.get_by_label(TOPIC)).to_have_value("Should exams be open-book?")
+        expect(page.get_by_role("option", name="Oxford")).to_be_visible()  # the menu is still open
+    finally:
+        page.close()
