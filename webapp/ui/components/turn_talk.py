@@ -140,7 +140,11 @@ class TurnTalkHub(ui.element, component="turn_talk.js", esm=ESM):
         self.mark("turn-talk-hub")
 
     def _sockets(self) -> list[str]:
-        return [sid for sid in list(self.client._socket_to_document_id) if not sid.startswith("test-")]
+        try:
+            client = self.client
+        except RuntimeError:  # its page is gone already: so are its sockets
+            return []
+        return [sid for sid in list(client._socket_to_document_id) if not sid.startswith("test-")]
 
     async def _resync(self) -> None:
         """Join the room (first: a change stored from here on is sent to it), then send the current state."""
