@@ -133,6 +133,12 @@ class DebateChannel:
         self._hidden: set[str] = set()  # keys of private turns (preparation): never sent to browsers
         self._kids: dict[str, int] = {}
         self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
+        # The start of each turn this channel streamed and has not seen committed or cut. Neither the
+        # session's live turns nor the bus's still hold a turn whose stream has ended while its commit is
+        # on its way (being written, or not yet read from the log by this process), so a page joining
+        # then learns of it only from here; without it, the commit (sent without the text this channel
+        # streamed) left that page a finished turn with no text.
+        self._started: dict[str, LiveTurnStarted | LiveTurn] = {}
         self._last_status: dict[str, Any] | None = None
         self._listeners: list[Watcher] = []  # not pages: the HTTP API's event streams (`listen`)
         # A hub without a bus (some tests build channels on a stand-in) hears only this process.
@@ -144,6 +150,7 @@ class DebateChannel:
             self._attempts[key] = live.attempt
             self._streamed[key] = [live.text]
             self._announced.add(key)  # every page built from now on has it in its snapshot
+            self._started[key] = live
             if not live_wire.phase_visible(session.state, live.phase):
                 self._hidden.add(key)
         self._wake = asyncio.Event()
@@ -183,12 +190,14 @@ class DebateChannel:
                 self._open_chunk[message.key] = growing
                 self._buffer.append(growing)
         elif isinstance(message, LiveTurnStarted):
+            self._started[message.key] = message
             self._lengths[message.key] = 0
             self._attempts[message.key] = message.attempt
             self._streamed[message.key] = []
             self._open_chunk.pop(message.key, None)
             self._buffer.append(message)
         elif isinstance(message, LiveTurnAborted):
+            self._started.pop(message.key, None)
             self._lengths.pop(message.key, None)
             self._streamed.pop(message.key, None)
             self._open_chunk.pop(message.key, None)
@@ -197,6 +206,7 @@ class DebateChannel:
             payload = message.event.payload
             if isinstance(payload, TurnPayload):  # the finished turn supersedes its stream
                 key = payload.turn.key
+                self._started.pop(key, None)
                 self._open_chunk.pop(key, None)
                 self._lengths.pop(key, None)
                 self._attempts.pop(key, None)
@@ -374,12 +384,19 @@ class DebateChannel:
         for n, turn in enumerate(state.turns[since_turns:], start=since_turns):
             if turn.visible:
                 wire.append([live_wire.COMMITTED, self.kid(turn.key), live_wire.committed_info(state, turn, None, n)])
-        for key, live in self.live_turns.items():
+        live_turns = self.live_turns
+        for key, live in live_turns.items():
             info = live_wire.started_info(state, live)
             if info is None or key in state.turn_keys:
                 continue
             wire.append([live_wire.STARTED, self.kid(key), live.attempt, info])
             wire.append([live_wire.TEXT, self.kid(key), 0, live.text])
+        for key, start in self._started.items():  # streamed, its commit on its way: the text streamed here
+            info = live_wire.started_info(state, start)
+            if info is None or key in state.turn_keys or key in live_turns:
+                continue
+            wire.append([live_wire.STARTED, self.kid(key), start.attempt, info])
+            wire.append([live_wire.TEXT, self.kid(key), 0, "".join(self._streamed.get(key, []))])
         wire.append([live_wire.STATUS, live_wire.status(self.session)])
         return wire
 
@@ -472,6 +489,7 @@ class LiveHub:
         one cheap query, read every time so that a change made before a dashboard opened is not
         mistaken for the baseline."""
         while True:
+            marker: tuple[int, str] | None
             try:
                 marker: tuple[int, str] | None = await self.engine.store.last_change()
             except Exception:  # the store is closing, or busy: look again next time

@@ -175,7 +175,9 @@ async def test_draft_with_a_model_streams_a_draft_and_records_its_cost(engine: E
     with pytest.raises(ValueError, match="not one of this debate's models"):
         await session.draft_seat_turn("openai:gpt-4o", "ada", lambda _: None)
     seen: list[str] = []
-    draft = await session.draft_seat_turn("demo:demo", "ada", seen.append)
+    made = await session.draft_seat_turn("demo:demo", "ada", seen.append)
+    draft = made.text
+    assert made.model == "demo:demo" and made.warning is None  # no limits set: nothing to say about money
     assert draft and len(seen) > 1 and seen[-1].strip() == draft  # streamed, growing
     assert session.status is State.AWAITING_TURN  # nothing was sent
     note = session.state.notes[-1]

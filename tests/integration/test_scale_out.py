@@ -6,7 +6,8 @@ A debate started on instance A is watched token by token by a spectator's browse
 B's socket receives adds up to the turns the log holds), paused from B and resumed from A; the worker
 running it is killed (SIGKILL) mid-turn and the other one takes it over, no finished turn lost or
 doubled; Redis is killed mid-debate (B's spectator still gets each finished turn, from the store, and
-the debate finishes) and started again (tokens flow to B again).
+the debate finishes) and started again (tokens flow to B again). Once it has ended, a vote cast on B is
+counted once, and live on A's open page.
 
 The app has no JSON or SSE read API: its live stream is the socket.io event `rl` each debate page
 receives (format in `static/live/index.js`), so B's stream is read from the browser's websocket frames,
@@ -39,6 +40,7 @@ from webapp.bus.redis_bus import channel_name
 from webapp.engine.engine import Engine
 from webapp.engine.state import DebateState
 from webapp.settings import Settings
+from webapp.store.audience import AudienceStore
 from webapp.ui import live_wire
 from webapp.workers import Leases
 
@@ -381,6 +383,23 @@ async def test_two_instances_two_workers_postgres_and_redis(
                 streamed.append(seen)
         assert cut in streamed and streamed_again in streamed  # the survivor's redo, and after Redis's return
         assert all(s.whole for s in b.finished if s.committed_in == "redis down")
+
+        # 6. A vote cast on B is stored once (PostgreSQL) and counted live on A's open page (through Redis).
+        after_a = person.locator(".rostrum-audience [data-stage='after']")
+        await expect(after_a).to_contain_text("For 0 ", timeout=UI_WAIT)  # A's page shows the after vote
+        for_b = watcher.locator(".rostrum-audience").get_by_role("button", name="For", exact=True)
+        await for_b.click()
+        await expect(for_b).to_have_attribute("aria-pressed", "true", timeout=UI_WAIT)
+        await expect(after_a).to_contain_text("For 1 (100%)", timeout=UI_WAIT)  # live: A's page was not reloaded
+        # The same browser on A (its id comes with it: one storage secret) changes that vote, never adds one.
+        again = await watcher.context.new_page()
+        await again.goto(f"{base_a}/debate/{debate_id}")
+        against_a = again.locator(".rostrum-audience").get_by_role("button", name="Against", exact=True)
+        await against_a.click()
+        await expect(against_a).to_have_attribute("aria-pressed", "true", timeout=UI_WAIT)
+        await expect(after_a).to_contain_text("For 0 (0%) · Against 1 (100%)", timeout=UI_WAIT)
+        tally = await AudienceStore(reader.store).tally(debate_id)
+        assert tally["after"].public() == {"for": 0, "against": 1, "undecided": 0}
         print(f"taken over {takeover:.1f} s after the kill; {len(streamed)} of {TURNS} turns watched token by "
               f"token on B; whole test {time.monotonic() - t_start:.1f} s")
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.access.roles import Action, PermissionDenied, Principal, Role
 from webapp.engine import audience
-from webapp.engine.api import Command, CommandResult
+from webapp.engine.api import Command, CommandResult, SeatDraft
 from webapp.engine.engine import Engine
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
@@ -149,9 +149,10 @@ class Gate:
         await self.accounts.audit(principal.actor, action.value, session.id, detail=detail or "")
         return result
 
-    async def draft_turn(self, session: DebateSession, model: str, on_text: Callable[[str], None]) -> str:
+    async def draft_turn(self, session: DebateSession, model: str, on_text: Callable[[str], None]) -> SeatDraft:
         """"Draft with a model" for a human seat: allowed to whoever may send the seat's turn (the engine
-        checks it is theirs), audited with the model; returns the draft (streamed to `on_text`)."""
+        checks it is theirs and that the debate's money allows the call), audited with the model; returns
+        the draft (streamed to `on_text`) and what to say about money."""
         principal = await self.authorize(Action.SEND_TURN, session.id, detail="draft")
         try:
             draft = await session.draft_seat_turn(model, principal.actor, on_text)

@@ -90,6 +90,17 @@ class CommandResult:
 
 
 @dataclass(frozen=True)
+class SeatDraft:
+    """What "Draft with a model" gives the person holding a human seat: the draft (to edit and send), and
+    a sentence about money when there is one to say (the answer was capped to fit the hard limit, or
+    spending has reached warn-at: the debate will wait for an OK before its next model call)."""
+
+    text: str
+    model: str
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
 class SessionView:
     """A read-only snapshot of one debate session, for pages and the terminal.
 

@@ -29,6 +29,7 @@ from webapp.engine.api import (
     AnswerArgs,
     Command,
     CommandResult,
+    SeatDraft,
     SendTurnArgs,
     SessionView,
     StopArgs,
@@ -544,10 +545,12 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 labels.append(label)
         return labels
 
-    async def draft_seat_turn(self, model: str, actor: str | None, on_text: Callable[[str], None]) -> str:
+    async def draft_seat_turn(self, model: str, actor: str | None, on_text: Callable[[str], None]) -> SeatDraft:
         """Have `model` (one of `draft_models`) draft the human seat's turn waited for, streamed to
-        `on_text` (the text so far); returns the draft. Nothing is sent: the person edits and sends it.
-        The call's cost is recorded in the debate's ledger under the drafting model."""
+        `on_text` (the text so far). Nothing is sent: the person edits and sends it. The call obeys the
+        debate's money rules like any other: sized to the hard limit (refused with `DraftRefused` when
+        nothing fits), held while in flight, its cost recorded in the ledger under the drafting model,
+        and the draft says when spending has reached warn-at."""
         if not self.may_take_seat(actor):
             raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "this seat is not yours to draft for"
                                        if self.state.status is State.AWAITING_TURN else "no turn is awaited")
@@ -563,30 +566,37 @@ class DebateSession(ProviderCalls, SpendingGuard):
         slot = TurnSlot(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
                         index=seat.index, visible=seat.visible)
         request = self._request_for(slot, 0).model_copy(update={"model": chosen.model, "purpose": "turn"})
+        request, worst, capped = self._draft_fit(drafter, request)
+        hold = id(request)
+        self._budget_hold(hold, worst)  # a turn sized meanwhile leaves this draft's worst case alone
         limits = self._timeouts_for(drafter)
         parts: list[str] = []
         completion: Completion | None = None
-        async with asyncio.timeout(limits.turn):
-            stream = self.providers.get(drafter).stream(request)
-            try:
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        parts.append(item.text)
-                        on_text("".join(parts))
-                    elif isinstance(item, Completion):
-                        completion = item
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        if completion is not None:  # what the draft cost goes in the ledger like any other call
-            cost = money.cost_of(drafter, completion.usage, self.settings)
-            self._count_spending(cost.usd)
-            record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
-                      "purpose": "draft"}
-            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
-                                                "reason": "completed", "calls": [record]})
-        return "".join(parts).strip()
+        try:
+            async with asyncio.timeout(limits.turn):
+                stream = self.providers.get(drafter).stream(request)
+                try:
+                    async for item in stream:
+                        if isinstance(item, TextDelta):
+                            parts.append(item.text)
+                            on_text("".join(parts))
+                        elif isinstance(item, Completion):
+                            completion = item
+                finally:
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+            if completion is not None:  # what the draft cost goes in the ledger like any other call
+                cost = money.cost_of(drafter, completion.usage, self.settings)
+                self._count_spending(cost.usd)
+                record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
+                          "purpose": "draft"}
+                await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
+                                                    "reason": "completed", "calls": [record]})
+        finally:
+            self._budget_release(hold)
+        warning = " ".join(w for w in (capped, self._draft_warning()) if w) or None
+        return SeatDraft(text="".join(parts).strip(), model=model, warning=warning)
 
     async def _await_seat(self, slot: TurnSlot) -> None:
         """A human seat is to speak: record what is owed and wait (the runner ends; the person or the

@@ -39,6 +39,10 @@ TURN_OVERHEAD_TOKENS = 12  # what the verdict estimate adds per turn besides its
 Spec = Participant | JudgeSpec
 
 
+class DraftRefused(ValueError):
+    """A human seat's "Draft with a model" call that the debate's hard limit leaves no room for."""
+
+
 class BudgetExceeded(Exception):
     """A call was not made because even a minimal answer could cross the debate's cost limit."""
 
@@ -224,6 +228,36 @@ class SpendingGuard:
     def _budget_worst(self, spec: Spec, request: ProviderRequest, extra: float) -> float:
         usd = money.estimate_call(spec, estimate_request_tokens(request), request.max_tokens, self.settings).usd
         return (usd or 0.0) + extra * request.max_tokens
+
+    # --- a human seat's draft ------------------------------------------------------------------
+
+    def _draft_fit(self, spec: Spec, request: ProviderRequest) -> tuple[ProviderRequest, float, str | None]:
+        """"Draft with a model" under the same hard limit as any call: the request with its output
+        allowance capped to the money left (the verdict's reserve kept), its worst case (to hold while
+        it is in flight) and a sentence when it was capped. Raises `DraftRefused` when not even a short
+        answer fits: the debate is not stopped for it, the person can still write the turn."""
+        try:
+            fitted, worst = self._budget_fit(spec, request.model_copy(update={"purpose": "draft"}))
+        except BudgetExceeded as exc:
+            raise DraftRefused(f"budget: {exc.what}") from None
+        if fitted.max_tokens >= request.max_tokens:
+            return request, worst, None
+        limit = self.state.config.budget.cost_limit or 0.0
+        note = (f"The draft was capped at {counted(fitted.max_tokens, 'token')} (of {request.max_tokens}) to fit "
+                f"the money left under the ${limit:.4f} limit.")
+        return request.model_copy(update={"max_tokens": fitted.max_tokens}), worst, note
+
+    def _draft_warning(self) -> str | None:
+        """After a draft's cost is counted: the warning once spending has reached warn-at. The debate's
+        own warning (and its wait for an OK) comes at its next model call, as for any spending."""
+        warn_at = self.state.config.budget.warn_at
+        spent = self._money_spent()
+        if not money.warn_due(spent, warn_at):
+            return None
+        text = f"Spending has reached ${spent:.4f}, at or above the ${warn_at or 0.0:.4f} warning threshold"
+        if self.state.cost_warned:
+            return text + "."
+        return text + "; the debate will wait for an OK before its next model call."
 
     # --- before and after each step ----------------------------------------------------------
 

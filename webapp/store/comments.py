@@ -24,6 +24,7 @@ from webapp.store.sql import model_row, runner
 
 REACTIONS: tuple[str, ...] = ("👍", "❓", "⚠️")  # the fixed set, in the order shown
 MAX_COMMENT_CHARS = 500
+SOMEONE = "a team member"  # a comment's author as a share link's holder sees a signed-in user
 
 
 class CommentRow(BaseModel):
@@ -39,9 +40,12 @@ class CommentRow(BaseModel):
     deleted_at: float | None = None
     deleted_by: str | None = None
 
-    def public(self) -> dict[str, Any]:
-        """What spectators and exports see: never the person key (a browser's id is a credential of sorts)."""
-        return {"id": self.id, "author": self.author, "text": self.body, "at": self.at}
+    def public(self, names: bool = True) -> dict[str, Any]:
+        """What spectators and exports see: never the person key (a browser's id is a credential of sorts).
+        Without `names` (a share link's holder), a team member (a signed-in user) is only "a team member";
+        a guest's tag names nobody and stays."""
+        author = self.author if names or not self.person.startswith("user:") else SOMEONE
+        return {"id": self.id, "author": author, "text": self.body, "at": self.at}
 
 
 class TurnTalk(BaseModel):
@@ -50,8 +54,8 @@ class TurnTalk(BaseModel):
     comments: list[CommentRow] = Field(default_factory=list)
     reactions: dict[str, int] = Field(default_factory=dict)
 
-    def public(self) -> dict[str, Any]:
-        return {"comments": [c.public() for c in self.comments],
+    def public(self, names: bool = True) -> dict[str, Any]:
+        return {"comments": [c.public(names) for c in self.comments],
                 "reactions": {emoji: self.reactions.get(emoji, 0) for emoji in REACTIONS}}
 
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from nicegui import ui
 
+from webapp.engine.api import SeatDraft
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 
 Command = Callable[..., Awaitable[None]]
 # "Draft with a model": (model label, called with the text so far) -> the draft. Goes through the gate.
-Draft = Callable[[str, Callable[[str], None]], Awaitable[str]]
+Draft = Callable[[str, Callable[[str], None]], Awaitable[SeatDraft]]
 SEAT_OWN = "rostrum-seat"  # the composer's controls: the seat holder's own, also on a read-only page
 
 # Counts words like the engine (whitespace-separated) and ticks the countdown, both in the browser.
@@ -109,9 +110,12 @@ def render_seat(state: DebateState, run: Command, actor: str | None, holder: str
                     try:
                         def show(so_far: str) -> None:
                             text.value = so_far
-                        text.value = await draft(model, show)
-                        assisted["by"] = model
+                        made = await draft(model, show)
+                        text.value = made.text
+                        assisted["by"] = made.model
                         ui.run_javascript(_RECOUNT)  # the count follows text the server put in the box
+                        if made.warning:  # capped to the hard limit, or spending reached warn-at
+                            ui.notify(made.warning, type="warning", multi_line=True)
                     except Exception as exc:  # a provider error, a refusal: say it, keep what was typed
                         ui.notify(f"No draft: {exc}", type="warning", multi_line=True)
                     finally:

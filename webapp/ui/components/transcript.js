@@ -51,14 +51,16 @@ export default {
     ended: Boolean,
   },
   data() {
-    return { items: [], acts: ACTS, over: this.ended, lastResync: 0, showJump: false };
+    return { items: [], acts: ACTS, over: this.ended, lastResync: 0, resyncLater: null, showJump: false };
   },
   computed: {
     rows() {
       const rows = [];
       let group = null;
       for (const t of this.items) {
-        if (t.group !== group) {
+        // (A turn known only from its commit's short form has no group until a resync: it stays under
+        // the group before it; a header row without a title would be drawn as a turn and break the page.)
+        if (t.group !== undefined && t.group !== group) {
           group = t.group;
           rows.push({ id: "g" + rows.length + ":" + group, header: group });
         }
@@ -97,6 +99,7 @@ export default {
     this.unsubscribe?.();
     this.unwatchJump?.();
     this.observer?.disconnect();
+    clearTimeout(this.resyncLater);
   },
   methods: {
     load() {
@@ -123,9 +126,13 @@ export default {
       return `Cut off ${why} — will be redone.`;
     },
     resync() {
-      const now = Date.now();
-      if (now - this.lastResync < 1000) return;
-      this.lastResync = now;
+      // At most one a second; one asked for meanwhile is sent when the second is over, not dropped.
+      const wait = this.lastResync + 1000 - Date.now();
+      if (wait > 0) {
+        this.resyncLater ??= setTimeout(() => { this.resyncLater = null; this.resync(); }, wait);
+        return;
+      }
+      this.lastResync = Date.now();
       this.$emit("resync");
     },
     jump() {
@@ -172,7 +179,11 @@ export default {
           if (!t) {
             t = { kid, cuts: [], notes: [], text: "", ...info };
             this.items.push(t);
+            // The short form of a commit (no speaker, no text) assumes this page saw the turn start and
+            // stream; one that did not (it joined in between) asks for the whole turn.
+            if (info.speaker === undefined) this.resync();
           }
+          for (const field of ["speaker", "group", "act"]) if (info[field] !== undefined) t[field] = info[field];
           if (info.text !== undefined && info.text !== null) t.text = info.text;
           if (info.key) t.key = info.key; // a turn heard of live gets its key here (comments hang on it)
           Object.assign(t, { state: "final", meta: info.meta || "", notes: info.notes || [] });

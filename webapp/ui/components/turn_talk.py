@@ -7,9 +7,12 @@ this element to the server, where `CommentDesk` checks it at the gate.
 
 Live: after a change is stored, `talk_changed` publishes a `comments` signal on the live bus (other
 processes) and tells this process's channel of the debate; each process that has pages on the debate
-reads its comments from the store once and sends them, as one socket.io event ("rt"), to the debate's
-room (`DebateChannel.room`): serialised once per debate, not per page. A page whose socket (re)connects
-is sent the current state on its own, so a gap lasts only until then.
+reads its comments from the store once and sends them as one socket.io event ("rt") to each of the
+debate's two talk rooms: the team's, with authors' names, and share-link holders', where a team
+member is "a team member" (a shared page shows the debate, not who is on the team). A page's snapshot
+says the same as its room. A page joins its room each time its socket (re)connects and is then sent
+the current state on its own, so a gap lasts only until then; it leaves the room when it is taken
+down (a share link revoked).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from nicegui.events import GenericEventArguments
 
 from webapp.access.comments import CommentDesk, person_key
 from webapp.access.gate import Gate
-from webapp.access.roles import Action
+from webapp.access.roles import Action, Principal
 from webapp.engine.runner import DebateSession
 from webapp.live import DebateChannel, LiveHub
 from webapp.store.comments import CommentStore, TurnTalk
@@ -37,9 +40,20 @@ TALK_EVENT = "rt"  # the socket.io event carrying a debate's comments and reacti
 CHANGE = "comments"  # the live bus's change signal for them
 
 
-def wire(debate_id: str, talk: dict[str, TurnTalk]) -> dict[str, Any]:
-    """What every spectator's page is sent: turn key -> visible comments and reaction counts."""
-    return {"d": debate_id, "turns": {key: entry.public() for key, entry in talk.items()}}
+def wire(debate_id: str, talk: dict[str, TurnTalk], names: bool = True) -> dict[str, Any]:
+    """What a spectator's page is sent: turn key -> visible comments and reaction counts; without `names`
+    (a share link's holder), no team member's name."""
+    return {"d": debate_id, "turns": {key: entry.public(names) for key, entry in talk.items()}}
+
+
+def talk_room(debate_id: str, names: bool) -> str:
+    """The socket.io room of the debate's pages that see authors' names (the team), or not (share links)."""
+    return f"rostrum-talk:{debate_id}:{'team' if names else 'link'}"
+
+
+def sees_names(principal: Principal) -> bool:
+    """Whether a page shows who on the team wrote a comment: not a share link's (README, "Threat model")."""
+    return principal.kind != "share-link"
 
 
 class _Broadcaster:
@@ -65,7 +79,8 @@ class _Broadcaster:
                 self.again.discard(debate_id)
                 try:
                     talk = await CommentStore(channel.hub.engine.store).for_debate(debate_id)
-                    await core.sio.emit(TALK_EVENT, wire(debate_id, talk), room=channel.room)
+                    for names in (True, False):
+                        await core.sio.emit(TALK_EVENT, wire(debate_id, talk, names), room=talk_room(debate_id, names))
                 except Exception:  # the next change, or a reconnect, sends it again
                     log.exception("sending the comments of %s failed", debate_id)
                 if debate_id not in self.again:
@@ -106,8 +121,10 @@ class TurnTalkHub(ui.element, component="turn_talk.js", esm=ESM):
         self.desk = desk
         self.hub = hub
         principal = gate.principal
+        self.names = sees_names(principal)
+        self.room = talk_room(session.id, self.names)
         self._props["debate"] = session.id
-        self._props["turns"] = wire(session.id, talk)["turns"]
+        self._props["turns"] = wire(session.id, talk, self.names)["turns"]
         self._props["mine"] = mine
         self._props["can"] = {"comment": principal.can(Action.COMMENT, session.id),
                               "react": principal.can(Action.REACT, session.id),
@@ -118,14 +135,31 @@ class TurnTalkHub(ui.element, component="turn_talk.js", esm=ESM):
         install(hub)
         client = context.client
         client.on_connect(lambda: background_tasks.create(self._resync(), name="talk-resync"))
+        if client.has_socket_connection:
+            background_tasks.create(self._resync(), name="talk-resync")
         self.mark("turn-talk-hub")
 
+    def _sockets(self) -> list[str]:
+        try:
+            client = self.client
+        except RuntimeError:  # its page is gone already: so are its sockets
+            return []
+        return [sid for sid in list(client._socket_to_document_id) if not sid.startswith("test-")]
+
     async def _resync(self) -> None:
+        """Join the room (first: a change stored from here on is sent to it), then send the current state."""
         if self.is_deleted:
             return
+        for sid in self._sockets():
+            await core.sio.enter_room(sid, self.room)
         talk = await CommentStore(self.hub.engine.store).for_debate(self.session.id)
         if not self.is_deleted:
-            self.run_method("replace", wire(self.session.id, talk)["turns"])
+            self.run_method("replace", wire(self.session.id, talk, self.names)["turns"])
+
+    def _handle_delete(self) -> None:
+        for sid in self._sockets():  # a page taken down (a link revoked) hears no more comments
+            background_tasks.create(core.sio.leave_room(sid, self.room), name="talk-leave")
+        super()._handle_delete()
 
     def _answer(self, turn: str, **result: Any) -> None:
         if not self.is_deleted:
