@@ -2,7 +2,7 @@
 
 The trail stores each action's detail as it was given (JSON for the structured ones, a sentence for
 refusals and failures): stable for machines, unreadable for people. `describe` turns a row into a
-sentence ("ada's role changed from viewer to operator", "share link 3f2a created for debate “Tea or
+sentence ("role of ada changed from viewer to operator", "share link 3f2a created for debate “Tea or
 coffee?”, expires 2026-12-04 09:00 UTC"), one function per action in `SENTENCES`; an action that has
 none (a new one, or an older version's) still reads as words: its name without underscores and its
 detail as "key value" pairs.
@@ -50,7 +50,7 @@ class Detail:
 
     @property
     def user(self) -> str:
-        return self.text_of("user") or "an account"
+        return self.text_of("user") or "(name not recorded)"
 
 
 def shorten(text: str, limit: int = 80) -> str:
@@ -112,8 +112,8 @@ def _share(d: Detail) -> str:
 def _set_role(d: Detail) -> str:
     before = d.text_of("from")
     if before:
-        return f"{d.user}'s role changed from {before} to {d.text_of('role')}"
-    return f"{d.user}'s role set to {d.text_of('role')}"
+        return f"role of {d.user} changed from {before} to {d.text_of('role')}"
+    return f"role of {d.user} set to {d.text_of('role')}"
 
 
 def _sign_in(d: Detail) -> str:
@@ -126,7 +126,8 @@ def _sign_in(d: Detail) -> str:
 
 
 def _vote(d: Detail) -> str:
-    return f"{d.text_of('stage')} vote on {d.debate}: {d.text_of('choice')}"
+    stage, choice = d.text_of("stage"), d.text_of("choice")
+    return f"{stage + ' ' if stage else ''}vote on {d.debate}" + (f": {choice}" if choice else "")
 
 
 def _manage_vote(d: Detail) -> str:
@@ -135,7 +136,8 @@ def _manage_vote(d: Detail) -> str:
 
 def _comment_delete(d: Detail) -> str:
     said = d.text_of("text")
-    return (f"comment by {actor_label(d.text_of('author')) or 'someone'} deleted from {d.debate}"
+    author = d.text_of("author")
+    return (f"comment by {actor_label(author) if author else 'someone'} deleted from {d.debate}"
             + (f": “{shorten(said, 60)}”" if said else ""))
 
 
@@ -206,8 +208,8 @@ SENTENCES: dict[str, Callable[[Detail], str]] = {
     "user_created": lambda d: (f"account {d.row.actor} created at its first sign-in through the "
                                f"{d.text_of('via') or 'proxy'} header, as {d.text_of('role')}"),
     "user_set_role": _set_role,
-    "user_disable": lambda d: f"{d.user} disabled: they can no longer sign in",
-    "user_enable": lambda d: f"{d.user} enabled",
+    "user_disable": lambda d: f"account {d.user} disabled: they can no longer sign in",
+    "user_enable": lambda d: f"account {d.user} enabled",
     "user_passwd": lambda d: f"new password set for {d.user}",
     "sign_in": _sign_in,
     "sign_out": lambda d: "signed out",
@@ -266,4 +268,7 @@ def describe(row: AuditRow, topic: str | None = None) -> str:
 
 
 def _capital(text: str) -> str:
+    """The sentence tidied (a field an older row lacks leaves no double space or empty brackets behind)
+    and capitalised."""
+    text = " ".join(text.replace(" ()", "").split()).replace(" ,", ",").removesuffix(" as")
     return text[:1].upper() + text[1:]

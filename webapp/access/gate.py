@@ -312,8 +312,10 @@ class Gate:
             hashed = await asyncio.to_thread(hash_password, password) if password is not None else None
             try:
                 row = await self.accounts.add_user(username, role.value, hashed)
-            except UserExists as exc:
-                raise UserExists(f"username: {exc}") from None
+            except UserExists as exc:  # names are compared without case: name the account that has it
+                existing = await self.accounts.user(username)
+                raise UserExists(f"username: a user named {existing.username!r} already exists" if existing
+                                 else f"username: {exc}") from None
         except ValueError as exc:  # the reason only: never the password
             await self.accounts.audit(principal.actor, "user_add", outcome="failed", detail=str(exc)[:300])
             raise

@@ -94,10 +94,13 @@ class AddUser:
                                                                                  value=TYPE)
             ui.button("Add user", icon="person_add", on_click=self.add).props("unelevated no-caps") \
                 .classes("mt-1").mark("new-user-add")
+        # Said at the field, and once more in words a screen reader announces.
+        self.problem = ui.label().classes("text-sm text-negative").props('role="alert"').mark("new-user-problem")
         self.result = ui.column().classes("w-full gap-1")
 
     async def add(self) -> None:
         self.name.error = self.password.error = None
+        self.problem.text = ""
         how = self.how.value
         password = generate_password() if how == GENERATE else None if how == PROXY else self.password.value or ""
         try:
@@ -111,6 +114,7 @@ class AddUser:
                 self.name.error = message.removeprefix("username: ")
             else:
                 self.password.error = message
+            self.problem.text = f"Not added: {message}"
             return
         self.result.clear()
         with self.result, ui.card().classes("w-full bg-amber-1").mark("new-user-done"):
@@ -160,10 +164,10 @@ class Users:
             ui.label(f"last sign-in {last}").classes("text-sm text-grey-7 grow")
             label = "Enable" if user.disabled else "Disable"
             ui.button(label, on_click=lambda u=user.username, d=not user.disabled: self.set_disabled(u, d)) \
-                .props("flat dense no-caps").mark("user-toggle")
+                .props("flat dense no-caps").mark(f"user-toggle user-toggle-{user.username}")
             if user.username != self.gate.principal.name:  # their own would end this very sign-in
                 ui.button("New password", on_click=lambda u=user.username: self.new_password(u)) \
-                    .props("flat dense no-caps").mark("user-passwd")
+                    .props("flat dense no-caps").mark(f"user-passwd user-passwd-{user.username}")
         self.secrets[user.username] = ui.column().classes("w-full gap-1")
 
     async def set_role(self, username: str, role: str) -> None:
