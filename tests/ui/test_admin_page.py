@@ -12,8 +12,15 @@ import pytest
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one, start_demo
-from tests.ui.test_access import accounts, add_users, audit_rows, browser, sign_in, signed_in
-from tests.ui.test_access import auth_on  # noqa: F401  (a fixture)
+from tests.ui.test_access import (  # noqa: F401  (auth_on is a fixture)
+    accounts,
+    add_users,
+    audit_rows,
+    auth_on,
+    browser,
+    sign_in,
+    signed_in,
+)
 from webapp.access.gate import Gate
 from webapp.access.passwords import verify_password
 from webapp.access.roles import Principal, Role
