@@ -86,7 +86,7 @@ class AddUser:
                 .classes("w-56").mark("new-user-name")
             self.role = ui.select({r.value: r.value for r in Role}, value=Role.VIEWER.value, label="Role") \
                 .props("outlined dense").classes("w-36").mark("new-user-role")
-            self.how = ui.select(choices, value=GENERATE, label="Password").props("outlined dense") \
+            self.how = ui.select(choices, value=GENERATE, label="First password").props("outlined dense") \
                 .classes("w-72").mark("new-user-how")
             self.password = ui.input("Their password", password=True, password_toggle_button=True) \
                 .props(f'outlined dense hint="at least {MIN_PASSWORD_LENGTH} characters" autocomplete="new-password"') \
@@ -94,8 +94,9 @@ class AddUser:
                                                                                  value=TYPE)
             ui.button("Add user", icon="person_add", on_click=self.add).props("unelevated no-caps") \
                 .classes("mt-1").mark("new-user-add")
-        # Said at the field, and once more in words a screen reader announces.
-        self.problem = ui.label().classes("text-sm text-negative").props('role="alert"').mark("new-user-problem")
+        # Said at the field (which a screen reader announces), and once more by the button: on a phone the
+        # field may be out of sight.
+        self.problem = ui.label().classes("text-sm text-negative").mark("new-user-problem")
         self.result = ui.column().classes("w-full gap-1")
 
     async def add(self) -> None:
@@ -123,7 +124,7 @@ class AddUser:
             ui.label(f"Added {row.username} ({row.role}): they sign in {how_in}.").classes("font-medium")
             if how == GENERATE and password is not None:
                 ui.label("Copy it now and give it to them: it is not shown again.").classes("text-sm")
-                copy_field(password, "Password", "new-user-secret", what="Password")
+                copy_field(password, "Generated password", "new-user-secret", what="Password")
         self.name.value = self.password.value = ""
         await self.users.load()
 
