@@ -28,9 +28,10 @@ COPY_JS = """async () => {{
 def copy_field(value: str, label: str, marker: str, what: str = "Text") -> ui.input:
     """The field (marked `marker`) and its Copy button (marked `marker`-copy). `what` names the thing
     in the message after copying ("Link copied")."""
-    with ui.row().classes("w-full items-center gap-2 no-wrap"):
-        field = ui.input(label, value=value).props("readonly outlined dense").classes("grow min-w-0 font-mono") \
-            .mark(marker)
+    # On a phone the button goes below a field that would otherwise be too narrow to read.
+    with ui.row().classes("w-full items-center gap-x-2 gap-y-1"):
+        field = ui.input(label, value=value).props("readonly outlined dense") \
+            .classes("grow min-w-[14rem] font-mono text-sm").mark(marker)
 
         def copied(event: events.GenericEventArguments) -> None:
             if event.args is False:

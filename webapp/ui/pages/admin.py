@@ -23,8 +23,11 @@ from webapp.ui.layout import columns, log_table, section, titled_frame
 from webapp.wording import counted
 
 PAGE_SIZE = 25
-AUDIT_COLUMNS = columns(("at", "When (UTC)"), ("actor", "Who"), ("action", "What"), ("outcome", "Outcome"),
-                        ("debate", "Debate"), ("detail", "Detail"))
+AUDIT_COLUMNS = columns(("at", "When (UTC)"), ("actor", "Who"), ("action", "What"), ("detail", "Detail"),
+                        ("outcome", "Outcome"), ("debate", "Debate"))
+# Widths that keep a row a few lines high on a phone (the table scrolls sideways inside its card instead).
+for _column, _width in zip(AUDIT_COLUMNS, ("9rem", "8rem", "6rem", "18rem", "5rem", "7rem"), strict=True):
+    _column["style"] = _column["headerStyle"] = f"min-width: {_width}"
 # How a new account gets its first password.
 GENERATE, TYPE, PROXY = "generate", "type", "proxy"
 PASSWORD_CHOICES = {GENERATE: "Generate one (shown once, here)", TYPE: "Type one",
