@@ -136,6 +136,8 @@ async def test_the_local_actor_and_share_links_in_words(user: User) -> None:
     assert all(r["actor"] != "local" for r in rows)
 
     await user.open(f"/debate/{session.id}")
+    await user.should_see(f"{LOCAL_WORDS} created a share link")  # the debate's activity timeline
+    await user.should_not_see("local created")
     one(user, "share-section").value = True
     await user.should_see(marker="share-about")
     assert f"by {LOCAL_WORDS}" in one(user, "share-about").text
