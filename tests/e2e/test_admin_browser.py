@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import launch_server, start_from_form
 from webapp.access.passwords import verify_password
@@ -31,9 +32,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
         yield base, db
 
 
-def context_for(browser: Browser, viewport: dict[str, int] = DESKTOP, scheme: str = "light") -> BrowserContext:
-    return browser.new_context(viewport=viewport, color_scheme=scheme,  # type: ignore[arg-type]
-                               permissions=["clipboard-read", "clipboard-write"])
+@contextmanager
+def opened(browser: Browser, viewport: dict[str, int] = DESKTOP, scheme: str = "light") -> Iterator[Page]:
+    """A page of a fresh browser context that may use the clipboard, closed after the block."""
+    context = browser.new_context(viewport=viewport, color_scheme=scheme,  # type: ignore[arg-type]
+                                  permissions=["clipboard-read", "clipboard-write"])
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def clipboard(page: Page) -> str:
@@ -52,6 +59,16 @@ def create_share_link(page: Page) -> str:
     return field.input_value()
 
 
+def copies(page: Page, field: str, said: str) -> str:
+    """The text of the read-only field named `field`, checked to be what its Copy button puts on the
+    clipboard (and says so)."""
+    value = page.get_by_role("textbox", name=field).input_value()
+    page.get_by_role("button", name=f"Copy {field.lower()}").click()
+    expect(page.get_by_text(said)).to_be_visible()
+    assert clipboard(page) == value
+    return value
+
+
 def overflow(page: Page) -> int:
     """How many pixels the page is wider than the viewport (0: it fits)."""
     return int(page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth"))
@@ -60,20 +77,15 @@ def overflow(page: Page) -> int:
 def test_a_user_added_on_the_page_gets_a_password_the_copy_button_copies(site: tuple[str, Path],
                                                                          browser: Browser) -> None:
     base, db = site
-    context = context_for(browser)
-    page = context.new_page()
-    try:
+    with opened(browser) as page:
         page.goto(base + "/admin")
         page.get_by_label("Username").fill("bea")
         page.get_by_label("Role", exact=True).click()
         page.get_by_role("option", name="operator").click()
         page.get_by_role("button", name="Add user").click()
         expect(page.get_by_text("Added bea (operator)")).to_be_visible()
-        password = page.get_by_role("textbox", name="Generated password").input_value()
+        password = copies(page, "Generated password", "Password copied")
         assert len(password) >= 16
-        page.get_by_role("button", name="Copy generated password").click()
-        expect(page.get_by_text("Password copied")).to_be_visible()
-        assert clipboard(page) == password
         with sqlite3.connect(db) as connection:
             (stored,) = connection.execute("SELECT password_hash FROM users WHERE username = 'bea'").fetchone()
         assert verify_password(stored, password)
@@ -86,22 +98,15 @@ def test_a_user_added_on_the_page_gets_a_password_the_copy_button_copies(site: t
         expect(page.get_by_role("cell", name="User bea added as operator")).to_be_visible()
         expect(page.get_by_role("cell", name=LOCAL_WORDS).first).to_be_visible()
         expect(page.get_by_role("cell", name="local", exact=True)).to_have_count(0)
-    finally:
-        context.close()
 
 
 def test_a_share_link_is_copied_then_revoked_and_its_address_leaves_the_page(site: tuple[str, Path],
                                                                             browser: Browser) -> None:
     base, _ = site
-    context = context_for(browser)
-    page = context.new_page()
-    try:
+    with opened(browser) as page:
         start_from_form(page, base, "Should every link have a copy button?")
         address = create_share_link(page)
-        assert "/s/" in address
-        page.get_by_role("button", name="Copy share link").click()
-        expect(page.get_by_text("Link copied")).to_be_visible()
-        assert clipboard(page) == address
+        assert "/s/" in address and copies(page, "Share link", "Link copied") == address
         expect(page.get_by_text(f"by {LOCAL_WORDS}")).to_be_visible()
 
         page.get_by_role("button", name="Revoke").click()
@@ -111,8 +116,6 @@ def test_a_share_link_is_copied_then_revoked_and_its_address_leaves_the_page(sit
         expect(page.get_by_role("button", name="Copy share link")).to_have_count(0)
         token = address.rsplit("/", 1)[1]
         assert token not in page.content()
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -120,9 +123,7 @@ def test_a_share_link_is_copied_then_revoked_and_its_address_leaves_the_page(sit
 def test_the_admin_pages_fit_the_screen(site: tuple[str, Path], browser: Browser, viewport: dict[str, int],
                                         scheme: str) -> None:
     base, _ = site
-    context = context_for(browser, viewport, scheme)
-    page = context.new_page()
-    try:
+    with opened(browser, viewport, scheme) as page:
         start_from_form(page, base, "Do wide tables belong inside their cards on a phone?")
         create_share_link(page)
         assert overflow(page) <= 0, f"the debate page with its share card is {overflow(page)} px too wide"
@@ -142,5 +143,3 @@ def test_the_admin_pages_fit_the_screen(site: tuple[str, Path], browser: Browser
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
         if viewport is PHONE:  # wider than the phone: it scrolls inside its card, not the page
             assert audit.evaluate("e => e.scrollWidth > e.clientWidth")
-    finally:
-        context.close()

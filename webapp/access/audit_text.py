@@ -141,13 +141,11 @@ def _comment_delete(d: Detail) -> str:
             + (f": “{shorten(said, 60)}”" if said else ""))
 
 
-def _endpoint(verb: str) -> Callable[[Detail], str]:
-    def sentence(d: Detail) -> str:
-        where = d.text_of("base_url")
-        problem = d.text_of("problem")
-        return (f"model endpoint {d.text_of('name')}" + (f" ({where})" if where else "") + f" {verb}"
-                + (f": {problem}" if problem else ""))
-    return sentence
+def _endpoint(d: Detail) -> str:
+    where, problem = d.text_of("base_url"), d.text_of("problem")
+    verb = "registered" if d.row.action == "endpoint_add" else "removed"
+    return (f"model endpoint {d.text_of('name')}" + (f" ({where})" if where else "") + f" {verb}"
+            + (f": {problem}" if problem else ""))
 
 
 def _defaults(d: Detail) -> str:
@@ -155,14 +153,12 @@ def _defaults(d: Detail) -> str:
     return "defaults for new debates saved" + (f": {listed}" if listed else "")
 
 
-def _token(verb: str) -> Callable[[Detail], str]:
-    def sentence(d: Detail) -> str:
-        suffix = d.text_of("suffix")
-        name = f"API token …{suffix}" if suffix else f"API token {d.text_of('token')}"
-        if verb == "created":
-            return f"{name} created for {d.user} as {d.text_of('role')}, {expiry(d.fields.get('expires_at'))}"
-        return f"{name} of {d.user} {verb}" if d.fields.get("user") else f"{name} {verb}"
-    return sentence
+def _token(d: Detail) -> str:
+    suffix = d.text_of("suffix")
+    name = f"API token …{suffix}" if suffix else f"API token {d.text_of('token')}"
+    if d.row.action == "token_create":
+        return f"{name} created for {d.user} as {d.text_of('role')}, {expiry(d.fields.get('expires_at'))}"
+    return f"{name} of {d.user} revoked" if d.fields.get("user") else f"{name} revoked"
 
 
 def _webhook_add(d: Detail) -> str:
@@ -173,13 +169,14 @@ def _webhook_add(d: Detail) -> str:
             + (f" ({form} messages)" if form else ""))
 
 
-def _tournament(verb: str) -> Callable[[Detail], str]:
-    def sentence(d: Detail) -> str:
-        name = d.text_of("name")
-        budget = d.fields.get("budget_usd")
-        return ("tournament " + (f"“{shorten(name)}”" if name else d.text_of("tournament")) + f" {verb}"
-                + (f" with a total budget of ${float(budget):.2f}" if isinstance(budget, int | float) else ""))
-    return sentence
+TOURNAMENT_VERBS = {"tournament": "started", "continue_tournament": "continued", "stop_tournament": "stopped"}
+
+
+def _tournament(d: Detail) -> str:
+    name, budget = d.text_of("name"), d.fields.get("budget_usd")
+    return ("tournament " + (f"“{shorten(name)}”" if name else d.text_of("tournament"))
+            + f" {TOURNAMENT_VERBS[d.row.action]}"
+            + (f" with a total budget of ${float(budget):.2f}" if isinstance(budget, int | float) else ""))
 
 
 def _debate(verb: str) -> Callable[[Detail], str]:
@@ -199,9 +196,9 @@ SENTENCES: dict[str, Callable[[Detail], str]] = {
     "send_turn": _send_turn,
     "draft_turn": lambda d: f"a turn drafted with {d.text_of('model') or 'a model'} in {d.debate}",
     "rematch": _rematch,
-    "tournament": _tournament("started"),
-    "continue_tournament": _tournament("continued"),
-    "stop_tournament": _tournament("stopped"),
+    "tournament": _tournament,
+    "continue_tournament": _tournament,
+    "stop_tournament": _tournament,
     "share": _share,
     "revoke_share": lambda d: f"share link {d.text_of('link')} of {d.debate} revoked",
     "user_add": lambda d: f"user {d.user} added as {d.text_of('role')}",
@@ -217,11 +214,11 @@ SENTENCES: dict[str, Callable[[Detail], str]] = {
     "judge": lambda d: f"verdict given on {d.debate}: {d.text_of('winner') or 'no winner'}",
     "manage_vote": _manage_vote,
     "comment_delete": _comment_delete,
-    "endpoint_add": _endpoint("registered"),
-    "endpoint_remove": _endpoint("removed"),
+    "endpoint_add": _endpoint,
+    "endpoint_remove": _endpoint,
     "server_settings": _defaults,
-    "token_create": _token("created"),
-    "token_revoke": _token("revoked"),
+    "token_create": _token,
+    "token_revoke": _token,
     "webhook_add": _webhook_add,
     "webhook_remove": lambda d: f"webhook endpoint {d.text_of('url') or d.text_of('endpoint')} removed",
     "webhook_redeliver": lambda d: (f"webhook delivery {d.text_of('delivery')} ({d.text_of('event')}) "
