@@ -107,7 +107,7 @@ def test_a_share_link_is_copied_then_revoked_and_its_address_leaves_the_page(sit
         start_from_form(page, base, "Should every link have a copy button?")
         address = create_share_link(page)
         assert "/s/" in address and copies(page, "Share link", "Link copied") == address
-        expect(page.get_by_text(f"by {LOCAL_WORDS}")).to_be_visible()
+        expect(page.get_by_text(f"· by {LOCAL_WORDS} ·")).to_be_visible()  # the link's row
 
         page.get_by_role("button", name="Revoke").click()
         expect(page.get_by_text("revoked", exact=True)).to_be_visible()
