@@ -14,6 +14,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import launch_server, start_from_form
+from tests.e2e.test_a11y import AXE, RULES
+from tests.services import unavailable
 from webapp.access.passwords import verify_password
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +69,15 @@ def copies(page: Page, field: str, said: str) -> str:
     expect(page.get_by_text(said)).to_be_visible()
     assert clipboard(page) == value
     return value
+
+
+def axe_violations(page: Page) -> list[tuple[str, list[str]]]:
+    """axe-core's findings on the page as it is now (the rules the accessibility suite checks)."""
+    if not AXE.exists():
+        unavailable("axe", f"axe-core is not installed ({AXE}): run `make axe`")
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("rules => axe.run(document, {runOnly: {type: 'rule', values: rules}})", RULES)
+    return [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in result["violations"]]
 
 
 def overflow(page: Page) -> int:
@@ -131,11 +142,13 @@ def test_the_admin_pages_fit_the_screen(site: tuple[str, Path], browser: Browser
         page.get_by_label("Username").fill(f"wide-{scheme}-{viewport['width']}")
         page.get_by_role("button", name="Add user").click()
         expect(page.get_by_role("button", name="Copy generated password")).to_be_visible()
+        assert axe_violations(page) == []  # the form, a user's row and the password shown once
         for path in PAGES:
             page.goto(base + path)
             page.wait_for_selector("h1")
             page.wait_for_load_state("networkidle")
             assert overflow(page) <= 0, f"{path} is {overflow(page)} px wider than the screen"
+            assert axe_violations(page) == [], path
         page.goto(base + "/admin")
         audit = page.locator(".q-table__middle").first
         expect(audit).to_be_visible()

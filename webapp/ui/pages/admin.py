@@ -121,7 +121,7 @@ class AddUser:
             self.problem.text = f"Not added: {message}"
             return
         self.result.clear()
-        with self.result, ui.card().classes("w-full bg-amber-1").mark("new-user-done"):
+        with self.result, ui.card().classes("w-full rostrum-once").mark("new-user-done"):
             how_in = {GENERATE: "with the password below", TYPE: "with the password you typed",
                       PROXY: "only through the proxy's identity header"}[how]
             ui.label(f"Added {row.username} ({row.role}): they sign in {how_in}.").classes("font-medium")

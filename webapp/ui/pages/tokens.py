@@ -69,7 +69,7 @@ class TokensCard:
             ui.notify(f"Not created: {exc}", type="negative")
             return
         self.shown.clear()
-        with self.shown, ui.card().classes("w-full bg-amber-1").mark("token-new"):
+        with self.shown, ui.card().classes("w-full rostrum-once").mark("token-new"):
             ui.label("Your new token. Copy it now: it is not shown again.").classes("font-medium")
             copy_field(issued.token, "API token", "token-value", what="Token")
         await self.load()
