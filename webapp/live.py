@@ -491,7 +491,7 @@ class LiveHub:
         while True:
             marker: tuple[int, str] | None
             try:
-                marker: tuple[int, str] | None = await self.engine.store.last_change()
+                marker = await self.engine.store.last_change()
             except Exception:  # the store is closing, or busy: look again next time
                 marker = self._marker
             if self._marker is not None and marker != self._marker and self.dashboard.callbacks:

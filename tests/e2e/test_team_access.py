@@ -419,7 +419,7 @@ def test_revoking_a_link_stops_the_open_shared_page(team: Team, browser: Browser
     start_from_form(operator, team.base, "Should a revoked link go dark at once?")
     operator.get_by_text("Share read-only").click()
     operator.get_by_role("button", name="Create link").click()
-    link = operator.get_by_label("Share link").input_value()
+    link = operator.get_by_role("textbox", name="Share link").input_value()
     assert "/s/" in link
 
     recorder = Recorder()

@@ -34,7 +34,7 @@ def test_an_admin_registers_an_endpoint_and_redelivers_from_the_page(browser: Br
             expect(page.get_by_role("heading", name="Webhooks", level=1)).to_be_visible()
             page.get_by_label("Endpoint URL").fill(receiver.url)
             page.get_by_role("button", name="Add endpoint").click()
-            secret_box = page.get_by_label("Signing secret")
+            secret_box = page.get_by_role("textbox", name="Signing secret")
             expect(secret_box).to_have_value(re.compile(r"^whsec_\S{40,}$"))
             secret = secret_box.input_value()
             expect(page.get_by_text(receiver.url, exact=True)).to_be_visible()

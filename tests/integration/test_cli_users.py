@@ -234,7 +234,7 @@ def test_disable_and_enable_are_recorded_and_audited_as_cli(cli, db: Path) -> No
         ("cli", "user_add", "ok", {"role": "operator", "user": "bo"}),
         ("cli", "user_disable", "ok", {"user": "bo"}),
         ("cli", "user_enable", "ok", {"user": "bo"}),
-        ("cli", "user_set_role", "ok", {"role": "viewer", "user": "bo"}),
+        ("cli", "user_set_role", "ok", {"from": "operator", "role": "viewer", "user": "bo"}),
     ]
 
 

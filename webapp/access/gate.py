@@ -25,7 +25,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
-from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserRow
+from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserExists, UserRow
 from webapp.store.audience import AudienceStore, Choice, HumanVerdict, Stage
 from webapp.store.sign_ins import SignIns
 from webapp.tournament.plan import Tournament, sample_configs
@@ -305,10 +305,21 @@ class Gate:
     # --- accounts ----------------------------------------------------------------------------
 
     async def add_user(self, username: str, role: Role, password: str | None) -> UserRow:
+        """A new account (`password` None: it signs in only through the proxy's identity header).
+        A bad or taken name or a weak password raises ValueError naming the field; audited either way."""
         principal = await self.authorize(Action.MANAGE_USERS)
-        username = check_username(username)
-        hashed = await asyncio.to_thread(hash_password, password) if password is not None else None
-        row = await self.accounts.add_user(username, role.value, hashed)
+        try:
+            username = check_username(username)
+            hashed = await asyncio.to_thread(hash_password, password) if password is not None else None
+            try:
+                row = await self.accounts.add_user(username, role.value, hashed)
+            except UserExists as exc:  # names are compared without case: name the account that has it
+                existing = await self.accounts.user(username)
+                raise UserExists(f"username: a user named {existing.username!r} already exists" if existing
+                                 else f"username: {exc}") from None
+        except ValueError as exc:  # the reason only: never the password
+            await self.accounts.audit(principal.actor, "user_add", outcome="failed", detail=str(exc)[:300])
+            raise
         await self.accounts.audit(principal.actor, "user_add", detail={"user": username, "role": role.value})
         return row
 
@@ -329,7 +340,8 @@ class Gate:
         if role is not Role.ADMIN:
             await self._keep_an_admin(row, "demoting them")
         await self.accounts.set_role(row.username, role.value)
-        await self.accounts.audit(principal.actor, "user_set_role", detail={"user": row.username, "role": role.value})
+        await self.accounts.audit(principal.actor, "user_set_role",
+                                  detail={"user": row.username, "role": role.value, "from": row.role})
 
     async def set_disabled(self, username: str, disabled: bool) -> None:
         principal = await self.authorize(Action.MANAGE_USERS)

@@ -48,6 +48,17 @@ def verify_password(password_hash: str | None, password: str) -> bool:
         return False
 
 
+# Letters and digits that cannot be misread for one another (no 0/O, 1/l/I): a generated password is
+# read off a screen and typed once.
+PASSWORD_ALPHABET = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def generate_password(groups: int = 4, size: int = 5) -> str:
+    """A new account's first password, from the OS's CSPRNG: `groups` of `size` characters joined by
+    dashes (4 × 5 of 57 characters: about 117 bits)."""
+    return "-".join("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(size)) for _ in range(groups))
+
+
 def new_token() -> str:
     """A share-link token: 256 bits from the OS's CSPRNG, URL-safe."""
     return secrets.token_urlsafe(32)

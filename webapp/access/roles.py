@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from webapp.store.accounts import UNKNOWN_ACTOR
+
 
 class Role(StrEnum):
     """A team member's role (the convention of self-hosted dashboards: admin, member, viewer)."""
@@ -124,3 +126,21 @@ class PermissionDenied(PermissionError):
 LOCAL = Principal(name="local", role=Role.ADMIN, kind="local")
 CLI = Principal(name="cli", role=Role.ADMIN, kind="cli")
 SYSTEM = "system"
+
+# The actors that are not a person's name, as a reader should see them. The stored names stay short
+# and stable (logs, exports and the audit trail are matched on them); only what is shown changes.
+ACTOR_WORDS = {
+    LOCAL.name: "this computer (no sign-in)",
+    CLI.name: "the command line",
+    SYSTEM: "Rostrum (automatic)",
+    "share-link": "a share link",
+    UNKNOWN_ACTOR: "an unknown username",  # failed sign-ins with a name no account has
+}
+
+
+def actor_label(actor: str | None) -> str:
+    """Who did something, for a person to read: `local` (sign-in is off) is "this computer (no
+    sign-in)", the other non-people are named for what they are, a person's name is kept as it is."""
+    if not actor:
+        return ACTOR_WORDS[SYSTEM]
+    return ACTOR_WORDS.get(actor, actor)

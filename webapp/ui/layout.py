@@ -148,6 +148,30 @@ def heading(text: str, level: int = 1) -> ui.label:
     return label
 
 
+@contextmanager
+def section(title: str, marker: str | None = None) -> Iterator[ui.card]:
+    """One card of a page, titled with a level-2 heading: `with section("Users"): …`."""
+    with ui.card().classes("w-full") as card:
+        heading(title, 2)
+        if marker:
+            card.mark(marker)
+        yield card
+
+
+def columns(*named: tuple[str, str] | tuple[str, str, str]) -> list[dict[str, str]]:
+    """A table's columns from (name, label) pairs, left-aligned unless a third item says otherwise;
+    the row field is the column's name."""
+    return [{"name": c[0], "label": c[1], "field": c[0], "align": c[2] if len(c) == 3 else "left"}
+            for c in named]
+
+
+def log_table(cols: list[dict[str, str]], rows: list[dict[str, object]], marker: str) -> ui.table:
+    """A dense table of records whose cells wrap; wider than the screen, it scrolls inside its card
+    (styles.css), never the page."""
+    return ui.table(columns=cols, row_key="id", rows=rows).props("flat dense wrap-cells").classes("w-full") \
+        .mark(marker)
+
+
 def title_row(title: str, create: tuple[str, str, str] | None = None) -> None:
     """A list page's title, with its "New …" button on the right when `create` = (label, target, marker)
     is given (the caller decides whether this person may create)."""
@@ -179,4 +203,16 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
     # The page's own content element is the body (no column of our own: one element less per page).
     body = context.client.content.classes("w-full max-w-7xl mx-auto p-4 gap-4")
     with body:
+        yield body
+
+
+@contextmanager
+def titled_frame(active: str, principal: Principal, title: str, intro: str = "",
+                 markdown: bool = False) -> Iterator[ui.element]:
+    """`frame` with the page's title (its one `h1`) and, if given, a line saying what the page is for
+    (`markdown`: the line has links or code)."""
+    with frame(active, principal) as body:
+        heading(title)
+        if intro:
+            (ui.markdown(intro) if markdown else ui.label(intro)).classes("text-sm text-grey-8")
         yield body

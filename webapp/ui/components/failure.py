@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from webapp.access.roles import actor_label
 from webapp.engine.machine import State
 from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.models import JudgeSpec, Participant
@@ -166,7 +167,7 @@ def explain_stop(state: DebateState, names: bool = True) -> str | None:
     actor = stop.get("actor") or SYSTEM_ACTOR
     if not names and actor != SYSTEM_ACTOR:
         actor = "a team member"  # a share link shows the debate, not who is on the team
-    text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor}{where}"
+    text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor_label(actor)}{where}"
     reason = params.get("reason")
     if reason and str(reason) != "stopped by user":
         text += f" ({reason})"

@@ -16,7 +16,7 @@ from nicegui import app, ui
 from pydantic import ValidationError
 
 from webapp.access.gate import Gate
-from webapp.access.roles import Action
+from webapp.access.roles import Action, actor_label
 from webapp.store.accounts import Accounts
 from webapp.store.library import (
     NAME_MAX_CHARS,
@@ -80,7 +80,7 @@ async def _audit(gate: Gate, action: str, item: LibraryItem) -> None:
 def _item_line(item: LibraryItem) -> None:
     with ui.column().classes("gap-0 grow min-w-0"):
         ui.label(item.name).classes("font-medium").mark(f"{item.kind}-name")
-        ui.label(f"{item.summary()} · by {item.created_by}").classes("text-xs text-grey-7")
+        ui.label(f"{item.summary()} · by {actor_label(item.created_by)}").classes("text-xs text-grey-7")
 
 
 class LibraryTools:

@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import COMMANDS, Gate
-from webapp.access.roles import Action, Principal
+from webapp.access.roles import Action, Principal, actor_label
 from webapp.engine import audience
 from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
@@ -101,8 +101,7 @@ def describe_action(action: dict[str, Any], names: bool = True) -> str:
     team member'; the engine's own steps stay 'system')."""
     verb = ACTION_WORDS.get(action.get("action", ""), str(action.get("action", "")).replace("_", " "))
     actor = action.get("actor")
-    if not names and actor != "system":
-        actor = SOMEONE
+    actor = SOMEONE if not names and actor != "system" else actor_label(actor)  # "this computer (no sign-in)"
     if verb.startswith(("created", "revoked", "accepted", "answered")):
         return f"{actor} {verb}"
     return f"{verb} by {actor}"
@@ -114,7 +113,7 @@ def activity_html(state: DebateState, names: bool = True) -> str:
         return ""
     items = []
     if state.created_by:
-        items.append(f"{state.created_at:%H:%M:%S} · created by {state.created_by if names else SOMEONE}")
+        items.append(f"{state.created_at:%H:%M:%S} · created by {actor_label(state.created_by) if names else SOMEONE}")
     items += [f"{action.get('at', '')[11:19]} · {describe_action(action, names)}" for action in state.actions]
     lines = "".join(f'<li class="text-sm">{escape(item)}</li>' for item in items)
     return (f'<details class="rostrum-activity"><summary class="text-base font-medium">Activity</summary>'

@@ -13,8 +13,12 @@ from webapp.access.roles import Action, Principal, Role
 from webapp.store.tokens import ApiTokens, TokenRow
 from webapp.ui import runtime
 from webapp.ui.auth import admit
-from webapp.ui.layout import frame, heading
+from webapp.ui.components.copy_field import copy_field
+from webapp.ui.layout import section, titled_frame
 
+INTRO = ("A personal token lets a script use the HTTP API as you: send it as `Authorization: Bearer rst_…`. "
+         "It can do at most what your role allows, stops working when revoked or expired, and is shown only "
+         "once. The API's documentation: [/api/docs](/api/docs).")
 EXPIRIES = {0: "Never", 7: "In 7 days", 30: "In 30 days", 90: "In 90 days", 365: "In a year"}
 
 
@@ -65,13 +69,9 @@ class TokensCard:
             ui.notify(f"Not created: {exc}", type="negative")
             return
         self.shown.clear()
-        with self.shown, ui.card().classes("w-full bg-amber-1").mark("token-new"):
+        with self.shown, ui.card().classes("w-full rostrum-once").mark("token-new"):
             ui.label("Your new token. Copy it now: it is not shown again.").classes("font-medium")
-            with ui.row().classes("items-center gap-2 w-full no-wrap"):
-                ui.input(value=issued.token).props("readonly outlined dense").classes("grow font-mono") \
-                    .mark("token-value")
-                ui.button("Copy", icon="content_copy",
-                          on_click=lambda: ui.clipboard.write(issued.token)).props("flat no-caps")
+            copy_field(issued.token, "API token", "token-value", what="Token")
         await self.load()
 
     async def revoke(self, row: TokenRow) -> None:
@@ -89,15 +89,9 @@ async def page(request: Request) -> Response | None:
     admitted = await admit(request, Action.LIST, "see API tokens")
     if not isinstance(admitted, Principal):
         return admitted
-    with frame("/tokens", admitted):
-        heading("API tokens")
-        ui.markdown("A personal token lets a script use the HTTP API as you: send it as "
-                    "`Authorization: Bearer rst_…`. It can do at most what your role allows, stops working "
-                    "when revoked or expired, and is shown only once. The API's documentation: "
-                    "[/api/docs](/api/docs).").classes("text-sm")
+    with titled_frame("/tokens", admitted, "API tokens", INTRO, markdown=True):
         card = None
-        with ui.card().classes("w-full"):
-            heading("New token", 2)
+        with section("New token"):
             if admitted.kind in ("user", "proxy"):
                 allowed = [r.value for r in Role if tokens.RANK[r] <= tokens.RANK[admitted.role]]
                 with ui.row().classes("items-end gap-3 w-full"):
@@ -111,8 +105,7 @@ async def page(request: Request) -> Response | None:
             else:
                 ui.label("Sign-in is off on this server: the API needs no token from this machine. Tokens "
                          "for people: python -m webapp tokens create --user NAME").classes("text-sm text-grey-7")
-        with ui.card().classes("w-full"):
-            heading("Everyone's tokens" if admitted.can(Action.MANAGE_USERS) else "Your tokens", 2)
+        with section("Everyone's tokens" if admitted.can(Action.MANAGE_USERS) else "Your tokens"):
             card = TokensCard(admitted)
         if admitted.kind in ("user", "proxy"):
             create.on_click(lambda: card.create(name.value or "", role.value, int(expiry.value or 0)))

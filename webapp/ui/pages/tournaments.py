@@ -18,7 +18,7 @@ from fastapi.responses import Response
 from nicegui import ui
 
 from webapp.access.gate import Gate
-from webapp.access.roles import Action, Principal
+from webapp.access.roles import Action, Principal, actor_label
 from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, leaderboard
 from webapp.tournament.runner import Progress, progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
@@ -78,7 +78,8 @@ async def list_page(request: Request) -> Response | None:
                     ui.link(row.tournament.name, f"/tournaments/{row.id}").mark(f"tournament-link-{row.id}")
                     tournament_badge(row.status)
                     ui.label(f"{state.done}/{state.total} debates · {money(state.spent)}").classes("text-sm")
-                    ui.label(f"by {row.tournament.created_by or '–'}").classes("text-sm text-grey-7")
+                    by = row.tournament.created_by
+                    ui.label(f"by {actor_label(by) if by else '–'}").classes("text-sm text-grey-7")
     return None
 
 

@@ -12,28 +12,25 @@ from fastapi import Request
 from fastapi.responses import Response
 from nicegui import ui
 
-from webapp.access.roles import Action, Principal
+from webapp.access.roles import Action, Principal, actor_label
 from webapp.settings import get_settings
 from webapp.store.webhooks import DeliveryRow
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.layout import frame, heading
+from webapp.ui.components.copy_field import copy_field
+from webapp.ui.layout import columns, log_table, section, titled_frame
 from webapp.webhooks.events import EVENT_HELP, EVENTS
 from webapp.webhooks.guard import WebhookRefused
 from webapp.webhooks.manage import UnknownWebhook, WebhookAdmin
 
 PAGE_SIZE = 25
 REFRESH_S = 2.0  # seconds between reads of the delivery log while a delivery is pending
-DELIVERY_COLUMNS = [
-    {"name": "at", "label": "Queued (UTC)", "field": "at", "align": "left"},
-    {"name": "event", "label": "Event", "field": "event", "align": "left"},
-    {"name": "subject", "label": "Debate / tournament", "field": "subject", "align": "left"},
-    {"name": "endpoint", "label": "Endpoint", "field": "endpoint", "align": "left"},
-    {"name": "status", "label": "Status", "field": "status", "align": "left"},
-    {"name": "attempts", "label": "Attempts", "field": "attempts", "align": "right"},
-    {"name": "code", "label": "HTTP", "field": "code", "align": "right"},
-    {"name": "error", "label": "Last error", "field": "error", "align": "left"},
-]
+DELIVERY_COLUMNS = columns(("at", "Queued (UTC)"), ("event", "Event"), ("subject", "Debate / tournament"),
+                           ("endpoint", "Endpoint"), ("status", "Status"), ("attempts", "Attempts", "right"),
+                           ("code", "HTTP", "right"), ("error", "Last error"), ("again", "Action"))
+INTRO = ("Signed HTTP notifications of debate and tournament events. Each delivery is queued and sent in the "
+         "background with retries for up to 24 hours; see the README, \"Webhooks\", for the payload and how "
+         "to verify the X-Rostrum-Signature header.")
 
 
 def _when(seconds: float | None) -> str:
@@ -49,7 +46,8 @@ def delivery_cells(row: DeliveryRow, urls: dict[str, str]) -> dict[str, object]:
         status = f"retrying at {_when(row.next_attempt_at)[11:]}"
     return {"id": row.id, "at": _when(row.created_at), "event": row.event, "subject": row.subject or "—",
             "endpoint": urls.get(row.endpoint_id, row.endpoint_id), "status": status, "attempts": row.attempts,
-            "code": row.last_status if row.last_status is not None else "—", "error": (row.last_error or "")[:200]}
+            "code": row.last_status if row.last_status is not None else "—", "error": (row.last_error or "")[:200],
+            "again": row.id}
 
 
 class WebhooksPanel:
@@ -58,8 +56,7 @@ class WebhooksPanel:
     def __init__(self, admin: WebhookAdmin) -> None:
         self.admin = admin
         self.page = 1
-        with ui.card().classes("w-full"):
-            heading("Add an endpoint", 2)
+        with section("Add an endpoint"):
             self.url = ui.input("Endpoint URL", placeholder="https://example.com/hooks/rostrum") \
                 .props("outlined dense").classes("w-full").mark("webhook-url")
             ui.label("Events").classes("text-sm font-medium")
@@ -69,11 +66,9 @@ class WebhooksPanel:
                 .mark("webhook-slack")
             ui.button("Add endpoint", icon="add", on_click=self.add).props("unelevated no-caps").mark("webhook-add")
             self.secret_box = ui.column().classes("w-full gap-1")
-        with ui.card().classes("w-full"):
-            heading("Endpoints", 2)
+        with section("Endpoints"):
             self.endpoints_box = ui.column().classes("w-full gap-2")
-        with ui.card().classes("w-full"):
-            heading("Deliveries", 2)
+        with section("Deliveries"):
             self.deliveries_box = ui.column().classes("w-full gap-2")
         # The log follows the senders while anything is on its way (they may be other processes: read again).
         self.pending = False
@@ -95,8 +90,7 @@ class WebhooksPanel:
         with self.secret_box:
             ui.label(f"Added {done.endpoint.url}. Its signing secret, shown only now: copy it to the receiver.") \
                 .classes("text-sm")
-            ui.input("Signing secret", value=done.secret).props("outlined dense readonly").classes("w-full") \
-                .mark("webhook-secret")
+            copy_field(done.secret, "Signing secret", "webhook-secret", what="Secret")
         await self.load_endpoints()
 
     async def load_endpoints(self) -> None:
@@ -111,7 +105,7 @@ class WebhooksPanel:
                         ui.label(endpoint.url).classes("font-medium break-all")
                         info = endpoint.public()
                         ui.label(f"{', '.join(endpoint.events)} · {endpoint.format} · secret {info['secret_hint']} · "
-                                 f"by {endpoint.created_by}").classes("text-sm text-grey-7")
+                                 f"by {actor_label(endpoint.created_by)}").classes("text-sm text-grey-7")
                     ui.button("Remove", on_click=lambda e=endpoint.id: self.remove(e)) \
                         .props("flat dense no-caps color=negative").mark("webhook-remove")
 
@@ -132,9 +126,7 @@ class WebhooksPanel:
         with self.deliveries_box:
             ui.label(f"{total} deliver{'y' if total == 1 else 'ies'}").classes("text-sm text-grey-7") \
                 .mark("webhook-delivery-count")
-            table = ui.table(columns=[*DELIVERY_COLUMNS, {"name": "again", "label": "Action", "field": "id"}],
-                             row_key="id", rows=[delivery_cells(r, urls) for r in rows]) \
-                .props("flat dense wrap-cells").classes("w-full").mark("webhook-deliveries")
+            table = log_table(DELIVERY_COLUMNS, [delivery_cells(r, urls) for r in rows], "webhook-deliveries")
             table.add_slot("body-cell-again", '<q-td :props="props"><q-btn flat dense no-caps label="Redeliver" '
                                               '@click="$parent.$emit(\'redeliver\', props.row.id)" /></q-td>')
             table.on("redeliver", lambda e: self.redeliver(str(e.args)))
@@ -166,11 +158,7 @@ async def page(request: Request) -> Response | None:
     if not isinstance(admitted, Principal):
         return admitted
     admin = WebhookAdmin(auth_gate(admitted), get_settings().webhook_allow_private)
-    with frame("/admin", admitted):
-        heading("Webhooks")
-        ui.label("Signed HTTP notifications of debate and tournament events. Each delivery is queued and sent "
-                 "in the background with retries for up to 24 hours; see the README, \"Webhooks\", for the "
-                 "payload and how to verify the X-Rostrum-Signature header.").classes("text-sm text-grey-8")
+    with titled_frame("/admin", admitted, "Webhooks", INTRO):
         panel = WebhooksPanel(admin)
     await panel.load()
     return None
