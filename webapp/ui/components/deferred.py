@@ -8,7 +8,7 @@ from collections.abc import Callable
 from nicegui import context, ui
 
 
-def after_connect(build: Callable[[], None], classes: str = "w-full") -> ui.element:
+def after_connect(build: Callable[[], object], classes: str = "w-full") -> ui.element:
     """Build in place now if this page's socket is connected (no holder: one element less on every
     open page), else into a holder when it first connects. Returns the element built into."""
     client = context.client

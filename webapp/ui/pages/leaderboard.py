@@ -23,7 +23,15 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.judge_health import RELIABILITY_RULE, unreliable_judges
 from webapp.results.head_to_head import PairRecord
-from webapp.results.leaderboard import MIN_FOR_STYLE, Leaderboard, LeaderboardFilters, ModelRating, choices, leaderboard
+from webapp.results.leaderboard import (
+    MIN_FOR_STYLE,
+    Leaderboard,
+    LeaderboardFilters,
+    ModelRating,
+    PairWords,
+    choices,
+    leaderboard,
+)
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
@@ -178,9 +186,16 @@ class HeadToHead:
                     ui.label(brief.created_at.strftime("%Y-%m-%d")).classes(f"text-xs {MUTED} shrink-0")
 
 
-def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
+def pair_lines(words: list[PairWords]) -> None:
+    """The board's conclusions in plain words, one line per pair (a clear one in bold)."""
+    with ui.column().classes("gap-0").mark("pair-words"):
+        for line in words:
+            ui.label(line.words).classes("text-sm" + (" font-medium" if line.clear else ""))
+
+
+def render_leaderboard(board: Leaderboard, style: bool = False, words: bool = True) -> None:
     """A computed board: ratings (plain or style-controlled) with their chart, ratings over time and the
-    head-to-head matrix. Usable on any page."""
+    head-to-head matrix. Usable on any page (`words=False`: the page says the pairs in words elsewhere)."""
     with ui.card().classes("w-full gap-2").mark("leaderboard"):
         title = "Style-controlled ratings" if style else "Ratings"
         heading(f"{title} over {counted(board.comparisons, board.unit)}", 2).mark("leaderboard-title")
@@ -198,10 +213,8 @@ def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
         elif style:  # a fit on a handful of debates (or none with any spread) is not a result
             ui.label(f"Length effect: too few debates (n = {board.comparisons}); it is estimated from "
                      f"{MIN_FOR_STYLE} on.").classes("text-sm font-medium").mark("length-effect")
-        if not style and board.words:
-            with ui.column().classes("gap-0").mark("pair-words"):
-                for line in board.words:
-                    ui.label(line.words).classes("text-sm" + (" font-medium" if line.clear else ""))
+        if not style and words:
+            pair_lines(board.words)
         _table(lines, "style-table" if style else "ratings-table")
         options = interval_chart(lines)
         height = f"h-[{max(160, 40 * len(lines) + 60)}px]"
