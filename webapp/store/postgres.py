@@ -127,6 +127,7 @@ class PostgresStore(LogReads):
     HAS_MODEL = f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_MODEL_LABEL} = ?)"
     HAS_TAG = "coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)"
     TAGS_COLUMN = "(config::jsonb -> 'tags')::text"
+    TOURNAMENT_COLUMN = "config::jsonb ->> 'tournament'"
 
     def __init__(self, dsn: str, pool: Any) -> None:
         self.dsn = dsn

@@ -104,9 +104,10 @@ class DebateRow(BaseModel):
     created_at: datetime
     updated_at: datetime
     tags: list[str] = []  # the config's topic tags: filled by `list_debates` (not a column of its own)
+    tournament: str | None = None  # the config's tournament id, likewise (the dashboard groups by it)
 
 
-ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name != "tags")
+ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name not in ("tags", "tournament"))
 ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
@@ -375,6 +376,7 @@ class LogReads:
     HAS_MODEL: ClassVar[str]  # a condition: a participant uses the `?` "provider:model"
     HAS_TAG: ClassVar[str]  # a condition: the debate carries the `?` tag
     TAGS_COLUMN: ClassVar[str]  # the debate's tags as a JSON array, selected after `ROW_SELECT`
+    TOURNAMENT_COLUMN: ClassVar[str]  # the id of the tournament it belongs to (NULL: none), selected last
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -440,7 +442,7 @@ class LogReads:
         clause = " AND ".join(where)
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {clause}", params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT}, {self.TAGS_COLUMN} FROM debates WHERE {clause} "
+            f"SELECT {ROW_SELECT}, {self.TAGS_COLUMN}, {self.TOURNAMENT_COLUMN} FROM debates WHERE {clause} "
             f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
@@ -466,6 +468,7 @@ class Store(LogReads):
     HAS_MODEL = f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {MODEL_LABEL} = ?)"
     HAS_TAG = "EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)"
     TAGS_COLUMN = "json_extract(config, '$.tags')"
+    TOURNAMENT_COLUMN = "json_extract(config, '$.tournament')"
 
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection,
                  lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -919,14 +922,16 @@ def debate_row(r: tuple[Any, ...]) -> DebateRow:
 
 
 def tagged_row(r: tuple[Any, ...]) -> DebateRow:
-    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)."""
-    row = debate_row(r[:-1])
+    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)
+    and its tournament's id (or NULL)."""
+    row = debate_row(r[:-2])
     try:
-        tags = json.loads(r[-1]) if r[-1] else []
+        tags = json.loads(r[-2]) if r[-2] else []
     except ValueError:
         tags = []
     if isinstance(tags, list):
         row.tags = [str(t) for t in tags if t is not None]
+    row.tournament = str(r[-1]) if r[-1] else None
     return row
 
 
