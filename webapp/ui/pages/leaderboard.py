@@ -35,6 +35,7 @@ from webapp.results.leaderboard import (
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
+from webapp.ui.components.charts import TIME_LABELS, chart
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.layout import frame, heading
 from webapp.wording import counted
@@ -87,7 +88,7 @@ def history_chart(board: Leaderboard) -> dict[str, Any]:
         "tooltip": {**_TOOLTIP, "trigger": "axis"},
         "legend": {"top": 0, "type": "scroll"},
         "grid": {"left": 8, "right": 24, "top": 36, "bottom": 24, "containLabel": True},
-        "xAxis": {"type": "time", "axisLabel": {"hideOverlap": True}},  # dates never print over each other
+        "xAxis": {"type": "time", "axisLabel": TIME_LABELS},  # dates never print over each other
         "yAxis": {"type": "value", "scale": True},
         "series": [{"type": "line", "name": m, "showSymbol": True,
                     "data": [[p.at.isoformat(), p.ratings[m]] for p in board.history if m in p.ratings]}
@@ -218,12 +219,12 @@ def render_leaderboard(board: Leaderboard, style: bool = False, words: bool = Tr
         _table(lines, "style-table" if style else "ratings-table")
         options = interval_chart(lines)
         height = f"h-[{max(160, 40 * len(lines) + 60)}px]"
-        after_connect(lambda: ui.echart(options).classes(f"w-full {height}").mark("ratings-chart"), f"w-full {height}")
+        after_connect(lambda: chart(options).classes(f"w-full {height}").mark("ratings-chart"), f"w-full {height}")
     if len(board.history) > 1:
         with ui.card().classes("w-full gap-2").mark("rating-history"):
             heading("Ratings over time", 2)
             history = history_chart(board)
-            after_connect(lambda: ui.echart(history).classes("w-full h-72").mark("history-chart"), "w-full h-72")
+            after_connect(lambda: chart(history).classes("w-full h-72").mark("history-chart"), "w-full h-72")
     HeadToHead(board)
 
 
