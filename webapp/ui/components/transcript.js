@@ -119,7 +119,7 @@ export default {
     cutNote(cut, t) {
       const why = cut.reason === "cancelled" ? "by a pause or stop" : `(${cut.reason})`;
       if (t.state === "final" || (t.state === "live" && t.attempt > cut.attempt)) return `Cut off ${why} — redone below.`;
-      if (this.over) return `Cut off ${why} — the debate stopped here.`;
+      if (this.over) return `Cut off ${why} — the debate ended here.`;
       return `Cut off ${why} — will be redone.`;
     },
     resync() {

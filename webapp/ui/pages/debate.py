@@ -189,7 +189,7 @@ class DebateView:
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.left = context.slot.parent  # the clarifications answered go first, once there are any
                 self.transcript = TranscriptView(self.session, channel.kid, follow=bool(self.session.live_turns)
-                                                 or self.session.running)
+                                                 or self.session.running, cut=channel.cut_turns)
                 self.transcript.on("resync", lambda: background_tasks.create(
                     channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
                 # Notes on retries, round scores and the verdict: one section, re-rendered when any changes.
