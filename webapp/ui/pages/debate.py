@@ -78,11 +78,11 @@ def render_cost_warning(state: DebateState) -> None:
     if state.cost_warned or (budget.warn_at is not None and state.ledger.total_usd >= budget.warn_at):
         ui.badge("warning threshold reached", color="orange-9").mark("cost-warning")
     said = unasked_cost_warning(state)
-    if said:
-        with ui.row().classes("items-start gap-1 no-wrap text-sm text-orange-10 dark:text-orange-3") \
-                .props('role="alert"').mark("cost-warning-note"):
-            ui.icon("warning").classes("text-lg shrink-0").props('aria-hidden="true"')
-            ui.label(said).classes("min-w-0")
+    if said:  # a warning panel like the one a debate stops for, in the page's text colour (readable)
+        with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950 p-3").props('flat bordered role="alert"') \
+                .mark("cost-warning-note"), ui.row().classes("items-start gap-2 no-wrap"):
+            ui.icon("warning").classes("text-xl shrink-0 text-orange-8").props('aria-hidden="true"')
+            ui.label(said).classes("text-sm min-w-0")
 
 
 ACTION_WORDS = {
