@@ -29,7 +29,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.export import people_without_names, talk_without_people, to_json
+from webapp.export import Talk, people_without_names, talk_without_people, to_json
 from webapp.live import AUDIENCE, Batch, DebateChannel
 from webapp.store.comments import CommentStore
 from webapp.ui import live_wire, runtime
@@ -200,7 +200,7 @@ class DebateView:
                 LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
                 self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
-                self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
+                self.activity = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
                 if principal.can(Action.DELETE, state.id):
@@ -299,7 +299,7 @@ class DebateView:
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
             names = self.gate.principal.kind != "share-link"
-            self.sections["activity"].set_content(shared_text(activity_html(state, names)))
+            self.activity.set_content(shared_text(activity_html(state, names)))
         self.controls.update()
         self.rematch.update()
         self.series.update()
@@ -436,7 +436,7 @@ class DebateView:
             return
         state = self.state
         content, media = EXPORT_FORMATS[kind]
-        talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
+        talk: Talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
         people = await audience.read_people(self.gate.engine.store, state)  # votes and people's verdicts
         if self.gate.principal.kind == "share-link":  # a link shows the debate, not who is on the team
             talk = talk_without_people(talk)
