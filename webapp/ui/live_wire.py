@@ -18,7 +18,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveTurn, LiveTurnStarted
 from webapp.models import Turn
-from webapp.ui.components.badges import STATUS_STYLE, money, safe_color, ui_status
+from webapp.ui.components.badges import STATUS_STYLE, model_beside, money, safe_color, ui_status
 from webapp.ui.components.stepper import stepper_steps
 
 # The item types of the wire format.
@@ -44,7 +44,7 @@ def group_title(state: DebateState, phase_id: str, round_no: int) -> str:
 
 
 def people(state: DebateState) -> dict[str, dict[str, str]]:
-    return {p.id: {"name": p.name, "color": safe_color(p.color), "model": f"{p.provider}:{p.model}"}
+    return {p.id: {"name": p.name, "color": safe_color(p.color), "model": model_beside(p.name, p.provider, p.model)}
             for p in state.config.participants}
 
 

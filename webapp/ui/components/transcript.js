@@ -25,7 +25,7 @@ export default {
             <span class="rostrum-dot" :style="{background: person(row.t).color}"></span>
             <span class="rostrum-turn-name">{{ person(row.t).name }}</span>
             <span v-if="acts[row.t.act]" class="rostrum-turn-act">{{ acts[row.t.act] }}</span>
-            <span class="rostrum-turn-model">{{ person(row.t).model }}</span>
+            <span v-if="person(row.t).model" class="rostrum-turn-model">{{ person(row.t).model }}</span>
             <span class="rostrum-turn-meta">{{ row.t.meta }}</span>
           </header>
           <section v-for="(cut, i) in row.t.cuts" :key="'cut' + i" class="rostrum-cut">

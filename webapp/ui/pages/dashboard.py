@@ -36,7 +36,14 @@ from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, safe_color, status_badge
+from webapp.ui.components.badges import (
+    STATUS_FILTERS,
+    STATUS_STYLE,
+    model_beside,
+    money,
+    safe_color,
+    status_badge,
+)
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
@@ -115,8 +122,8 @@ def models_line(row: DebateRow) -> str:
     model says it once ('demo:gamma', not 'demo:gamma (demo:gamma)')."""
     def who(p: dict[str, Any]) -> str:
         name = str(p.get("name") or p.get("id") or "?")
-        model = f"{p.get('provider') or '?'}:{p.get('model') or '?'}"
-        return model if name in (model, str(p.get("model") or "")) else f"{name} ({model})"
+        model = model_beside(name, str(p.get("provider") or ""), str(p.get("model") or ""))
+        return f"{name} ({model})" if model else name
 
     return " vs ".join(who(p) for p in row.participants)
 
