@@ -223,12 +223,12 @@ def snapshot_turns(session: DebateSession, kid: Any, cut: Mapping[str, CutTurn] 
         out.append({**started, "kid": kid(key), "state": "live", "text": live.text, "meta": "",
                     "notes": notes.get(key, []), "attempt": live.attempt, **_cuts(cut, key)})
     for key, cut_turn in cut.items():  # cut off and not (yet) redone: the debate paused, stopped or failed there
-        live = cut_turn.started
-        if key in state.turn_keys or key in session.live_turns or not phase_visible(state, live.phase):
+        begun = cut_turn.started
+        if key in state.turn_keys or key in session.live_turns or not phase_visible(state, begun.phase):
             continue
-        started = turn_info(state, key, live.speaker, live.phase, live.round, live.act)
+        started = turn_info(state, key, begun.speaker, begun.phase, begun.round, begun.act)
         out.append({**started, "kid": kid(key), "state": "cut", "text": "", "meta": "", "notes": notes.get(key, []),
-                    "attempt": live.attempt, "cuts": list(cut_turn.cuts)})
+                    "attempt": begun.attempt, "cuts": list(cut_turn.cuts)})
     return out
 
 
