@@ -332,12 +332,12 @@ class Dashboard:
                     continue
                 # A tournament's debates under its name, in one block (a round robin is many alike rows).
                 with ui.element("div").classes("w-full rostrum-tournament-group").mark("tournament-group"):
-                    with ui.row().classes(f"w-full items-center gap-2 px-3 py-1 text-sm {MUTED} "
-                                          "border-b border-slate-500/20 no-wrap"):
+                    with ui.row().classes(f"w-full items-center gap-x-2 gap-y-0 px-3 py-1 text-sm {MUTED} "
+                                          "border-b border-slate-500/20"):
                         ui.icon("emoji_events").classes("text-base shrink-0").props('aria-hidden="true"')
                         name = (names or {}).get(tournament) or f"tournament {tournament}"
                         link = ui.link(f"Tournament: {name}", f"/tournaments/{tournament}") \
-                            .classes("font-medium truncate min-w-0").mark(f"tournament-group-{tournament}")
+                            .classes("font-medium min-w-0 rostrum-topic").mark(f"tournament-group-{tournament}")
                         _titled(link, name)
                         ui.label(f"· {counted(len(members), 'debate')} on this page").classes("shrink-0")
                     with ui.element("div").classes("w-full rostrum-tournament-rows"):
