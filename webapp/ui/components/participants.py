@@ -38,4 +38,4 @@ class ParticipantsPanel(ui.element, component="participants.js"):
         return next((str(p["persona"]) for p in self.people if p["id"] == participant_id), "")
 
     def notes(self, participant_id: str) -> list[str]:
-        return next((p["notes"] for p in self.people if p["id"] == participant_id), [])
+        return next((list(p["notes"]) for p in self.people if p["id"] == participant_id), [])
