@@ -66,6 +66,7 @@ DASHBOARD_INTERVAL = 0.5  # seconds between dashboard refresh signals
 # Another process (the CLI) may drive a debate in the same database; it leaves no signal but its
 # writes, so watched debates and dashboards look at the log this often.
 FOLLOW_INTERVAL = 1.0
+MAX_CUT_TURNS = 100  # cut attempts remembered per watched debate, for pages opened later
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,11 @@ class DebateChannel:
         self._lengths: dict[str, int] = {}  # key -> characters streamed so far in the current attempt
         self._attempts: dict[str, int] = {}
         self._streamed: dict[str, list[str]] = {}  # key -> text of the current attempt, to compare at commit
+        # key -> who started speaking where (a cut attempt's turn is named by it)
+        self._starts: dict[str, LiveTurnStarted | LiveTurn] = {}
+        # Attempts cut off (a pause, a stop, an error) with the text they had streamed, which is never
+        # stored: a page opened later shows them as the pages watching then did (`live_wire.snapshot_turns`).
+        self.cut_turns: dict[str, live_wire.CutTurn] = {}
         self._hidden: set[str] = set()  # keys of private turns (preparation): never sent to browsers
         self._kids: dict[str, int] = {}
         self._announced: set[str] = set()  # keys whose start (speaker, group, act) browsers were sent
@@ -149,6 +155,7 @@ class DebateChannel:
             self._lengths[key] = len(live.text)
             self._attempts[key] = live.attempt
             self._streamed[key] = [live.text]
+            self._starts[key] = live
             self._announced.add(key)  # every page built from now on has it in its snapshot
             self._started[key] = live
             if not live_wire.phase_visible(session.state, live.phase):
@@ -194,14 +201,17 @@ class DebateChannel:
             self._lengths[message.key] = 0
             self._attempts[message.key] = message.attempt
             self._streamed[message.key] = []
+            self._starts[message.key] = message
             self._open_chunk.pop(message.key, None)
             self._buffer.append(message)
         elif isinstance(message, LiveTurnAborted):
             self._started.pop(message.key, None)
             self._lengths.pop(message.key, None)
-            self._streamed.pop(message.key, None)
+            text = "".join(self._streamed.pop(message.key, []))
             self._open_chunk.pop(message.key, None)
-            self._buffer.append(Aborted(message.key, self._attempts.pop(message.key, None), message.reason))
+            attempt = self._attempts.pop(message.key, None)
+            self._remember_cut(message.key, text, message.reason, attempt)
+            self._buffer.append(Aborted(message.key, attempt, message.reason))
         elif isinstance(message, LiveEvent):
             payload = message.event.payload
             if isinstance(payload, TurnPayload):  # the finished turn supersedes its stream
@@ -216,6 +226,14 @@ class DebateChannel:
         elif isinstance(message, LiveStatus):
             self._buffer.append(message)
         self._wake.set()
+
+    def _remember_cut(self, key: str, text: str, reason: str, attempt: int | None) -> None:
+        """Keep a cut attempt's text for pages opened later (a few per debate: pauses, stops, errors)."""
+        started = self._starts.get(key)
+        if not text or started is None or (len(self.cut_turns) >= MAX_CUT_TURNS and key not in self.cut_turns):
+            return
+        cut = self.cut_turns.setdefault(key, live_wire.CutTurn(started))
+        cut.cuts.append({"text": text, "reason": reason, "attempt": attempt})
 
     # --- from another process, through the bus --------------------------------------------------
 

@@ -1,17 +1,24 @@
 """Pages that hold on a phone (390×844) and on a desktop (1440×900), light and dark: no page is wider
 than the screen, the header is one row on a phone (navigation in a menu), and the live debate's sticky
-bar — with Pause and Stop — stays visible right below the header while the reader scrolls."""
+bar — with Pause and Stop — stays visible right below the header while the reader scrolls. Every main
+page is visited on a phone: the dashboard, the forms, a running and a finished debate, the leaderboard,
+judges, tournaments and a tournament, settings and admin."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.conftest import DEBATE_URL, launch_server
+from tests.child_env import child_env
+from tests.e2e.conftest import DEBATE_URL, ROOT, launch_server
 from tests.e2e.conftest import start_from_form as start
 
 pytestmark = pytest.mark.e2e
@@ -22,12 +29,36 @@ PAGES = ["/", "/new", "/leaderboard", "/tournaments", "/tournaments/new", "/judg
 SHOTS = os.environ.get("ROSTRUM_SHOTS")  # a folder: screenshots for a person to look at
 
 
+@dataclass(frozen=True)
+class Site:
+    base: str
+    workdir: Path
+
+    @property
+    def db(self) -> Path:
+        return self.workdir / "e2e.sqlite3"  # `launch_server`'s default
+
+    def cli(self, *args: str) -> str:
+        """`python -m webapp …` on the site's database at full demo speed; returns what it printed."""
+        done = subprocess.run([sys.executable, "-m", "webapp", *args, "--db", str(self.db)], cwd=self.workdir,
+                              env=child_env(drop=("ROSTRUM_", "NICEGUI_"), ROSTRUM_DEMO_SPEED="0",
+                                            PYTHONPATH=str(ROOT)),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+
 @pytest.fixture(scope="module")
-def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """Slow enough that a debate is still running while the page is scrolled."""
-    with launch_server(tmp_path_factory.mktemp("phone"), extra_env={"ROSTRUM_DEMO_SPEED": "15"},
-                       log_name="e2e-phone-server.log") as base:
-        yield base
+    workdir = tmp_path_factory.mktemp("phone")
+    with launch_server(workdir, extra_env={"ROSTRUM_DEMO_SPEED": "15"}, log_name="e2e-phone-server.log") as base:
+        yield Site(base, workdir)
+
+
+@pytest.fixture(scope="module")
+def slow_server(site: Site) -> str:
+    return site.base
 
 
 def context_for(browser: Browser, viewport: dict[str, int], scheme: str) -> BrowserContext:
@@ -117,5 +148,75 @@ def test_the_sticky_bar_with_pause_and_stop_stays_under_the_header_while_scrolli
         expect(page.get_by_role("menuitem", name="Stop without a verdict")).to_be_hidden()
         expect(bar.get_by_role("button", name="Pause", exact=True)).to_have_count(0)  # ended: no buttons
         expect(page.get_by_role("group", name="Debate controls")).to_have_count(0)
+    finally:
+        context.close()
+
+
+# The page's width against the viewport's, and whether the sticky bar is where it should be and in view.
+WIDER = "() => document.scrollingElement.scrollWidth - window.innerWidth"
+BAR_UNDER_HEADER = """() => {
+    const header = document.querySelector('.q-header').getBoundingClientRect();
+    const bar = document.querySelector('.rostrum-sticky').getBoundingClientRect();
+    const x = bar.left + Math.min(40, bar.width / 2), y = bar.top + bar.height / 2;
+    const seen = document.elementFromPoint(x, y)?.closest('.rostrum-sticky') !== null;
+    return {gap: Math.round(bar.top - header.bottom), seen, height: Math.round(bar.height)};
+}"""
+# The lowest contrast of a role="alert" panel's text against the panel (a warning that reads as one).
+ALERT_CONTRAST = """(el) => {
+    const pen = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+    const rgb = (css) => { pen.clearRect(0, 0, 1, 1); pen.fillStyle = css; pen.fillRect(0, 0, 1, 1);
+        const d = pen.getImageData(0, 0, 1, 1).data; return [d[0], d[1], d[2], d[3]]; };  // any CSS colour
+    const lum = (c) => 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+    function f(v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }
+    let back = el, bg = null;
+    while (back && (!bg || bg[3] === 0)) {
+        bg = rgb(getComputedStyle(back).backgroundColor); back = back.parentElement; }
+    let lowest = 99;
+    for (const t of el.querySelectorAll('.q-label, div')) {
+        if (!t.childNodes.length || ![...t.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+        const [a, b] = [lum(rgb(getComputedStyle(t).color)), lum(bg)].sort((p, q) => q - p);
+        lowest = Math.min(lowest, (a + 0.05) / (b + 0.05));
+    }
+    return lowest;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_main_page_fits_a_phone_and_the_debates_keep_their_bar_under_the_header(
+        site: Site, browser: Browser, scheme: str) -> None:
+    topics = site.workdir / "topics.txt"
+    topics.write_text("Should phones be banned at dinner?\n", encoding="utf-8")
+    tournament = re.search(r"Tournament ([0-9a-f]{12})", site.cli(
+        "tournament", "--models", "alpha,beta,gamma", "--topics", str(topics), "--format", "round-limited",
+        "--rounds", "1"))
+    assert tournament is not None
+    # A finished debate whose spending crossed warn-at during the verdict (its warning is a panel).
+    warned = re.search(r"Debate ([0-9a-f]{12}): completed", site.cli(
+        "debate", "Should the verdict warn?", "--format", "round-limited", "--rounds", "1", "--warn-at", "0.008"))
+    assert warned is not None
+    finished = f"/debate/{warned.group(1)}"
+    context = context_for(browser, PHONE, scheme)
+    page = context.new_page()
+    try:
+        running = start(page, site.base, "Should night buses be free?").removeprefix(site.base)
+        paths = ["/", "/new", running, finished, "/leaderboard", "/judges", "/tournaments",
+                 f"/tournaments/{tournament.group(1)}", "/tournaments/new", "/settings", "/admin"]
+        for path in paths:
+            page.goto(site.base + path)
+            page.wait_for_selector("h1")
+            page.wait_for_function("() => window.socket?.connected")  # parts built once connected follow
+            if path == "/leaderboard" or (path.startswith("/tournaments/") and path != "/tournaments/new"):
+                page.locator(".rostrum-chart svg").first.wait_for()  # the charts have drawn
+            assert page.evaluate(WIDER) <= 0, f"{path} is {page.evaluate(WIDER)} px wider than the screen"
+            shot(page, f"every-{scheme}-{path.strip('/').replace('/', '-') or 'home'}")
+            if path in (running, finished):  # scrolled to the end: the bar sits right under the header
+                page.evaluate("() => window.scrollTo(0, document.scrollingElement.scrollHeight)")
+                page.wait_for_function("() => window.scrollY > 100")
+                bar = page.evaluate(BAR_UNDER_HEADER)
+                assert bar["seen"] and abs(bar["gap"]) <= 2, f"{path}: the sticky bar {bar}"
+            if path == finished:
+                alert = page.get_by_role("alert").filter(has_text="during the verdict")
+                expect(alert).to_be_visible()
+                assert alert.evaluate(ALERT_CONTRAST) >= 4.5, f"the warning reads {alert.evaluate(ALERT_CONTRAST)}:1"
     finally:
         context.close()

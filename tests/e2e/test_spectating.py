@@ -174,3 +174,35 @@ def test_a_late_joiner_lands_on_the_live_turn(slow_server: str, browser: Browser
     expect(late.get_by_role("button", name="Jump to live ↓")).to_be_hidden()
     phone.close()
     context.close()
+
+
+def test_a_late_joiner_sees_a_cut_off_turn_as_the_first_tab_does(slow_server: str, browser: Browser) -> None:
+    """Tab A has Stop's menu open when tab B stops the debate mid-turn: A's menu closes with the debate,
+    and a tab opened afterwards shows the cut-off text and its note exactly as A does (the streamed text
+    of a cut attempt is never stored: the page's channel keeps it)."""
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    first = context.new_page()
+    url = start(first, slow_server, "Should buses be free at night?")
+    first.wait_for_function("() => [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]"
+                            ".some(e => e.textContent.length > 40)", timeout=LONG)
+    first.get_by_role("button", name="Stop", exact=True).click()
+    menu_item = first.get_by_role("menuitem", name="Stop and judge what was said")
+    expect(menu_item).to_be_visible()
+    second = context.new_page()
+    second.goto(url)
+    second.get_by_role("button", name="Stop", exact=True).click()
+    second.get_by_role("menuitem", name="Stop without a verdict").click()
+    expect(first.locator(".q-badge", has_text="stopped")).to_be_visible(timeout=LONG)
+    expect(menu_item).to_be_hidden()  # the menu went with the debate, in the tab that did not stop it
+    cut = first.locator(".rostrum-cut")
+    expect(cut.locator(".rostrum-note")).to_have_text(["Cut off by a pause or stop — the debate ended here."])
+    seen = cut.locator(".rostrum-md").inner_text()
+    assert len(seen) > 40
+    late = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    late.goto(url)
+    late_cut = late.locator(".rostrum-cut")
+    expect(late_cut.locator(".rostrum-note")).to_have_text(["Cut off by a pause or stop — the debate ended here."])
+    assert late_cut.locator(".rostrum-md").inner_text() == seen
+    assert first.locator(".rostrum-turn").count() == late.locator(".rostrum-turn").count()
+    late.context.close()
+    context.close()

@@ -15,6 +15,8 @@ from webapp.engine.machine import State
 from webapp.models import utcnow
 from webapp.settings import get_settings
 from webapp.store.repository import DebateRow
+from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
+from webapp.tournament.store import TournamentStore
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import outcome_of
 from webapp.ui.components.presets import quick_demo_config
@@ -224,3 +226,28 @@ def test_a_participant_named_after_its_model_is_said_once() -> None:
         {"id": "g", "name": "demo:gamma", "provider": "demo", "model": "gamma"},
         {"id": "b", "name": "Bo", "provider": "demo", "model": "beta"}])
     assert models_line(row) == "demo:gamma vs Bo (demo:beta)"  # not "demo:gamma (demo:gamma)"
+
+
+async def test_a_tournaments_debates_are_grouped_under_its_name(user: User) -> None:
+    store = (await engine()).store
+    stored = await TournamentStore(store).create(Tournament(
+        name="Spring league", models=[Contender.parse("alpha"), Contender.parse("beta")], topics=["Tea?", "Cats?"],
+        format="round-limited", rounds=1))
+    first, second = schedule(stored)
+    for debate_id, slot in (("tour-a", first), ("tour-b", second)):
+        config = slot_config(stored, slot).model_dump(mode="json")
+        await store.create_debate(debate_id, config["topic"], config["format"], config,
+                                  {"status": "completed", "participants": config["participants"]})
+    alone = quick_demo_config().model_dump(mode="json")
+    await store.create_debate("alone", "On its own?", alone["format"], alone, {"status": "completed"})
+
+    rows, _ = await store.list_debates()
+    assert {r.id: r.tournament for r in rows} == {"tour-a": stored.id, "tour-b": stored.id, "alone": None}
+    await user.open("/")
+    await user.should_see(marker="tournament-group")
+    group = one(user, "tournament-group")
+    assert one(user, f"tournament-group-{stored.id}").text == "Tournament: Spring league"
+    assert one(user, f"tournament-group-{stored.id}").props["href"] == f"/tournaments/{stored.id}"
+    inside = {m for e in group.descendants() for m in e._markers if m.startswith("debate-")}
+    assert inside == {"debate-tour-a", "debate-tour-b"}  # the tournament's, and only those
+    assert row_ids(user).index("alone") in (0, 2)  # not between the tournament's two

@@ -33,3 +33,16 @@ async def test_personas_are_on_the_panel_after_the_start(user: User) -> None:
     panel = one(user, "participants")
     assert panel.persona("ada") == "Calm and precise."
     assert panel.persona("bo") == long.strip()  # the page folds a long one (participants.js)
+
+
+async def test_a_participant_named_after_its_model_is_said_once_on_the_page(user: User) -> None:
+    config = DebateConfig(topic="Names", format="oxford", participants=[
+        Participant(id="g", name="demo:gamma", provider="demo", model="gamma", position="pro"),
+        Participant(id="b", name="Bo", provider="demo", model="beta", position="con")])
+    await user.open("/")
+    debate_id = await (await engine()).create(config)
+    await user.open(f"/debate/{debate_id}")
+    shown = {p["id"]: (p["name"], p["model"]) for p in one(user, "participants").people}
+    assert shown == {"g": ("demo:gamma", ""), "b": ("Bo", "demo:beta")}  # not "demo:gamma" twice
+    people = one(user, "transcript").props["people"]  # each turn's header: the same
+    assert (people["g"]["model"], people["b"]["model"]) == ("", "demo:beta")

@@ -130,7 +130,7 @@ async def test_the_round_shows_only_while_a_round_phase_runs(user: User, monkeyp
     await session.stop(verdict=True)  # stop and judge what was said
     assert await session.join() is State.STOPPED
     await show(user, session.state)
-    assert round_text(user) == "Stopped in round 2 of 3"
+    assert round_text(user) == "Round 2 of 3"  # "stopped" is said once, by the badge and the outcome
     assert pills(user, session.state) == {"opening": "done", "rebuttal": "stopped", "verdict": "done"}
 
 

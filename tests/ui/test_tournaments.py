@@ -21,6 +21,7 @@ from tests.ui.test_not_found import page_elements
 from webapp.access.roles import LOCAL
 from webapp.engine.formats import FORMATS
 from webapp.models import EventKind, JudgeRuling, Verdict
+from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.settings import get_settings
 from webapp.store.migrations import migrate
 from webapp.store.protocol import EventStore
@@ -268,11 +269,25 @@ async def test_the_tournament_page_shows_its_own_leaderboard(user: User) -> None
     assert [(r["model"], r["record"]) for r in rows] == [("demo:alpha", "1–0–0"), ("demo:beta", "0–1–0")]
     assert one(user, "h2h-cell-0-1").text == "1–0–0"
     await user.should_see(marker="standings-table")  # the plain standings stay
+    # ...and say in words what they mean, with the leaderboard's own lines (said once on the page).
+    board = await leaderboard(store, LeaderboardFilters(debate_ids=frozenset({"tour1"})))
+    assert standings_words(user) == [line.words for line in board.words]
+    assert standings_words(user)[0].startswith("demo:alpha ")  # the one ahead first
+    assert len(list(user.find(marker="pair-words").elements)) == 1
 
     await _judged(store, "tour2", stored, second, None)  # a tie: the page's refresh redraws the board
     await user.should_see("Ratings over 2 debates", retries=300)
     rows = table_rows(user, "ratings-table")
     assert [(r["model"], r["record"]) for r in rows] == [("demo:alpha", "1–0–1"), ("demo:beta", "0–1–1")]
+    board = await leaderboard(store, LeaderboardFilters(debate_ids=frozenset({"tour1", "tour2"})))
+    assert standings_words(user) == [line.words for line in board.words]
+
+
+def standings_words(user: User) -> list[str]:
+    """The lines in words under the standings table (none: an empty list)."""
+    card = one(user, "tournament-standings")
+    return [label.text for column in card.descendants() if "pair-words" in column._markers
+            for label in column.descendants() if isinstance(label, ui.label)]
 
 
 def test_the_budget_figures_of_a_stop_add_up() -> None:

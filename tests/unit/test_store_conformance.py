@@ -579,6 +579,13 @@ async def test_the_topic_search_also_matches_tags(any_store: EventStore) -> None
     assert [(r.id, r.tags) for r in rows] == [("t1", ["pets", "ethics"]), ("t2", ["drinks"]), ("t3", []), ("t4", [])]
 
 
+async def test_a_listing_row_names_its_tournament(any_store: EventStore) -> None:
+    await any_store.create_debate("in", "Played in one", "classic", {"tournament": "abc123", "tags": ["x"]}, {})
+    await any_store.create_debate("out", "On its own", "classic", {}, {})
+    rows, _ = await any_store.list_debates(order="oldest")
+    assert [(r.id, r.tournament, r.tags) for r in rows] == [("in", "abc123", ["x"]), ("out", None, [])]
+
+
 async def test_a_tournament_plays_to_the_end_and_gets_its_leaderboard(any_store: EventStore) -> None:
     """The runner on either store: every slot played once, the standings' debates rated on the board."""
     engine = Engine(any_store, settings=Settings(_env_file=None, demo_speed=0), providers=OneProvider())

@@ -173,6 +173,24 @@ class Leaderboard(BaseModel):
     computed_at: datetime
     # The rated debates by id, for a head-to-head cell's list (`brief`); not part of the model's data.
     _results: dict[str, DebateResult] = PrivateAttr(default_factory=dict)
+    # (a, b) -> the share of bootstrap replicates rating a above b, and each comparison's two models:
+    # what `words_for` says about any two models of the board, in any order.
+    _beats: dict[tuple[str, str], float] = PrivateAttr(default_factory=dict)
+    _compared: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+
+    def words_for(self, order: Sequence[str]) -> list[PairWords]:
+        """One line in words per neighbouring pair of `order` (models the board did not rate are left
+        out), the one ahead named first: the board's own lines (`words`, in rating order) or, say, a
+        tournament's standings in the order of its table."""
+        rated = {m for pair in self._compared for m in pair}
+        out = []
+        for upper, lower in pairwise([m for m in order if m in rated]):
+            share = self._beats.get((upper, lower))
+            if share is not None and share < 0.5:  # the fit puts the lower one ahead: say it that way round
+                upper, lower, share = lower, upper, 1 - share
+            involved = sum(1 for pair in self._compared if {upper, lower} & set(pair))
+            out.append(pair_words(upper, lower, share, involved))
+        return out
 
     def brief(self, debate_id: str) -> DebateBrief | None:
         """What a head-to-head list says about one of the board's debates."""
@@ -293,25 +311,23 @@ def compute(results: Sequence[DebateResult], filters: LeaderboardFilters, *, rep
         return out
 
     ranked = lines(plain)
-    words = []
-    for upper, lower in pairwise(ranked):
-        i, j = index[upper.model], index[lower.model]
-        share = float(plain.beats[i, j]) if plain.beats is not None else None
-        involved = sum(1 for u in rated if {u.a, u.b} & {upper.model, lower.model})
-        words.append(pair_words(upper.model, lower.model, share, involved))
     # A coefficient fitted on a handful of debates (or with no spread at all) is not a result.
     length = (styled.style, styled.style_low, styled.style_high)
     if len(rated) < MIN_FOR_STYLE or length[1] == length[2]:
         length = (None, None, None)
     board = Leaderboard(
         filters=filters, unit="series" if filters.series_only else "debate", comparisons=len(rated),
-        debates=len(counted), ratings=ranked, words=words,
+        debates=len(counted), ratings=ranked,
         style=StyleView(ratings=lines(styled), length_effect=length[0], length_low=length[1],
                         length_high=length[2]),
         pairs=head_to_head(chosen), history=_history(rated, cells(comparisons), models),
         computed_at=datetime.now().astimezone(),
     )
     board._results = {r.debate_id: r for r in chosen if r.debate_id in counted}
+    board._compared = [(u.a, u.b) for u in rated]
+    if plain.beats is not None:
+        board._beats = {(a, b): float(plain.beats[index[a], index[b]]) for a in models for b in models if a != b}
+    board.words = board.words_for([r.model for r in ranked])
     return board
 
 

@@ -119,7 +119,7 @@ class SqlStore:
             where.add(d.has_tag, tag.strip().lower())
         total = await self.fetchone(f"SELECT count(*) FROM debates WHERE {where.clause}", where.params)
         rows = await self.fetchall(
-            f"SELECT {ROW_SELECT}, {d.tags('config')} FROM debates WHERE {where.clause} "
+            f"SELECT {ROW_SELECT}, {d.tags('config')}, {d.tournament('config')} FROM debates WHERE {where.clause} "
             f"ORDER BY {LIST_ORDERS[order]} LIMIT ? OFFSET ?",
             (*where.params, limit, offset),
         )

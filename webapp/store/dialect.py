@@ -37,6 +37,7 @@ class Dialect:
     has_model: str  # a condition: a participant uses the `?` "provider:model"
     has_tag: str  # a condition: the debate carries the `?` tag
     tags_json: str  # the config's tags as JSON text of an array, or NULL ("{column}": the config column)
+    tournament_id: str  # the config's tournament id as text, or NULL ("{column}": the config column)
     digest_backfill: str  # (re)fills `verdict_digests` from the verdict events
 
     def text(self, column: str, *path: str) -> str:
@@ -59,6 +60,10 @@ class Dialect:
         """The tags of the config in `column` as JSON text of an array (or NULL)."""
         return self.tags_json.format(column=column)
 
+    def tournament(self, column: str) -> str:
+        """The tournament id of the config in `column` as text (or NULL)."""
+        return self.tournament_id.format(column=column)
+
 
 _MODEL_LABEL = "json_extract(p.value, '$.provider') || ':' || json_extract(p.value, '$.model')"
 _PG_MODEL_LABEL = "(p.value ->> 'provider') || ':' || (p.value ->> 'model')"
@@ -73,6 +78,7 @@ SQLITE = Dialect(
     has_model=f"EXISTS (SELECT 1 FROM json_each(debates.participants) p WHERE {_MODEL_LABEL} = ?)",
     has_tag="EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)",
     tags_json="json_extract({column}, '$.tags')",
+    tournament_id="json_extract({column}, '$.tournament')",
     digest_backfill=migrations.DIGEST_BACKFILL,
 )
 POSTGRES = Dialect(
@@ -84,5 +90,6 @@ POSTGRES = Dialect(
     has_model=f"EXISTS (SELECT 1 FROM jsonb_array_elements(participants::jsonb) p WHERE {_PG_MODEL_LABEL} = ?)",
     has_tag="coalesce(config::jsonb -> 'tags', '[]'::jsonb) @> jsonb_build_array(?::text)",
     tags_json="({column}::jsonb -> 'tags')::text",
+    tournament_id="{column}::jsonb ->> 'tournament'",
     digest_backfill=pg_migrations.DIGEST_BACKFILL,
 )

@@ -42,9 +42,10 @@ class DebateRow(BaseModel):
     created_at: datetime
     updated_at: datetime
     tags: list[str] = []  # the config's topic tags: filled by `list_debates` (not a column of its own)
+    tournament: str | None = None  # the config's tournament id, likewise (the dashboard groups by it)
 
 
-ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name != "tags")
+ROW_COLUMNS = tuple(name for name in DebateRow.model_fields if name not in ("tags", "tournament"))
 ROW_SELECT = ", ".join(ROW_COLUMNS)
 SUMMARY_COLUMNS = (
     "status", "phase", "round", "total_rounds", "cost_usd", "turn_count", "unpriced", "interrupted"
@@ -106,14 +107,16 @@ def debate_row(r: tuple[Any, ...]) -> DebateRow:
 
 
 def tagged_row(r: tuple[Any, ...]) -> DebateRow:
-    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)."""
-    row = debate_row(r[:-1])
+    """A listing row from the `ROW_SELECT` columns followed by the config's tags (JSON text, or NULL)
+    and its tournament's id (or NULL)."""
+    row = debate_row(r[:-2])
     try:
-        tags = json.loads(r[-1]) if r[-1] else []
+        tags = json.loads(r[-2]) if r[-2] else []
     except ValueError:
         tags = []
     if isinstance(tags, list):
         row.tags = [str(t) for t in tags if t is not None]
+    row.tournament = str(r[-1]) if r[-1] else None
     return row
 
 

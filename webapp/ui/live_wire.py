@@ -8,6 +8,8 @@ escaped, sanitised Markdown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.engine import schedule
@@ -16,7 +18,7 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveTurn, LiveTurnStarted
 from webapp.models import Turn
-from webapp.ui.components.badges import STATUS_STYLE, money, safe_color, ui_status
+from webapp.ui.components.badges import STATUS_STYLE, model_beside, money, safe_color, ui_status
 from webapp.ui.components.stepper import stepper_steps
 
 # The item types of the wire format.
@@ -42,7 +44,7 @@ def group_title(state: DebateState, phase_id: str, round_no: int) -> str:
 
 
 def people(state: DebateState) -> dict[str, dict[str, str]]:
-    return {p.id: {"name": p.name, "color": safe_color(p.color), "model": f"{p.provider}:{p.model}"}
+    return {p.id: {"name": p.name, "color": safe_color(p.color), "model": model_beside(p.name, p.provider, p.model)}
             for p in state.config.participants}
 
 
@@ -188,18 +190,30 @@ def status(session: DebateSession) -> dict[str, Any]:
     }
 
 
-def snapshot_turns(session: DebateSession, kid: Any) -> list[dict[str, Any]]:
+@dataclass
+class CutTurn:
+    """A turn with attempts cut off while it was watched: who started it where, and each attempt's text
+    and why it was cut (`{"text", "reason", "attempt"}`, as the browser keeps them)."""
+
+    started: LiveTurnStarted | LiveTurn
+    cuts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def snapshot_turns(session: DebateSession, kid: Any, cut: Mapping[str, CutTurn] | None = None) -> list[dict[str, Any]]:
     """Every visible finished turn, then every visible turn in flight (with the text streamed so far);
-    `kid(key)` gives the channel's small id for a turn key."""
+    `kid(key)` gives the channel's small id for a turn key. `cut`: attempts cut off while the debate was
+    watched, shown above their turn (or alone where it was not redone) as the pages watching then show them."""
     state = session.state
     notes = retry_notes(state)
+    cut = cut or {}
     out: list[dict[str, Any]] = []
     for n, turn in enumerate(state.turns):
         if not turn.visible:
             continue
         info = turn_info(state, turn.key, turn.speaker, turn.phase, turn.round, turn.act)
         out.append({**info, "kid": kid(turn.key), "n": n, "state": "final", "text": turn.text, "meta": turn_meta(turn),
-                    "notes": [*notes.get(turn.key, []), *turn.notes], "attempt": turn.attempt})
+                    "notes": [*notes.get(turn.key, []), *turn.notes], "attempt": turn.attempt,
+                    **_cuts(cut, turn.key)})
     for key, live in session.live_turns.items():
         if key in state.turn_keys:
             continue
@@ -207,8 +221,19 @@ def snapshot_turns(session: DebateSession, kid: Any) -> list[dict[str, Any]]:
             continue
         started = turn_info(state, key, live.speaker, live.phase, live.round, live.act)
         out.append({**started, "kid": kid(key), "state": "live", "text": live.text, "meta": "",
-                    "notes": notes.get(key, []), "attempt": live.attempt})
+                    "notes": notes.get(key, []), "attempt": live.attempt, **_cuts(cut, key)})
+    for key, cut_turn in cut.items():  # cut off and not (yet) redone: the debate paused, stopped or failed there
+        begun = cut_turn.started
+        if key in state.turn_keys or key in session.live_turns or not phase_visible(state, begun.phase):
+            continue
+        started = turn_info(state, key, begun.speaker, begun.phase, begun.round, begun.act)
+        out.append({**started, "kid": kid(key), "state": "cut", "text": "", "meta": "", "notes": notes.get(key, []),
+                    "attempt": begun.attempt, "cuts": list(cut_turn.cuts)})
     return out
+
+
+def _cuts(cut: Mapping[str, CutTurn], key: str) -> dict[str, Any]:
+    return {"cuts": list(cut[key].cuts)} if key in cut else {}
 
 
 def empty_text(state: DebateState) -> str:

@@ -83,6 +83,13 @@ def safe_color(value: Any) -> str:
     return "#94a3b8"
 
 
+def model_beside(name: str, provider: str, model: str) -> str:
+    """The model to show beside a participant's name ("openai:gpt-4o"), or "" when the name already is
+    it (a participant named "demo:gamma" is not shown as "demo:gamma (demo:gamma)")."""
+    label = f"{provider or '?'}:{model or '?'}"
+    return "" if name in (label, model) else label
+
+
 def money(value: float | None) -> str:
     if value is None:
         return "unpriced"

@@ -8,7 +8,7 @@ export default {
         <span class="rostrum-dot" :style="{background: p.color}"></span>
         <div class="rostrum-person-text">
           <div><span class="rostrum-person-name">{{ p.name }}</span> <small>({{ p.position }})</small></div>
-          <div class="rostrum-person-model">{{ p.model }}</div>
+          <div v-if="p.model" class="rostrum-person-model">{{ p.model }}</div>
           <div v-for="(n, i) in p.notes" :key="i" class="rostrum-person-note">{{ n }}</div>
           <div v-if="p.persona && p.persona.length <= foldAt" class="rostrum-person-persona">
             <span class="rostrum-person-note">Persona:</span> {{ p.persona }}</div>

@@ -8,7 +8,7 @@ from nicegui import ui
 
 from webapp.engine.state import DebateState
 from webapp.models import TEMPERATURE_IGNORED_BY, Participant
-from webapp.ui.components.badges import safe_color
+from webapp.ui.components.badges import model_beside, safe_color
 from webapp.ui.components.html_parts import shared_prop
 
 
@@ -25,7 +25,7 @@ class ParticipantsPanel(ui.element, component="participants.js"):
         super().__init__()
         self.people = [
             {"id": p.id, "name": p.name, "position": p.position, "color": safe_color(p.color),
-             "model": f"{p.provider}:{p.model}", "notes": [n for n in (temperature_note(p),) if n],
+             "model": model_beside(p.name, p.provider, p.model), "notes": [n for n in (temperature_note(p),) if n],
              "persona": p.persona}
             for p in state.config.participants
         ]

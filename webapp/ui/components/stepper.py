@@ -142,8 +142,7 @@ def _round_text(state: DebateState, block: list[str], current_round: int) -> str
         cap = f" (at most {total})" if not fixed and held < total else ""
         return f"{counted(held, 'round')}{cap}"
     if state.position.phase in block and status is not State.IDLE:
-        if status is State.STOPPED:
-            return f"Stopped in round {current_round} {of_total}"
+        # Stopped or not, where it is (the badge and the outcome say once that it was stopped, and by whom).
         return f"Round {current_round} {of_total}"
     if status is State.STOPPED:
         held = max(state.round_marks, default=0)

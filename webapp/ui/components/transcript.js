@@ -25,7 +25,7 @@ export default {
             <span class="rostrum-dot" :style="{background: person(row.t).color}"></span>
             <span class="rostrum-turn-name">{{ person(row.t).name }}</span>
             <span v-if="acts[row.t.act]" class="rostrum-turn-act">{{ acts[row.t.act] }}</span>
-            <span class="rostrum-turn-model">{{ person(row.t).model }}</span>
+            <span v-if="person(row.t).model" class="rostrum-turn-model">{{ person(row.t).model }}</span>
             <span class="rostrum-turn-meta">{{ row.t.meta }}</span>
           </header>
           <section v-for="(cut, i) in row.t.cuts" :key="'cut' + i" class="rostrum-cut">
@@ -122,7 +122,7 @@ export default {
     cutNote(cut, t) {
       const why = cut.reason === "cancelled" ? "by a pause or stop" : `(${cut.reason})`;
       if (t.state === "final" || (t.state === "live" && t.attempt > cut.attempt)) return `Cut off ${why} — redone below.`;
-      if (this.over) return `Cut off ${why} — the debate stopped here.`;
+      if (this.over) return `Cut off ${why} — the debate ended here.`;
       return `Cut off ${why} — will be redone.`;
     },
     resync() {

@@ -11,12 +11,13 @@ their host is allowed, and DOMPurify over the result (`static/live/index.js`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from nicegui import ui
 
+from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.settings import image_hosts
@@ -35,17 +36,18 @@ TURN_KEY = re.compile(r"^[^/]+/r\d+/[^/]+/\d+$")  # phase/r<round>/<speaker>/<in
 class TranscriptView(ui.element, component="transcript.js", esm=ESM):
     """Every visible turn of a debate, streaming live in the browser."""
 
-    def __init__(self, session: DebateSession, kid: Callable[[str], int], follow: bool) -> None:
+    def __init__(self, session: DebateSession, kid: Callable[[str], int], follow: bool,
+                 cut: Mapping[str, live_wire.CutTurn] | None = None) -> None:
         super().__init__()
         state = session.state
-        self.turns = live_wire.snapshot_turns(session, kid)
+        self.turns = live_wire.snapshot_turns(session, kid, cut)
         # Shared by every page built from the same snapshot: a copy per page is memory per spectator.
         self._props["turns"] = shared_prop(self.turns)
         self._props["people"] = shared_prop(live_wire.people(state))
         self._props["empty"] = live_wire.empty_text(state)
         self._props["images"] = shared_prop(sorted(image_hosts()))
         self._props["follow"] = follow
-        self._props["ended"] = False
+        self._props["ended"] = state.status in TERMINAL_STATES  # what a cut-off turn's note says
         self.finished_turns = sum(1 for t in state.turns)  # turns the snapshot covers (visible or not)
         self.classes("w-full").mark("transcript")
 

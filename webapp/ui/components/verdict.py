@@ -18,6 +18,7 @@ from webapp.engine.state import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.settings import image_hosts
 from webapp.ui.components.badges import safe_color
+from webapp.ui.components.charts import chart
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
 from webapp.ui.components.safe_markdown import SafeMarkdown
@@ -103,7 +104,7 @@ def render_round_scores(state: DebateState) -> None:
     with ui.card().classes("w-full").mark("round-scores"):
         ui.label("Scores per round").classes("text-base font-semibold")
         options = round_chart_options(state)
-        after_connect(lambda: ui.echart(options).classes("w-full h-64").mark("round-chart"), "w-full h-64")
+        after_connect(lambda: chart(options).classes("w-full h-64").mark("round-chart"), "w-full h-64")
 
 
 def _name(state: DebateState, pid: str | None) -> str:

@@ -32,10 +32,18 @@ from webapp.engine.schedule import ConfigError
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, utcnow
 from webapp.store import DebateRow, StoreError
+from webapp.tournament.store import TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
-from webapp.ui.components.badges import STATUS_FILTERS, STATUS_STYLE, money, safe_color, status_badge
+from webapp.ui.components.badges import (
+    STATUS_FILTERS,
+    STATUS_STYLE,
+    model_beside,
+    money,
+    safe_color,
+    status_badge,
+)
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import HEADLINE_CHARS, ICONS, _clip, outcome_of
@@ -114,8 +122,8 @@ def models_line(row: DebateRow) -> str:
     model says it once ('demo:gamma', not 'demo:gamma (demo:gamma)')."""
     def who(p: dict[str, Any]) -> str:
         name = str(p.get("name") or p.get("id") or "?")
-        model = f"{p.get('provider') or '?'}:{p.get('model') or '?'}"
-        return model if name in (model, str(p.get("model") or "")) else f"{name} ({model})"
+        model = model_beside(name, str(p.get("provider") or ""), str(p.get("model") or ""))
+        return f"{name} ({model})" if model else name
 
     return " vs ".join(who(p) for p in row.participants)
 
@@ -283,6 +291,7 @@ class Dashboard:
                 rows, total = await engine.list_debates(self.query, states or None,
                                                         (self.page - 1) * PAGE_SIZE, PAGE_SIZE, self.order,
                                                         model=self.model, tag=self.tag)
+            names = await tournament_names(engine, rows)
             pending = False
             outcomes: list[RowOutcome] = []
             for row in rows:
@@ -295,10 +304,11 @@ class Dashboard:
                 return False
             self.container.clear()
             with self.container:
-                self._render(rows, outcomes, total)
+                self._render(rows, outcomes, total, names)
             return pending
 
-    def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int) -> None:
+    def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int,
+                names: dict[str, str] | None = None) -> None:
         filtered = bool(self.query.strip() or self.statuses or self.model or self.tag)
         if not rows:
             if filtered:
@@ -316,8 +326,23 @@ class Dashboard:
                                            f"uppercase tracking-wide {MUTED} border-b border-slate-500/20"):
                 for title in ("Status", "Debate", "Outcome", "Cost", "Started", "Actions"):
                     ui.label(title)
-            for row, outcome in zip(rows, outcomes, strict=True):
-                self._row(row, outcome, now)
+            for tournament, members in grouped(list(zip(rows, outcomes, strict=True))):
+                if tournament is None:
+                    self._row(*members[0], now)
+                    continue
+                # A tournament's debates under its name, in one block (a round robin is many alike rows).
+                with ui.element("div").classes("w-full rostrum-tournament-group").mark("tournament-group"):
+                    with ui.row().classes(f"w-full items-center gap-x-2 gap-y-0 px-3 py-1 text-sm {MUTED} "
+                                          "border-b border-slate-500/20"):
+                        ui.icon("emoji_events").classes("text-base shrink-0").props('aria-hidden="true"')
+                        name = (names or {}).get(tournament) or f"tournament {tournament}"
+                        link = ui.link(f"Tournament: {name}", f"/tournaments/{tournament}") \
+                            .classes("font-medium min-w-0 rostrum-topic").mark(f"tournament-group-{tournament}")
+                        _titled(link, name)
+                        ui.label(f"· {counted(len(members), 'debate')} on this page").classes("shrink-0")
+                    with ui.element("div").classes("w-full rostrum-tournament-rows"):
+                        for row, outcome in members:
+                            self._row(row, outcome, now)
         pages = max(1, math.ceil(total / PAGE_SIZE))
         if pages > 1:
             with ui.row().classes("w-full justify-center"):
@@ -411,6 +436,37 @@ class Dashboard:
             return
         ui.notify("Debate deleted", type="positive")
         await self.load()
+
+
+def grouped(items: list[tuple[DebateRow, RowOutcome]]) -> list[tuple[str | None, list[tuple[DebateRow, RowOutcome]]]]:
+    """The page's rows in blocks: a debate of its own, or every debate of one tournament on this page
+    (where its first one is), in the page's order within."""
+    blocks: list[tuple[str | None, list[tuple[DebateRow, RowOutcome]]]] = []
+    groups: dict[str, list[tuple[DebateRow, RowOutcome]]] = {}
+    for item in items:
+        tournament = item[0].tournament
+        if tournament is None:
+            blocks.append((None, [item]))
+        elif tournament in groups:
+            groups[tournament].append(item)
+        else:
+            groups[tournament] = [item]
+            blocks.append((tournament, groups[tournament]))
+    return blocks
+
+
+async def tournament_names(engine: Engine, rows: list[DebateRow]) -> dict[str, str]:
+    """The names of the tournaments the rows belong to (one read each; a page holds few)."""
+    store = TournamentStore(engine.store)
+    names: dict[str, str] = {}
+    for tournament in dict.fromkeys(r.tournament for r in rows if r.tournament):
+        try:
+            found = await store.get(tournament)
+        except StoreError:
+            continue
+        if found is not None:
+            names[tournament] = found.tournament.name
+    return names
 
 
 def _titled(element: E, text: str) -> E:

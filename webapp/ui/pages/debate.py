@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from html import escape
-from typing import Any, cast
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -78,11 +78,11 @@ def render_cost_warning(state: DebateState) -> None:
     if state.cost_warned or (budget.warn_at is not None and state.ledger.total_usd >= budget.warn_at):
         ui.badge("warning threshold reached", color="orange-9").mark("cost-warning")
     said = unasked_cost_warning(state)
-    if said:
-        with ui.row().classes("items-start gap-1 no-wrap text-sm text-orange-10 dark:text-orange-3") \
-                .props('role="alert"').mark("cost-warning-note"):
-            ui.icon("warning").classes("text-lg shrink-0").props('aria-hidden="true"')
-            ui.label(said).classes("min-w-0")
+    if said:  # a warning panel like the one a debate stops for, in the page's text colour (readable)
+        with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950 p-3").props('flat bordered role="alert"') \
+                .mark("cost-warning-note"), ui.row().classes("items-start gap-2 no-wrap"):
+            ui.icon("warning").classes("text-xl shrink-0 text-orange-8").props('aria-hidden="true"')
+            ui.label(said).classes("text-sm min-w-0")
 
 
 ACTION_WORDS = {
@@ -188,7 +188,7 @@ class DebateView:
             with ui.column().classes("min-w-0 gap-3 w-full"):
                 self.left = context.slot.parent  # the clarifications answered go first, once there are any
                 self.transcript = TranscriptView(self.session, channel.kid, follow=bool(self.session.live_turns)
-                                                 or self.session.running)
+                                                 or self.session.running, cut=channel.cut_turns)
                 self.transcript.on("resync", lambda: background_tasks.create(
                     channel.resync(context.client, self.transcript.finished_turns), name="live-resync"))
                 # Notes on retries, round scores and the verdict: one section, re-rendered when any changes.
@@ -199,7 +199,7 @@ class DebateView:
                 LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
                 self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
-                self.sections["activity"] = ui.html("", sanitize=False).classes("w-full").mark("activity")
+                self.activity = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
                 if principal.can(Action.DELETE, state.id):
@@ -298,7 +298,7 @@ class DebateView:
         if self.signatures.get("activity") != activity:
             self.signatures["activity"] = activity
             names = self.gate.principal.kind != "share-link"
-            cast(ui.html, self.sections["activity"]).set_content(shared_text(activity_html(state, names)))
+            self.activity.set_content(shared_text(activity_html(state, names)))
         self.controls.update()
         self.rematch.update()
         self.series.update()

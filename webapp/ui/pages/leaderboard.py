@@ -23,10 +23,19 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
 from webapp.engine.judge_health import RELIABILITY_RULE, unreliable_judges
 from webapp.results.head_to_head import PairRecord
-from webapp.results.leaderboard import MIN_FOR_STYLE, Leaderboard, LeaderboardFilters, ModelRating, choices, leaderboard
+from webapp.results.leaderboard import (
+    MIN_FOR_STYLE,
+    Leaderboard,
+    LeaderboardFilters,
+    ModelRating,
+    PairWords,
+    choices,
+    leaderboard,
+)
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.components.badges import money
+from webapp.ui.components.charts import TIME_LABELS, chart
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.layout import frame, heading
 from webapp.wording import counted
@@ -79,7 +88,7 @@ def history_chart(board: Leaderboard) -> dict[str, Any]:
         "tooltip": {**_TOOLTIP, "trigger": "axis"},
         "legend": {"top": 0, "type": "scroll"},
         "grid": {"left": 8, "right": 24, "top": 36, "bottom": 24, "containLabel": True},
-        "xAxis": {"type": "time", "axisLabel": {"hideOverlap": True}},  # dates never print over each other
+        "xAxis": {"type": "time", "axisLabel": TIME_LABELS},  # dates never print over each other
         "yAxis": {"type": "value", "scale": True},
         "series": [{"type": "line", "name": m, "showSymbol": True,
                     "data": [[p.at.isoformat(), p.ratings[m]] for p in board.history if m in p.ratings]}
@@ -178,9 +187,16 @@ class HeadToHead:
                     ui.label(brief.created_at.strftime("%Y-%m-%d")).classes(f"text-xs {MUTED} shrink-0")
 
 
-def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
+def pair_lines(words: list[PairWords]) -> None:
+    """The board's conclusions in plain words, one line per pair (a clear one in bold)."""
+    with ui.column().classes("gap-0").mark("pair-words"):
+        for line in words:
+            ui.label(line.words).classes("text-sm" + (" font-medium" if line.clear else ""))
+
+
+def render_leaderboard(board: Leaderboard, style: bool = False, words: bool = True) -> None:
     """A computed board: ratings (plain or style-controlled) with their chart, ratings over time and the
-    head-to-head matrix. Usable on any page."""
+    head-to-head matrix. Usable on any page (`words=False`: the page says the pairs in words elsewhere)."""
     with ui.card().classes("w-full gap-2").mark("leaderboard"):
         title = "Style-controlled ratings" if style else "Ratings"
         heading(f"{title} over {counted(board.comparisons, board.unit)}", 2).mark("leaderboard-title")
@@ -198,19 +214,17 @@ def render_leaderboard(board: Leaderboard, style: bool = False) -> None:
         elif style:  # a fit on a handful of debates (or none with any spread) is not a result
             ui.label(f"Length effect: too few debates (n = {board.comparisons}); it is estimated from "
                      f"{MIN_FOR_STYLE} on.").classes("text-sm font-medium").mark("length-effect")
-        if not style and board.words:
-            with ui.column().classes("gap-0").mark("pair-words"):
-                for line in board.words:
-                    ui.label(line.words).classes("text-sm" + (" font-medium" if line.clear else ""))
+        if not style and words:
+            pair_lines(board.words)
         _table(lines, "style-table" if style else "ratings-table")
         options = interval_chart(lines)
         height = f"h-[{max(160, 40 * len(lines) + 60)}px]"
-        after_connect(lambda: ui.echart(options).classes(f"w-full {height}").mark("ratings-chart"), f"w-full {height}")
+        after_connect(lambda: chart(options).classes(f"w-full {height}").mark("ratings-chart"), f"w-full {height}")
     if len(board.history) > 1:
         with ui.card().classes("w-full gap-2").mark("rating-history"):
             heading("Ratings over time", 2)
             history = history_chart(board)
-            after_connect(lambda: ui.echart(history).classes("w-full h-72").mark("history-chart"), "w-full h-72")
+            after_connect(lambda: chart(history).classes("w-full h-72").mark("history-chart"), "w-full h-72")
     HeadToHead(board)
 
 

@@ -28,7 +28,7 @@ from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.badges import money, status_badge
 from webapp.ui.form.tournament_form import TournamentForm
 from webapp.ui.layout import frame, heading, title_row
-from webapp.ui.pages.leaderboard import render_leaderboard
+from webapp.ui.pages.leaderboard import pair_lines, render_leaderboard
 from webapp.wording import counted
 
 REFRESH_S = 1.0
@@ -116,6 +116,7 @@ class TournamentView:
         self.elsewhere = False  # another process (the CLI, another server) plays it
         self.new_budget: ui.number | None = None
         self.judged: frozenset[str] | None = None  # the debates the shown board was computed over
+        self.shown_board: Leaderboard | None = None  # that board: the standings say its pairs in words
 
     async def load(self) -> Progress | None:
         engine = await runtime.current().engine()
@@ -136,12 +137,13 @@ class TournamentView:
         if state is None:
             return
         marker = await self.marker(state)
+        judged = self.judged_ids(state)
+        board = await self.board(judged) if judged != self.judged else None  # a new verdict only, not every turn
         if marker != self.last:  # an open page must not redraw every second for nothing
             self.last = marker
             self.body.refresh(state)
-        judged = self.judged_ids(state)
-        if judged != self.judged:  # the board changes with a new verdict only, not with every turn
-            self.ratings.refresh(await self.board(judged))
+        if board is not None:
+            self.ratings.refresh(board)
 
     @staticmethod
     def judged_ids(state: Progress) -> frozenset[str]:
@@ -152,12 +154,13 @@ class TournamentView:
         (cached per set of debates: every open page of the tournament shares it)."""
         self.judged = judged
         engine = await runtime.current().engine()
-        return await leaderboard(engine.store, LeaderboardFilters(debate_ids=judged))
+        self.shown_board = await leaderboard(engine.store, LeaderboardFilters(debate_ids=judged))
+        return self.shown_board
 
     @ui.refreshable_method
     def ratings(self, board: Leaderboard) -> None:
         with ui.column().classes("w-full gap-3").mark("tournament-leaderboard"):
-            render_leaderboard(board)
+            render_leaderboard(board, words=False)  # the standings above say the pairs in words
 
     @ui.refreshable_method
     def body(self, state: Progress) -> None:
@@ -256,10 +259,16 @@ class TournamentView:
                 {"name": "ties", "label": "Ties", "field": "ties"},
                 {"name": "points", "label": "Points", "field": "points"},
             ]
+            table = standings(state.row.tournament, state.debates)
             rows = [{"model": s.label, "played": s.played, "wins": s.wins, "losses": s.losses, "ties": s.ties,
-                     "points": f"{s.points:g}"} for s in standings(state.row.tournament, state.debates)]
+                     "points": f"{s.points:g}"} for s in table]
             ui.table(columns=columns, rows=rows, row_key="model").props("flat dense").classes("w-full") \
                 .mark("standings-table")
+            # What the table means, in words: each model against the next one down, from the tournament's
+            # ratings (the same lines as the leaderboard's, in the table's order).
+            lines = self.shown_board.words_for([s.label for s in table]) if self.shown_board is not None else []
+            if lines:
+                pair_lines(lines)
 
     def _debates(self, state: Progress) -> None:
         with ui.card().classes("w-full gap-1").mark("tournament-debates"):
@@ -296,7 +305,8 @@ async def page(request: Request, tournament_id: str) -> Response | None:
             ui.link("All tournaments", "/tournaments")
             return None
         view.last = await view.marker(state)
+        board = await view.board(view.judged_ids(state))  # first: the standings say it in words
         view.body(state)
-        view.ratings(await view.board(view.judged_ids(state)))
+        view.ratings(board)
         ui.timer(REFRESH_S, view.refresh)
     return None
