@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from webapp.engine.machine import TERMINAL_STATES as TERMINAL_STATES  # a read model fact: UI and CLI use it
 from webapp.engine.machine import Event, Position, State
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from nicegui import ui
 
-from webapp.engine.machine import TERMINAL_STATES
+from webapp.engine.api import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.settings import image_hosts
