@@ -234,8 +234,8 @@ class Engine:
                                           "Continuing from where its log stopped.")
         if status is State.AWAITING_CLARIFICATION:
             return session, CommandResult(None, None, "It waits for answers to its clarification questions.")
-        if status is State.AWAITING_TURN and session.state.awaiting:
-            name = session.state.config.participant(str(session.state.awaiting["speaker"])).name
+        if status is State.AWAITING_TURN and session.state.seat is not None:
+            name = session.state.config.participant(session.state.seat.speaker).name
             return session, CommandResult(None, None, f"It waits for {name} (a person) to send their turn.")
         return session, CommandResult(None, None, f"It has already ended ({status.value}).")
 

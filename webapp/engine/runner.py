@@ -19,6 +19,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, assert_never
 
@@ -42,7 +43,23 @@ from webapp.engine.discipline import (
     truncate,
     word_count,
 )
-from webapp.engine.events import Payload, SeatTurn, parse_payload, payload_kind
+from webapp.engine.events import (
+    ActionPayload,
+    CallCostNote,
+    CallRecord,
+    ClarificationAnswerPayload,
+    ClarificationDoneNote,
+    ClarificationQuestionsPayload,
+    ErrorPayload,
+    OnTopicNote,
+    Payload,
+    RoundDecisionPayload,
+    SeatTurn,
+    TransitionPayload,
+    TurnPayload,
+    VerdictPayload,
+    logged,
+)
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
 from webapp.engine.limits import EndpointLimiter
@@ -74,7 +91,7 @@ from webapp.engine.stream import (
     LiveStatus,
     LiveTurn,
 )
-from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
+from webapp.models import DebateEvent, JudgeSpec, Participant, Turn, Verdict, utcnow
 from webapp.providers.base import (
     Completion,
     ErrorKind,
@@ -423,10 +440,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._check(Command.ANSWER_CLARIFICATION)
             iteration = len(self.state.clarifications)
             clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
-            answer: dict[str, Any] = {"iteration": iteration, "answers": clean}
-            if actor:
-                answer["actor"] = actor
-            await self._commit(EventKind.CLARIFICATION_ANSWER, answer, idem_key=f"answer/{iteration}")
+            answer = (ClarificationAnswerPayload(iteration=iteration, answers=clean, actor=actor) if actor
+                      else ClarificationAnswerPayload(iteration=iteration, answers=clean))
+            await self._commit(answer, idem_key=f"answer/{iteration}")
             await self._transition(Event.CLARIFICATION_ANSWERED, actor=actor)
             self.ensure_running()
         return CommandResult(Command.ANSWER_CLARIFICATION, Event.CLARIFICATION_ANSWERED,
@@ -437,10 +453,10 @@ class DebateSession(ProviderCalls, SpendingGuard):
     def seat_holder(self, speaker: str | None = None) -> str | None:
         """Who holds a human seat (the one waited for by default): the user named in its config, else
         whoever sent its first turn ("whoever takes it first"); None while anyone may take it."""
-        seat = self.state.awaiting if speaker is None else {"speaker": speaker}
-        if not seat:
+        speaker = speaker or (self.state.seat.speaker if self.state.seat is not None else None)
+        if not speaker:
             return None
-        participant = self.state.config.participant(str(seat["speaker"]))
+        participant = self.state.config.participant(speaker)
         if participant.seat:
             return participant.seat
         for turn in self.state.turns:
@@ -456,7 +472,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def _send_turn(self, text: str, assisted_by: str | None, actor: str | None) -> CommandResult:
         async with self._command_lock:
             self._check(Command.SEND_TURN)
-            seat = SeatTurn.model_validate(self.state.awaiting or {})
+            seat = self._awaited_seat()
             holder = self.seat_holder()
             if holder is not None and holder != actor:
                 name = self.state.config.participant(seat.speaker).name
@@ -476,6 +492,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self.ensure_running()
         return CommandResult(Command.SEND_TURN, Event.TURN_SENT, "Turn sent; the debate continues.")
 
+    def _awaited_seat(self) -> SeatTurn:
+        """The human seat's turn the debate waits for (refused when it waits for none)."""
+        seat = self.state.seat
+        if seat is None:
+            raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "no turn is awaited")
+        return seat
+
     @staticmethod
     def _seat_position(seat: SeatTurn) -> dict[str, Any]:
         return Position(phase=seat.phase, round=seat.round, speaker=seat.speaker, turn=seat.index).model_dump()
@@ -488,8 +511,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
                     index=seat.index, text=text, cost_usd=0.0, model=participant.model, provider=participant.provider,
                     started_at=self.state.awaiting_since or now, finished_at=now, notes=notes, visible=seat.visible,
                     by=by if by and by != SYSTEM_ACTOR else None, assisted_by=assisted_by, skipped=skipped)
-        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": "person"},
-                           idem_key=seat.key)
+        await self._commit(TurnPayload(turn=turn, cost_source="person"), idem_key=seat.key)
 
     def _watch_seat(self) -> None:
         """Keep a timer running exactly while the debate waits for a human seat's turn with a time limit."""
@@ -518,7 +540,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             async with self._command_lock:
                 if self.state.seat_deadline is None or self.state.seat_deadline > utcnow():
                     continue
-                seat = SeatTurn.model_validate(self.state.awaiting or {})
+                seat = self._awaited_seat()
                 name = self.state.config.participant(seat.speaker).name
                 minutes = seat.time_limit_s / 60
                 limit = f"{minutes:g} minute{'s' if minutes != 1 else ''}" if seat.time_limit_s >= 60 \
@@ -551,7 +573,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if not self.may_take_seat(actor):
             raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "this seat is not yours to draft for"
                                        if self.state.status is State.AWAITING_TURN else "no turn is awaited")
-        seat = SeatTurn.model_validate(self.state.awaiting or {})
+        seat = self._awaited_seat()
         specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
         chosen = next((s for s in specs if f"{s.provider}:{s.model}" == model and s.provider != "human"), None)
         if chosen is None:
@@ -582,10 +604,9 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if completion is not None:  # what the draft cost goes in the ledger like any other call
             cost = money.cost_of(drafter, completion.usage, self.settings)
             self._count_spending(cost.usd)
-            record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
-                      "purpose": "draft"}
-            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
-                                                "reason": "completed", "calls": [record]})
+            record = self._cost_record(drafter, request, completion.usage, cost.usd, cost.source)
+            record.purpose = "draft"
+            await self._commit(CallCostNote(turn=seat.key, purpose="draft", reason="completed", calls=[record]))
         return "".join(parts).strip()
 
     async def _await_seat(self, slot: TurnSlot) -> None:
@@ -611,10 +632,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
     async def record_action(self, action: str, actor: str, detail: dict[str, Any] | None = None) -> None:
         """Note in the log something a person did that is not a transition (a share link created or
         revoked), so the debate's own history says who did it."""
-        data: dict[str, Any] = {"action": action, "actor": actor}
-        if detail:
-            data["detail"] = detail
-        await self._commit(EventKind.ACTION, data)
+        await self._commit(ActionPayload(action=action, actor=actor, detail=detail) if detail
+                           else ActionPayload(action=action, actor=actor))
 
     async def catch_up(self) -> int:
         """Fold in and broadcast events another process appended to this debate's log (a debate run
@@ -666,41 +685,31 @@ class DebateSession(ProviderCalls, SpendingGuard):
 
     # --- committing ------------------------------------------------------------------------
 
-    async def _commit(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None = None,
-                      transition: tuple[Event, dict[str, Any]] | None = None,
-                      actor: str | None = None) -> DebateEvent | None:
-        """Persist, then swap in and broadcast, one event. Shielded: a cancelled caller cannot leave
-        the in-memory state and the log disagreeing."""
-        inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition, actor))
+    async def _commit(self, payload: Payload | Move, idem_key: str | None = None) -> DebateEvent | None:
+        """Persist, then swap in and broadcast, one event: a payload, or a transition (`Move`) the
+        machine decides under the commit lock. Shielded: a cancelled caller cannot leave the in-memory
+        state and the log disagreeing."""
+        inner = asyncio.ensure_future(self._commit_inner(payload, idem_key))
         inner.add_done_callback(_retrieve)
         return await asyncio.shield(inner)
 
-    async def _commit_inner(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None,
-                            transition: tuple[Event, dict[str, Any]] | None,
-                            actor: str | None = None) -> DebateEvent | None:
+    async def _commit_inner(self, payload: Payload | Move, idem_key: str | None) -> DebateEvent | None:
         async with self._commit_lock:
             state = self.state
             at = utcnow()
-            if kind is EventKind.TURN and idem_key in state.turn_keys:
+            if isinstance(payload, TurnPayload) and idem_key in state.turn_keys:
                 return None
             # Fold into a copy: until the log has the event, the state (and everyone reading it) is
             # exactly as before, whatever fails on the way.
             new = state.fork()
-            if transition is not None:
-                event, params = transition
-                source, target = new.machine.send(event, at=at, **params)  # raises, changing nothing
-                data = {"event": event.value, "from": source.value, "to": target.value, "params": params}
-                if actor and actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
-                    data["actor"] = actor
-            payload = data if isinstance(data, Payload) else parse_payload(kind, data)
-            if payload_kind(payload) is not kind:
-                raise ValueError(f"a {payload_kind(payload)} payload cannot be stored as a {kind} event")
-            stored_data = payload.to_data()
-            record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=stored_data)
-            record.__dict__["payload"] = payload  # already validated: `DebateEvent.payload` need not parse again
-            new.apply(record, sent=transition is not None)
+            move = payload if isinstance(payload, Move) else None
+            if isinstance(payload, Move):
+                source, target = new.machine.send(payload.event, at=at, **payload.params)  # raises, changing nothing
+                payload = payload.payload(source, target)
+            record = logged(state.id, state.last_seq + 1, at, payload)
+            new.apply(record, sent=move is not None)
             try:
-                stored = await self.store.append(state.id, kind, stored_data, idem_key=idem_key,
+                stored = await self.store.append(state.id, record.kind, record.data, idem_key=idem_key,
                                                  summary=new.summary(), at=at, expected_seq=record.seq)
             except StaleWrite:  # another process wrote to this debate: read the log as it now is
                 await self._reload()
@@ -708,7 +717,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             if stored is None:  # already in the log (a replay): the log wins
                 await self._reload()
                 return None
-            if transition is None or "position" not in transition[1]:
+            if move is None or "position" not in move.params:
                 # where the debate is may have been noted meanwhile (a turn just started): keep it
                 new.machine.context.position = state.machine.context.position
             state.adopt(new)  # the swap: no await between the commit and it
@@ -747,7 +756,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         return True
 
     async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
-        return await self._commit(EventKind.TRANSITION, {}, transition=(event, params), actor=actor)
+        return await self._commit(Move(event, params, actor))
 
     # --- storage faults --------------------------------------------------------------------
 
@@ -864,8 +873,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._abort_live(key, str(exc))
         if not self.state.machine.can(Event.ERROR):
             return
-        await self._commit(EventKind.ERROR, {**exc.to_dict(), "state": self.state.status.value,
-                                             "position": self.state.machine.context.position.model_dump()})
+        await self._commit(ErrorPayload(**exc.to_dict(), state=self.state.status,
+                                        position=self.state.machine.context.position))
         await self._transition(Event.ERROR, error=exc.to_dict(),
                                position=self.state.machine.context.position.model_dump())
 
@@ -892,12 +901,10 @@ class DebateSession(ProviderCalls, SpendingGuard):
             return
         questions, calls = await termination.ask_clarifications(self._aux_call, state, asked + 1)
         if not any(questions.values()):
-            await self._commit(EventKind.NOTE, {"type": "clarification_done", "iteration": asked + 1,
-                                                "calls": calls})
+            await self._commit(ClarificationDoneNote(iteration=asked + 1, calls=calls))
             await self._transition(Event.CLARIFICATION_COMPLETE)
             return
-        await self._commit(EventKind.CLARIFICATION_QUESTIONS,
-                           {"iteration": asked + 1, "questions": questions, "calls": calls},
+        await self._commit(ClarificationQuestionsPayload(iteration=asked + 1, questions=questions, calls=calls),
                            idem_key=f"questions/{asked + 1}")
         await self._transition(Event.QUESTIONS_READY)
 
@@ -909,7 +916,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         groups = [(p, 1) for p in pre_phases(fmt)]
         stop_after = state.total_rounds
         for round_no, decision in sorted(state.round_decisions.items()):
-            if decision.get("stop"):
+            if decision.stop:
                 stop_after = min(stop_after, round_no)
                 break
         for round_no in range(1, stop_after + 1):
@@ -956,13 +963,13 @@ class DebateSession(ProviderCalls, SpendingGuard):
             for phase in round_phases(fmt):
                 if step := self._first_unfinished(phase, round_no):
                     return step
-            decision: dict[str, Any] = {}
+            stop = False
             if kind != "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
                 decision = self.state.round_decisions.get(round_no) or await self._decide_round(round_no)
+                stop = decision.stop
             if round_phases(fmt):
-                last = bool(decision.get("stop")) or round_no == total
-                await self._after_round(round_no, last)
-            if decision.get("stop"):
+                await self._after_round(round_no, stop or round_no == total)
+            if stop:
                 break
         for phase in post_phases(fmt):
             if step := self._first_unfinished(phase, 1):
@@ -980,16 +987,14 @@ class DebateSession(ProviderCalls, SpendingGuard):
         middle = max(1, (self.state.total_rounds + 1) // 2)
         if config.judge.frequency == "mid" and not (round_no == middle or (last and round_no < middle)):
             return
-        if any(int(s.get("round", -1)) == round_no for s in self.state.round_scores):
+        if any(s.round == round_no for s in self.state.round_scores):
             return
-        scores, calls = await termination.score_round(self._aux_call, self.state, round_no)
-        await self._commit(EventKind.ROUND_SCORES, {"round": round_no, **scores, "calls": calls},
-                           idem_key=f"round_scores/{round_no}")
+        scores = await termination.score_round(self._aux_call, self.state, round_no)
+        await self._commit(scores, idem_key=f"round_scores/{round_no}")
 
-    async def _decide_round(self, round_no: int) -> dict[str, Any]:
-        decision, calls = await termination.decide(self._aux_call, self.state, round_no)
-        await self._commit(EventKind.ROUND_DECISION, {**decision, "round": round_no, "calls": calls},
-                           idem_key=f"decision/{round_no}")
+    async def _decide_round(self, round_no: int) -> RoundDecisionPayload:
+        decision = await termination.decide(self._aux_call, self.state, round_no)
+        await self._commit(decision, idem_key=f"decision/{round_no}")
         return self.state.round_decisions[round_no]
 
     async def _advance(self) -> None:
@@ -1043,8 +1048,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if needed is None:
             return
         text, record = await termination.summarise(self._aux_call, self.state, needed.turns)
-        await self._commit(EventKind.SUMMARY, {**needed.event_data(), "text": text.strip(), "calls": [record]},
-                           idem_key=f"summary/{needed.key}")
+        await self._commit(needed.payload(text.strip(), record), idem_key=f"summary/{needed.key}")
 
     def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest:
         state = self.state
@@ -1090,8 +1094,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if flag:
             notes.append(flag)
         if topic_calls:  # the judge's on-topic check costs money too
-            await self._commit(EventKind.NOTE, {"type": "on_topic", "turn": slot.key, "round": slot.round,
-                                                "flag": flag, "calls": topic_calls})
+            await self._commit(OnTopicNote(turn=slot.key, round=slot.round, flag=flag, calls=topic_calls))
         turn = Turn(
             key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
             index=slot.index, text=text, usage=result.usage, cost_usd=result.cost_usd,
@@ -1101,8 +1104,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             visible=slot.visible,
         )
         self.live.pop(slot.key, None)
-        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": result.cost_source},
-                           idem_key=slot.key)
+        await self._commit(TurnPayload(turn=turn, cost_source=result.cost_source), idem_key=slot.key)
         await self._transition(Event.TURN_COMPLETE, position=Position(
             phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index).model_dump())
 
@@ -1114,7 +1116,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
         if state.verdict is not None:  # committed before an interruption: never ask (and pay) again
             await self._transition(Event.VERDICT_READY)
             return
-        calls: list[dict[str, Any]] = []
+        calls: list[CallRecord] = []
 
         async def call(spec: JudgeSpec, request: ProviderRequest) -> str:
             text, record = await self._aux_call(spec, request)
@@ -1138,10 +1140,24 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 calls.append(record)
         now = self.state  # a stop may have arrived while the judge worked
         verdict.ended_because = now.ended_because or (None if now.stopping else "all rounds completed")
-        await self._commit(EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": calls},
-                           idem_key="verdict")
+        await self._commit(VerdictPayload(verdict=verdict, calls=calls), idem_key="verdict")
         await self._transition(Event.VERDICT_READY)
 
+
+
+@dataclass(frozen=True)
+class Move:
+    """A transition to commit: the machine decides its source and target under the commit lock."""
+
+    event: Event
+    params: dict[str, Any]
+    actor: str | None = None
+
+    def payload(self, source: State, target: State) -> TransitionPayload:
+        data: dict[str, Any] = {"event": self.event, "from": source, "to": target, "params": self.params}
+        if self.actor and self.actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
+            data["actor"] = self.actor
+        return TransitionPayload.model_validate(data)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
