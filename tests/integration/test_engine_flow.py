@@ -22,6 +22,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnAborted, LiveTurnStarted
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import DemoProvider, OneProvider, RecordingDemoProvider
+from webapp.providers.registry import ProviderCache
 from webapp.ui.components.failure import explain_stop
 
 TOPIC = "Cities should ban private cars from their centres"
@@ -118,6 +119,16 @@ async def drive(session: DebateSession, pending: list[asyncio.Task[None]]) -> in
 
 
 # --- the log is the truth -----------------------------------------------------------------------
+
+
+async def test_an_empty_provider_cache_given_to_the_engine_is_the_one_it_uses(tmp_path: Path) -> None:
+    cache = ProviderCache()
+    assert len(cache) == 0  # empty, so falsy: `providers or default` replaced it
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=cache)
+    try:
+        assert engine.providers is cache
+    finally:
+        await engine.close()
 
 
 @pytest.mark.parametrize("format_id", ["classic", "structured", "free-form"])

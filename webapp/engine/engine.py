@@ -76,7 +76,8 @@ class Engine:
         # Where calls may go and with which key: the configuration's endpoints and those registered in
         # Settings (read again from the store before a debate is created or started).
         self.endpoints = EndpointBook(self.settings, store)
-        self.providers = providers or _default_providers(self.settings, self.endpoints)
+        # `is None`, not `or`: a provider cache given empty (it has a length) is still the one to use.
+        self.providers = providers if providers is not None else _default_providers(self.settings, self.endpoints)
         self.task_factory = task_factory
         self.backoff_base = backoff_base
         self.storage_retry_base = storage_retry_base  # first wait before recording an interruption again
