@@ -19,7 +19,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, assert_never
 
@@ -36,6 +35,7 @@ from webapp.engine.api import (
     parse_args,
 )
 from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
+from webapp.engine.commit import Committing, is_storage_error
 from webapp.engine.context import build_history, turns_to_summarise
 from webapp.engine.discipline import (
     rejection_note,
@@ -44,7 +44,6 @@ from webapp.engine.discipline import (
     word_count,
 )
 from webapp.engine.events import (
-    ActionPayload,
     CallCostNote,
     CallRecord,
     ClarificationAnswerPayload,
@@ -52,13 +51,10 @@ from webapp.engine.events import (
     ClarificationQuestionsPayload,
     ErrorPayload,
     OnTopicNote,
-    Payload,
     RoundDecisionPayload,
     SeatTurn,
-    TransitionPayload,
     TurnPayload,
     VerdictPayload,
-    logged,
 )
 from webapp.engine.formats import Phase
 from webapp.engine.judge import judge_debate
@@ -87,8 +83,6 @@ from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.engine.stream import (
     Broadcaster,
     Listener,
-    LiveEvent,
-    LiveStatus,
     LiveTurn,
 )
 from webapp.models import DebateEvent, JudgeSpec, Participant, Turn, Verdict, utcnow
@@ -101,26 +95,15 @@ from webapp.providers.base import (
 )
 from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
-from webapp.store import StaleWrite, StoreError
-from webapp.store.errors import STORAGE_FAULTS
+from webapp.store import StaleWrite
 from webapp.store.protocol import EventStore
 from webapp.wording import counted
-
-# A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
-# full, I/O, …), and a raw driver error should one ever escape unclassified (the store says which).
-STORAGE_ERRORS = STORAGE_FAULTS
 
 log = logging.getLogger(__name__)
 
 # Finish reasons saying the reply hit its output allowance (OpenAI and compatible; Anthropic).
 CUT_AT_LIMIT = frozenset({"length", "max_tokens"})
 
-STORAGE_RETRY_CAP = 30.0  # seconds between attempts to record an interruption, at most
-
-
-def is_storage_error(exc: BaseException) -> bool:
-    """A failure to read or write the log (not a conflict with another writer: that is `StaleWrite`)."""
-    return isinstance(exc, STORAGE_ERRORS) and not isinstance(exc, StaleWrite)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -143,14 +126,7 @@ def primary_failure(exc: BaseException) -> BaseException:
     return leaves[0]
 
 
-def _describe_storage(exc: BaseException) -> str:
-    """The store's message (it names the database) and, for a classified fault, what a person can do."""
-    message = str(exc) or type(exc).__name__
-    advice = getattr(exc, "advice", None) if isinstance(exc, StoreError) else None
-    return f"{message} ({advice})" if advice else message
-
-
-class DebateSession(ProviderCalls, SpendingGuard):
+class DebateSession(Committing, ProviderCalls, SpendingGuard):
     """One debate in this process: its state, its runner task, its subscribers.
 
     Public surface: `send(command, actor=…, **args)` and the read model (`view()`, `status`,
@@ -629,34 +605,6 @@ class DebateSession(ProviderCalls, SpendingGuard):
                 self._storage_failed(exc)
             raise
 
-    async def record_action(self, action: str, actor: str, detail: dict[str, Any] | None = None) -> None:
-        """Note in the log something a person did that is not a transition (a share link created or
-        revoked), so the debate's own history says who did it."""
-        await self._commit(ActionPayload(action=action, actor=actor, detail=detail) if detail
-                           else ActionPayload(action=action, actor=actor))
-
-    async def catch_up(self) -> int:
-        """Fold in and broadcast events another process appended to this debate's log (a debate run
-        by the CLI, say, watched from the web app); returns how many. Nothing to do while this
-        process runs the debate itself, nor while its storage is unavailable."""
-        if self.running or self._storage_problem is not None:
-            return 0
-        async with self._commit_lock:
-            newer = await self.store.events_after(self.id, self.state.last_seq)
-            if not newer:
-                return 0
-            state = self.state.fork()
-            try:
-                for event in newer:
-                    state.apply(event)
-            except (TransitionNotAllowed, ValueError):  # cannot happen with a sound log; rebuild, not guess
-                await self._reload()
-            else:
-                self.state.adopt(state)
-        for event in newer:
-            self._publish(event, replayed=True)
-        return len(newer)
-
     async def shutdown(self) -> None:
         """Stop working without recording anything (a process exit is like a crash)."""
         timer, self._seat_timer = self._seat_timer, None
@@ -682,132 +630,6 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._task = None
         for key in list(self.live):
             self._abort_live(key, "cancelled")
-
-    # --- committing ------------------------------------------------------------------------
-
-    async def _commit(self, payload: Payload | Move, idem_key: str | None = None) -> DebateEvent | None:
-        """Persist, then swap in and broadcast, one event: a payload, or a transition (`Move`) the
-        machine decides under the commit lock. Shielded: a cancelled caller cannot leave the in-memory
-        state and the log disagreeing."""
-        inner = asyncio.ensure_future(self._commit_inner(payload, idem_key))
-        inner.add_done_callback(_retrieve)
-        return await asyncio.shield(inner)
-
-    async def _commit_inner(self, payload: Payload | Move, idem_key: str | None) -> DebateEvent | None:
-        async with self._commit_lock:
-            state = self.state
-            at = utcnow()
-            if isinstance(payload, TurnPayload) and idem_key in state.turn_keys:
-                return None
-            # Fold into a copy: until the log has the event, the state (and everyone reading it) is
-            # exactly as before, whatever fails on the way.
-            new = state.fork()
-            move = payload if isinstance(payload, Move) else None
-            if isinstance(payload, Move):
-                source, target = new.machine.send(payload.event, at=at, **payload.params)  # raises, changing nothing
-                payload = payload.payload(source, target)
-            record = logged(state.id, state.last_seq + 1, at, payload)
-            new.apply(record, sent=move is not None)
-            try:
-                stored = await self.store.append(state.id, record.kind, record.data, idem_key=idem_key,
-                                                 summary=new.summary(), at=at, expected_seq=record.seq)
-            except StaleWrite:  # another process wrote to this debate: read the log as it now is
-                await self._reload()
-                raise
-            if stored is None:  # already in the log (a replay): the log wins
-                await self._reload()
-                return None
-            if move is None or "position" not in move.params:
-                # where the debate is may have been noted meanwhile (a turn just started): keep it
-                new.machine.context.position = state.machine.context.position
-            state.adopt(new)  # the swap: no await between the commit and it
-        self._publish(record)
-        return record
-
-    def _publish(self, event: DebateEvent, replayed: bool = False) -> None:
-        """Tell subscribers about an event that is already in the log."""
-        self._watch_seat()
-        self.broadcaster.emit(LiveEvent(self.id, event, replayed))
-        if self._on_event is not None:
-            self._on_event(self, event)
-
-    async def _reload(self) -> None:
-        """Read the log as it now is (another process wrote to it) and tell every subscriber to look again."""
-        self.state = DebateState.from_events(await self.store.events(self.state.id))
-        self._watch_seat()
-        self.broadcaster.emit(LiveStatus(self.id, "reloaded", "the log was read again"))
-
-    async def notice_takeover(self) -> bool:
-        """While this process runs the debate: if another process has written to its log since our last
-        write, it took the debate over (it found it interrupted, say, and resumed it). Stop driving it,
-        read the log as it is, and tell subscribers; returns whether that happened. Cheap when nothing
-        changed: one indexed read. Watched debates call this every second, so open tabs show the new
-        owner's state within about a second instead of whenever this runner next tries to write."""
-        if not self.running or self._storage_problem is not None:
-            return False
-        async with self._commit_lock:  # a commit of our own holds it until its state is swapped in
-            newer = await self.store.events_after(self.id, self.state.last_seq)
-        if not newer:
-            return False
-        log.warning("debate %s: another process wrote to its log; this process stops driving it", self.id)
-        await self._halt()
-        async with self._commit_lock:
-            await self._reload()
-        return True
-
-    async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
-        return await self._commit(Move(event, params, actor))
-
-    # --- storage faults --------------------------------------------------------------------
-
-    def _storage_failed(self, exc: BaseException) -> None:
-        """Storage failed while nobody else will write for this debate: interrupt it in memory and
-        keep trying to record the interruption until storage is back."""
-        if self._storage_problem is not None:
-            return
-        self._storage_problem = _describe_storage(exc)
-        log.error("debate %s: storage unavailable (%s); interrupted until it can be recorded",
-                  self.id, self._storage_problem)
-        for key in list(self.live):
-            self._abort_live(key, "storage unavailable")
-        self.broadcaster.emit(LiveStatus(self.id, "storage_unavailable", self._storage_problem))
-        self._recorder = self._task_factory(self._finish_record())
-
-    async def _finish_record(self) -> None:
-        """Retry (with backoff) until the interruption is in the log, then lift the in-memory one."""
-        delay = self.storage_retry_base
-        problem = self._storage_problem or "storage unavailable"
-        try:
-            while True:
-                await asyncio.sleep(delay)
-                try:
-                    await self._record_interruption(problem)
-                except StaleWrite as exc:  # another process drives it now; our view was reloaded
-                    log.warning("%s", exc)
-                except Exception as exc:
-                    if not is_storage_error(exc):
-                        log.exception("debate %s: recording the interruption failed", self.id)
-                    else:
-                        delay = min(delay * 2, STORAGE_RETRY_CAP)
-                        continue
-                break
-        finally:
-            if self._recorder is asyncio.current_task():
-                self._recorder = None
-        self._storage_problem = None
-        log.warning("debate %s: storage is back; the debate is %s", self.id, self.state.status.value)
-        self.broadcaster.emit(LiveStatus(self.id, "storage_restored"))
-        if self._on_release is not None:
-            self._on_release(self)
-
-    async def _record_interruption(self, problem: str) -> None:
-        async with self._command_lock:
-            async with self._commit_lock:
-                await self._reload()  # the log is the truth: a write that failed may yet have landed
-            state = self.state
-            if state.status in ACTIVE_STATES or state.status is State.IDLE:
-                await self._transition(Event.PAUSE, interrupted=True, reason=f"storage was unavailable: {problem}",
-                                       position=state.machine.context.position.model_dump())
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -1142,25 +964,3 @@ class DebateSession(ProviderCalls, SpendingGuard):
         verdict.ended_because = now.ended_because or (None if now.stopping else "all rounds completed")
         await self._commit(VerdictPayload(verdict=verdict, calls=calls), idem_key="verdict")
         await self._transition(Event.VERDICT_READY)
-
-
-
-@dataclass(frozen=True)
-class Move:
-    """A transition to commit: the machine decides its source and target under the commit lock."""
-
-    event: Event
-    params: dict[str, Any]
-    actor: str | None = None
-
-    def payload(self, source: State, target: State) -> TransitionPayload:
-        data: dict[str, Any] = {"event": self.event, "from": source, "to": target, "params": self.params}
-        if self.actor and self.actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
-            data["actor"] = self.actor
-        return TransitionPayload.model_validate(data)
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    """Mark a shielded commit's outcome as seen (its caller may have been cancelled meanwhile)."""
-    if not task.cancelled():
-        task.exception()
