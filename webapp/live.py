@@ -40,8 +40,8 @@ from typing import Any
 from nicegui import Client, Event, background_tasks, context, core
 
 from webapp.bus import Changed, InProcessBus, LiveBus, RemoteItem
+from webapp.engine.api import RetryNote, TurnPayload
 from webapp.engine.engine import Engine
-from webapp.engine.events import RetryNote, TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import (

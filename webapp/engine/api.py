@@ -28,6 +28,7 @@ from webapp.engine.events import (
     ClarificationQuestionsPayload,
     CostLimit,
     CostWarning,
+    CreatedPayload,
     ErrorInfo,
     ErrorPayload,
     OnTopicNote,
@@ -45,7 +46,7 @@ from webapp.engine.machine import Event, Position, State
 
 __all__ = [
     "COMMAND_EVENTS", "AnswerArgs", "CallCostNote", "CallRecord", "ClarificationAnswerPayload",
-    "ClarificationQuestionsPayload", "Command", "CommandArgs", "CommandResult", "CostLimit", "CostWarning",
+    "ClarificationQuestionsPayload", "Command", "CommandArgs", "CommandResult", "CostLimit", "CostWarning", "CreatedPayload",
     "ErrorInfo", "ErrorPayload", "OnTopicNote", "Payload", "RetryNote", "RoundDecisionPayload", "RoundScoresPayload",
     "SeatTurn", "SendTurnArgs", "SessionView", "StopArgs", "SummaryPayload", "TransitionPayload", "TurnPayload",
     "VerdictPayload", "parse_args",
