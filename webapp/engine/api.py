@@ -46,7 +46,8 @@ from webapp.engine.machine import Event, Position, State
 
 __all__ = [
     "COMMAND_EVENTS", "AnswerArgs", "CallCostNote", "CallRecord", "ClarificationAnswerPayload",
-    "ClarificationQuestionsPayload", "Command", "CommandArgs", "CommandResult", "CostLimit", "CostWarning", "CreatedPayload",
+    "ClarificationQuestionsPayload", "Command", "CommandArgs", "CommandResult", "CostLimit", "CostWarning",
+    "CreatedPayload",
     "ErrorInfo", "ErrorPayload", "OnTopicNote", "Payload", "RetryNote", "RoundDecisionPayload", "RoundScoresPayload",
     "SeatTurn", "SendTurnArgs", "SessionView", "StopArgs", "SummaryPayload", "TransitionPayload", "TurnPayload",
     "VerdictPayload", "parse_args",
