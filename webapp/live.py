@@ -472,6 +472,7 @@ class LiveHub:
         one cheap query, read every time so that a change made before a dashboard opened is not
         mistaken for the baseline."""
         while True:
+            marker: tuple[int, str] | None
             try:
                 marker = await self.engine.store.last_change()
             except Exception:  # the store is closing, or busy: look again next time

@@ -245,15 +245,20 @@ class LineReader:
             self._buffer += chunk
         if not self._buffer:
             return None
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode(self.encoding, errors="replace").rstrip("\r")
+        raw, _, self._buffer = self._buffer.partition(b"\n")
+        return raw.decode(self.encoding, errors="replace").rstrip("\r")
 
     async def _read(self) -> bytes:
         assert self.fd is not None
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
         try:
-            loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+            loop.add_reader(self.fd, readable)
         except (NotImplementedError, OSError, ValueError):  # not pollable (/dev/null…): reading cannot wait
             return self._read_now()
         try:
