@@ -160,8 +160,8 @@ def decision_counts(state: Any) -> dict[str, int]:
     """Round decisions the judge was asked for (not the hard cap, not fixed rounds) and the usable ones."""
     asked = unusable = 0
     for decision in state.round_decisions.values():
-        reason = str(decision.get("reason", ""))
-        if decision.get("cap") or reason.startswith("fixed rounds"):
+        reason = decision.reason
+        if decision.cap or reason.startswith("fixed rounds"):
             continue
         asked += 1
         unusable += "no usable" in reason
@@ -176,7 +176,7 @@ async def run_debate(engine: Engine, config: DebateConfig, label: str) -> dict[s
         status = await session.join()
         if status is State.AWAITING_CLARIFICATION and answered < 3:
             # No person here: answer every question with the same plain fact, as a hurried user would.
-            asked = session.state.clarifications[-1].get("questions") or {}
+            asked = session.state.clarifications[-1].questions
             questions += sum(len(q) for q in asked.values())
             await session.answer_clarification(
                 {pid: ["A mid-sized European city, on a small budget." for _ in qs] for pid, qs in asked.items()})

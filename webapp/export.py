@@ -115,7 +115,7 @@ def to_dict(state: DebateState, talk: Talk | None = None, people: dict[str, Any]
             "raw_text": verdict.raw_text,
         },
         "round_scores": [
-            {"round": r.get("round"), "scores": dict(r.get("scores") or {})} for r in state.round_scores
+            {"round": r.round, "scores": dict(r.scores)} for r in state.round_scores
         ],
         "ended_because": state.ended_because,
         "cost": {key: ledger[key] for key in COST_KEYS},

@@ -40,8 +40,8 @@ from typing import Any
 from nicegui import Client, Event, background_tasks, context, core
 
 from webapp.bus import Changed, InProcessBus, LiveBus, RemoteItem
+from webapp.engine.api import RetryNote, TurnPayload
 from webapp.engine.engine import Engine
-from webapp.engine.events import RetryNote, TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import (
@@ -383,9 +383,9 @@ class DebateChannel:
                 return []
             return [[live_wire.CUT, self.kid(item.key), item.reason]]
         if isinstance(item, LiveEvent) and isinstance(item.event.payload, RetryNote):
-            key = str(item.event.payload.turn)
-            if key in self._kids and key not in self._hidden:
-                return [[live_wire.NOTE, self._kids[key], live_wire.retry_text(item.event.data)]]
+            note = item.event.payload
+            if note.turn in self._kids and note.turn not in self._hidden:
+                return [[live_wire.NOTE, self._kids[note.turn], live_wire.retry_text(note)]]
         return []
 
     async def _send(self, wire: list[list[Any]], room: str) -> None:

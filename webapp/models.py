@@ -448,8 +448,9 @@ class EventKind(StrEnum):
 class DebateEvent(BaseModel):
     """One committed record of the log; `seq` is its position within the debate.
 
-    `data` is the JSON object as stored; `payload` is the same validated into the typed model of its
-    kind (`webapp.engine.events`), parsed once when first read."""
+    Read it through `payload`: the typed model of its kind (`webapp.engine.events`), parsed once when
+    first read, or the very model the engine committed. `data` is the same as the JSON object stored,
+    for the JSON edges only (the store, exports, the wire)."""
 
     debate_id: str
     seq: int
@@ -462,4 +463,6 @@ class DebateEvent(BaseModel):
         """The typed payload; raises `pydantic.ValidationError` for data that does not fit its kind."""
         from webapp.engine.events import parse_payload  # the payload models build on these models
 
-        return parse_payload(self.kind, self.data)
+        payload = parse_payload(self.kind, self.data)
+        payload._logged_at = self.at
+        return payload

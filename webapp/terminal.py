@@ -15,13 +15,21 @@ import stat
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
+from webapp.engine.api import (
+    CostLimit,
+    CostWarning,
+    RetryNote,
+    RoundDecisionPayload,
+    SummaryPayload,
+    TransitionPayload,
+    TurnPayload,
+)
 from webapp.engine.machine import State
 from webapp.engine.panel import panel_decision
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
 from webapp.hygiene import strip_controls
-from webapp.models import EventKind
 from webapp.store.accounts import UserRow
 
 
@@ -108,33 +116,32 @@ class TerminalView:
         out.flush()
 
     def _event(self, message: LiveEvent) -> None:
-        event, out = message.event, self.out
-        if event.kind is EventKind.TURN:
-            turn = event.data["turn"]
-            if turn["key"] in self.printed:
+        payload, out = message.event.payload, self.out
+        if isinstance(payload, TurnPayload):
+            turn = payload.turn
+            if turn.key in self.printed:
                 return
-            self.printed.add(turn["key"])
-            if self.streaming == turn["key"]:
+            self.printed.add(turn.key)
+            if self.streaming == turn.key:
                 self.end_stream()
-            elif turn.get("visible", True):
-                self._header(turn["phase"], turn["round"])
-                out.write(f"\n{self._name(turn['speaker'])}:\n{turn['text']}\n")
-            for note in turn.get("notes") or []:
+            elif turn.visible:
+                self._header(turn.phase, turn.round)
+                out.write(f"\n{self._name(turn.speaker)}:\n{turn.text}\n")
+            for note in turn.notes:
                 out.write(f"  [{note}]\n")
-        elif event.kind is EventKind.WARNING:
+        elif isinstance(payload, CostWarning | CostLimit):
             self.end_stream()
-            out.write(f"\n! {event.data.get('message', event.data)}\n")
-        elif event.kind is EventKind.NOTE and event.data.get("type") == "retry":
-            err = event.data.get("error") or {}
-            out.write(f"\n  [retrying after: {err.get('provider')}: {err.get('message')}; "
-                      f"waiting {event.data.get('wait_s')} s]\n")
-        elif event.kind is EventKind.ROUND_DECISION:
-            out.write(f"\n  [judge after round {event.data.get('round')}: {event.data.get('reason')}]\n")
-        elif event.kind is EventKind.TRANSITION and event.data.get("to") == State.JUDGING.value:
+            out.write(f"\n! {payload.message}\n")
+        elif isinstance(payload, RetryNote):
+            err = payload.error
+            out.write(f"\n  [retrying after: {err.provider}: {err.message}; waiting {payload.wait_s} s]\n")
+        elif isinstance(payload, RoundDecisionPayload):
+            out.write(f"\n  [judge after round {payload.round}: {payload.reason}]\n")
+        elif isinstance(payload, TransitionPayload) and payload.to is State.JUDGING:
             self.end_stream()
             out.write("\n=== Judging ===\n")
-        elif event.kind is EventKind.SUMMARY:
-            out.write(f"\n  [context summarised for {event.data.get('participant')}]\n")
+        elif isinstance(payload, SummaryPayload):
+            out.write(f"\n  [context summarised for {payload.participant}]\n")
 
 
 def print_verdict(state: DebateState, out: TextIO) -> None:
@@ -244,9 +251,14 @@ class LineReader:
     async def _read(self) -> bytes:
         assert self.fd is not None
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
         try:
-            loop.add_reader(self.fd, lambda: None if ready.done() else ready.set_result(None))
+            loop.add_reader(self.fd, readable)
         except (NotImplementedError, OSError, ValueError):  # not pollable (/dev/null…): reading cannot wait
             return self._read_now()
         try:
@@ -273,7 +285,7 @@ async def ask_answers(state: DebateState, out: TextIO, lines: LineReader) -> dic
     out.write("\n=== Clarification questions (press Enter to skip one) ===\n")
     answers: dict[str, list[str]] = {}
     read_any = False
-    for pid, questions in (asked.get("questions") or {}).items():
+    for pid, questions in asked.questions.items():
         answers[pid] = []
         for question in questions:
             out.write(f"{names.get(pid, pid)} asks: {question}\n> ")
@@ -295,11 +307,11 @@ async def ask_turn(state: DebateState, out: TextIO, lines: LineReader) -> str | 
     nobody to ask (stdin is closed or ends before anything was typed); input that ends after some text
     without the `.` sends that text."""
     out = terminal_output(out)
-    seat = state.awaiting or {}
-    participant = state.config.participant(str(seat.get("speaker", "")))
-    phase = state.format.phase(str(seat.get("phase", ""))).title if seat.get("phase") else "your turn"
-    limit = seat.get("word_limit")
-    seconds = int(seat.get("time_limit_s") or 0)
+    seat = state.seat
+    participant = state.config.participant(seat.speaker if seat else "")
+    phase = state.format.phase(seat.phase).title if seat and seat.phase else "your turn"
+    limit = seat.word_limit if seat else None
+    seconds = seat.time_limit_s if seat else 0
     rules = [f"at most {limit} words" if limit else "", f"{seconds // 60} min {seconds % 60:02d} s" if seconds else ""]
     out.write(f"\n=== Your turn — {phase} ({participant.name}) ===\n")
     out.write(f"Type the turn ({', '.join(r for r in rules if r) or 'no limit'}); end it with a line holding only "

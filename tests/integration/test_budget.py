@@ -122,13 +122,13 @@ async def test_warn_at_fires_exactly_once_even_as_spending_keeps_rising(
     assert len(state.turns) == 2 and state.ledger.total_usd == pytest.approx(2 * TURN_COST)
     assert sum(counts(server).values()) == 2  # nothing is requested while the warning waits
     [warning] = state.warnings
-    assert warning["type"] == "cost_warning" and warning["warn_at"] == warn_at
-    assert warning["spent_usd"] == pytest.approx(2 * TURN_COST) and "spending reached" in warning["message"]
+    assert warning.type == "cost_warning" and warning.warn_at == warn_at
+    assert warning.spent_usd == pytest.approx(2 * TURN_COST) and "spending reached" in warning.message
     await session.acknowledge_warning()
     assert await session.join() is State.COMPLETED
     state = session.state
     assert state.ledger.total_usd > 4 * TURN_COST > warn_at  # kept rising after the acknowledgement
-    assert [w["type"] for w in state.warnings] == ["cost_warning"]
+    assert [w.type for w in state.warnings] == ["cost_warning"]
     assert transitions(state, "COST_WARNING") == 1 and transitions(state, "ACKNOWLEDGE_WARNING") == 1
     stored = await engine.events(session.id)
     assert sum(1 for e in stored if e.kind is EventKind.WARNING) == 1
@@ -149,7 +149,7 @@ async def test_warn_at_survives_a_reload_and_does_not_fire_again(server: FakeLLM
         assert session.state.status is State.AWAITING_ACK and session.state.cost_warned
         await session.acknowledge_warning()
         assert await session.join() is State.COMPLETED
-        assert [w["type"] for w in session.state.warnings] == ["cost_warning"]
+        assert [w.type for w in session.state.warnings] == ["cost_warning"]
         assert transitions(session.state, "COST_WARNING") == 1
     finally:
         await engine.close()

@@ -73,9 +73,9 @@ async def test_a_round_decision_that_cannot_fit_a_minimal_answer_is_not_made(tmp
     state, received = await run(tmp_path, "limited", free_form(limit))
     assert state.status is State.STOPPED and state.ended_because == "cost limit"
     assert [r.purpose for r in received].count("round_check") == 0
-    [warning] = [w for w in state.warnings if w["type"] == "cost_limit"]
-    assert warning["message"].startswith("stopped: the round_check call could not fit in the remaining $")
-    assert "64-token answer" in warning["message"]
+    [warning] = [w for w in state.warnings if w.type == "cost_limit"]
+    assert warning.message.startswith("stopped: the round_check call could not fit in the remaining $")
+    assert "64-token answer" in warning.message
     assert state.ledger.total_usd <= limit
     assert len(state.turns) == 2  # round one finished; nothing after the refused decision
 

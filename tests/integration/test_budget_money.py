@@ -40,7 +40,6 @@ from webapp.models import (
     JudgeSpec,
     Participant,
     Timeouts,
-    Usage,
 )
 from webapp.providers.base import estimate_tokens
 from webapp.providers.demo import OneProvider
@@ -125,8 +124,8 @@ async def test_warn_at_below_one_call_lets_the_first_turn_speak(server: FakeLLMS
     state = session.state
     assert len(state.turns) == 1 and state.ledger.total_usd >= 0.0001
     [warning] = state.warnings
-    assert warning["type"] == "cost_warning" and "spending reached" in warning["message"]
-    assert "could bring it to" not in warning["message"]
+    assert warning.type == "cost_warning" and "spending reached" in warning.message
+    assert "could bring it to" not in warning.message
 
 
 async def test_warn_at_fires_when_spending_reaches_it_not_before(server: FakeLLMServer, engine: Engine) -> None:
@@ -139,7 +138,7 @@ async def test_warn_at_fires_when_spending_reaches_it_not_before(server: FakeLLM
     assert state.ledger.total_usd >= warn_at > state.turns[0].cost_usd  # type: ignore[operator]
     await session.acknowledge_warning()
     assert await session.join() is State.COMPLETED
-    assert [w["type"] for w in session.state.warnings] == ["cost_warning"]
+    assert [w.type for w in session.state.warnings] == ["cost_warning"]
 
 
 # --- the hard limit -----------------------------------------------------------------------------
@@ -162,12 +161,12 @@ async def test_hard_limit_caps_the_last_turns_and_is_never_crossed(server: FakeL
         assert turn.usage.output_tokens == allowance(request)  # the cap was what the model was allowed
         if turn in cut:
             assert any(n.startswith(f"capped at {allowance(request)} tokens (of {FULL})") for n in turn.notes)
-    [stop] = [w for w in state.warnings if w["type"] == "cost_limit"]
+    [stop] = [w for w in state.warnings if w.type == "cost_limit"]
     remaining = limit - state.ledger.total_usd
-    assert stop["message"].startswith(f"stopped: the next turn could not fit in the remaining ${remaining:.4f}")
-    assert "64-token answer" in stop["message"]
+    assert stop.message.startswith(f"stopped: the next turn could not fit in the remaining ${remaining:.4f}")
+    assert "64-token answer" in stop.message
     assert remaining < genai_cost(MODEL, "openai", 64, 64) + worst_turn_cost(64)  # really no room for 64
-    assert state.verdict is None and stop["judge_runs"] is False
+    assert state.verdict is None and stop.judge_runs is False
 
 
 async def test_a_limit_below_one_full_turn_does_not_stop_a_debate_at_zero(
@@ -202,8 +201,8 @@ async def test_the_verdict_keeps_its_reserve(server: FakeLLMServer, engine: Engi
     assert await session.join() is State.STOPPED
     state = session.state
     assert state.ended_because == "cost limit" and capped(state)
-    [stop] = [w for w in state.warnings if w["type"] == "cost_limit"]
-    assert stop["judge_runs"] is True and "kept for the verdict" in stop["message"]
+    [stop] = [w for w in state.warnings if w.type == "cost_limit"]
+    assert stop.judge_runs is True and "kept for the verdict" in stop.message
     assert state.verdict is not None and state.verdict.available  # the verdict still fit
     assert state.ledger.total_usd <= limit
 
@@ -211,8 +210,8 @@ async def test_the_verdict_keeps_its_reserve(server: FakeLLMServer, engine: Engi
 # --- calls that were cut off or timed out -------------------------------------------------------
 
 
-def cost_notes(state: Any) -> list[dict[str, Any]]:
-    return [n for n in state.notes if n.get("type") == "call_cost"]
+def cost_notes(state: Any) -> list[Any]:
+    return [n for n in state.notes if n.type == "call_cost"]
 
 
 async def test_a_cut_off_call_is_billed_estimated_and_recorded(engine: Engine) -> None:
@@ -224,13 +223,13 @@ async def test_a_cut_off_call_is_billed_estimated_and_recorded(engine: Engine) -
         assert await session.join() is State.COMPLETED
     state = session.state
     [note] = cost_notes(state)
-    [record] = note["calls"]
-    assert note["turn"] == state.turns[0].key and record["cut_off"] == note["reason"] == "connection"
-    usage = Usage.model_validate(record["usage"])
+    [record] = note.calls
+    assert note.turn == state.turns[0].key and record.cut_off == note.reason == "connection"
+    usage = record.usage
     assert usage.estimated and usage.output_tokens == estimate_tokens(partial + " ")
     assert usage.input_tokens > 0  # the prompt had been read
     expected = money.cost_of(state.config.participants[0], usage, SETTINGS).usd
-    assert record["cost_usd"] == pytest.approx(expected) and expected
+    assert record.cost_usd == pytest.approx(expected) and expected
     turns_and_judge = sum(t.cost_usd or 0 for t in state.turns) + state.ledger.by_model["openai:gpt-4o"]
     assert state.ledger.total_usd == pytest.approx(turns_and_judge + expected)  # the debate's cost includes it
     assert state.ledger.estimated_usage
@@ -248,12 +247,12 @@ async def test_a_timed_out_call_is_billed_for_its_input(engine: Engine) -> None:
         never.set()
     state = session.state
     [note] = cost_notes(state)
-    [record] = note["calls"]
-    assert note["reason"] == "timeout" and record["usage"]["estimated"] is True
-    assert record["usage"]["output_tokens"] == 0 and record["usage"]["input_tokens"] > 0
-    assert record["cost_usd"] > 0
-    [retry] = [n for n in state.notes if n.get("type") == "retry"]
-    assert retry["error"]["message"] == "timed out: no first token within the first-token timeout of 0.3 s"
+    [record] = note.calls
+    assert note.reason == "timeout" and record.usage.estimated is True
+    assert record.usage.output_tokens == 0 and record.usage.input_tokens > 0
+    assert record.cost_usd > 0
+    [retry] = [n for n in state.notes if n.type == "retry"]
+    assert retry.error.message == "timed out: no first token within the first-token timeout of 0.3 s"
 
 
 async def test_the_turn_timeout_names_itself(engine: Engine) -> None:
@@ -310,7 +309,7 @@ async def test_clarification_costs_are_recorded_as_each_call_completes(engine: E
     ada_cost = genai_cost(MODEL, "openai", 300, 20)
     assert state.ledger.total_usd == pytest.approx(ada_cost)
     [note] = cost_notes(state)
-    assert note["purpose"] == "clarify" and note["calls"][0]["participant"] == "ada"
+    assert note.purpose == "clarify" and note.calls[0].participant == "ada"
 
 
 async def test_a_failed_clarification_call_cancels_the_others(engine: Engine) -> None:
@@ -341,10 +340,10 @@ async def test_a_turn_cut_off_by_a_pause_is_billed_for_what_it_streamed(tmp_path
         state = session.state
         assert state.status is State.PAUSED and len(state.turns) == 1
         [note] = cost_notes(state)
-        [record] = note["calls"]
-        assert note["reason"] == "cancelled" and note["turn"] == "opening/r1/opposition/1"
-        assert record["usage"]["estimated"] and record["usage"]["output_tokens"] > 0
-        assert state.ledger.total_usd == pytest.approx(state.turns[0].cost_usd + record["cost_usd"])
+        [record] = note.calls
+        assert note.reason == "cancelled" and note.turn == "opening/r1/opposition/1"
+        assert record.usage.estimated and record.usage.output_tokens > 0
+        assert state.ledger.total_usd == pytest.approx(state.turns[0].cost_usd + record.cost_usd)
         await session.resume()
         assert await session.join() is State.COMPLETED  # the cut turn is redone, its cost stays counted
         assert len(cost_notes(session.state)) == 1

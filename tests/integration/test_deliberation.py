@@ -20,6 +20,7 @@ import pytest
 
 from webapp.engine.discipline import rejection_note, truncation_note, word_count
 from webapp.engine.engine import Engine
+from webapp.engine.events import SummaryPayload
 from webapp.engine.judge import assign_labels
 from webapp.engine.machine import State
 from webapp.models import ContextPolicy, DebateConfig, EventKind, JudgeConfig, JudgeSpec, Participant, Usage
@@ -124,7 +125,7 @@ async def test_free_form_ends_when_the_judge_decides_to_stop(open_engine: Opener
     state = session.state
     assert state.status is State.COMPLETED
     assert {t.round for t in state.turns} == {1, 2, 3}
-    assert [d["stop"] for _, d in sorted(state.round_decisions.items())] == [False, False, True]
+    assert [d.stop for _, d in sorted(state.round_decisions.items())] == [False, False, True]
     assert state.ended_because == "the judge decided to stop: the main arguments have been exhausted"
     assert state.verdict is not None and state.verdict.ended_because == state.ended_because
     assert len(provider.of("round_check")) == 3
@@ -135,8 +136,9 @@ async def test_free_form_runs_to_the_hard_cap_when_the_judge_never_stops(open_en
     session = await run(open_engine, provider, format="free-form", rounds=3, participants=pair())
     state = session.state
     assert {t.round for t in state.turns} == {1, 2, 3}
-    assert state.round_decisions[1]["reason"] == "fresh arguments keep coming"
-    assert state.round_decisions[3] == {**state.round_decisions[3], "stop": True, "cap": True, "calls": []}
+    assert state.round_decisions[1].reason == "fresh arguments keep coming"
+    last = state.round_decisions[3]
+    assert (last.stop, last.cap, last.calls) == (True, True, [])
     assert state.ended_because == "reached the hard cap of 3 rounds"
     assert len(provider.of("round_check")) == 2  # nobody is asked at the cap
 
@@ -152,8 +154,8 @@ async def test_convergence_ends_when_agreement_reaches_the_threshold(open_engine
                         convergence_threshold=70)
     state = session.state
     assert {t.round for t in state.turns} == {1, 2}
-    assert state.round_decisions[1]["stop"] is False and state.round_decisions[1]["agreement"] < 70
-    assert state.round_decisions[2]["agreement"] >= 70
+    assert state.round_decisions[1].stop is False and state.round_decisions[1].agreement < 70
+    assert state.round_decisions[2].agreement >= 70
     assert re.fullmatch(r"converged: agreement \d+ reached the threshold 70", state.ended_because or "")
 
 
@@ -171,7 +173,7 @@ async def test_convergence_runs_to_the_cap_below_the_threshold(open_engine: Open
     provider = ScriptedDemo(convergence=always({"agreement": 30, "irreconcilable": False, "reason": "apart"}))
     session = await run(open_engine, provider, format="convergence", rounds=2, participants=pair())
     assert {t.round for t in session.state.turns} == {1, 2}
-    assert session.state.round_decisions[1]["reason"] == "agreement 30 is below the threshold 85"
+    assert session.state.round_decisions[1].reason == "agreement 30 is below the threshold 85"
     assert session.state.ended_because == "reached the hard cap of 2 rounds"
 
 
@@ -179,10 +181,10 @@ async def test_an_unusable_decision_is_recorded_and_the_debate_continues(open_en
     provider = ScriptedDemo(round_check=always("Let them talk a bit more."))
     session = await run(open_engine, provider, format="free-form", rounds=2, participants=pair())
     decision = session.state.round_decisions[1]
-    assert decision["stop"] is False and "no usable decision" in decision["reason"]
+    assert decision.stop is False and "no usable decision" in decision.reason
     assert len(provider.of("round_check")) == 2  # the question and exactly one repair request
     assert provider.of("round_check")[1].context.get("repair") is True
-    assert len(decision["calls"]) == 2  # both calls are paid for, even though neither was usable
+    assert len(decision.calls) == 2  # both calls are paid for, even though neither was usable
 
 
 # --- judging frequency and the judges ----------------------------------------------------------
@@ -193,10 +195,10 @@ async def test_every_round_is_scored_when_frequency_is_round(open_engine: Opener
     session = await run(open_engine, provider, format="free-form", rounds=3, participants=pair(),
                         judge=JudgeConfig(frequency="round"))
     scores = session.state.round_scores
-    assert [s["round"] for s in scores] == [1, 2, 3]
+    assert [s.round for s in scores] == [1, 2, 3]
     for entry in scores:
-        assert set(entry["scores"]) == {"ann", "bob"}
-        assert all(0 <= v <= 100 for v in entry["scores"].values())
+        assert set(entry.scores) == {"ann", "bob"}
+        assert all(0 <= v <= 100 for v in entry.scores.values())
     # each round was judged on the transcript up to that round only
     verdict_prompts = [r for r in provider.of("verdict") if r.context["turn_key"].startswith("round-1/")]
     assert "round 2]" not in verdict_prompts[0].messages[0].content
@@ -205,7 +207,7 @@ async def test_every_round_is_scored_when_frequency_is_round(open_engine: Opener
 async def test_mid_debate_scoring_scores_the_middle_round_only(open_engine: Opener) -> None:
     session = await run(open_engine, ScriptedDemo(), format="round-limited", rounds=3, participants=pair(),
                         judge=JudgeConfig(frequency="mid"))
-    assert [s["round"] for s in session.state.round_scores] == [2]
+    assert [s.round for s in session.state.round_scores] == [2]
 
 
 async def test_mid_debate_scoring_of_a_debate_that_ends_before_its_middle(open_engine: Opener) -> None:
@@ -213,7 +215,7 @@ async def test_mid_debate_scoring_of_a_debate_that_ends_before_its_middle(open_e
     session = await run(open_engine, ScriptedDemo(), format="free-form", rounds=10, participants=pair(),
                         judge=JudgeConfig(frequency="mid"))
     assert max(t.round for t in session.state.turns) == 3
-    assert [s["round"] for s in session.state.round_scores] == [3]
+    assert [s.round for s in session.state.round_scores] == [3]
 
 
 async def test_end_only_judging_stores_no_round_scores(open_engine: Opener) -> None:
@@ -249,7 +251,7 @@ async def test_fallback_judge_rules_and_decides_when_the_only_judge_fails(open_e
     assert [(r.judge, r.error is None) for r in state.verdict.rulings] == [
         ("demo:broken", False), ("demo:demo (fallback)", True)]
     # the round decision came from the fallback as well
-    assert state.round_decisions[1]["reason"] == "new arguments are still emerging"
+    assert state.round_decisions[1].reason == "new arguments are still emerging"
     assert [r.model for r in provider.of("round_check")] == ["broken", "demo"]
 
 
@@ -296,7 +298,7 @@ async def test_collaborative_order_and_what_each_act_sees(open_engine: Opener) -
         assert text[key("refinement", 1, who)] in later.messages[0].content
         assert text[key("critique", 1, others[0])] not in later.messages[0].content
     # evaluation by quality after round 1, the cap after round 2, then the judge's synthesis of all rounds
-    assert state.round_decisions[1]["reason"].endswith("is below the threshold 100")
+    assert state.round_decisions[1].reason.endswith("is below the threshold 100")
     assert state.verdict is not None and state.verdict.synthesis
     synthesis = provider.of("synthesis")[0].messages[0].content
     assert text[key("proposal", 1, "ann")] in synthesis and text[key("refinement", 2, "cy")] in synthesis
@@ -337,7 +339,7 @@ async def test_clarification_loop_with_follow_ups_survives_restarts(open_engine:
     session = await engine.start(DebateConfig(topic=TOPIC, **config))
     assert await session.join() is State.AWAITING_CLARIFICATION
     debate_id = session.id
-    asked = session.state.clarifications[0]["questions"]
+    asked = session.state.clarifications[0].questions
     assert set(asked) == {"ann", "bob"} and all(len(q) == 2 for q in asked.values())  # at most N per agent
     assert all(r.purpose == "clarify" for r in first.received)  # nobody spoke before the answers
     await engine.close()
@@ -347,7 +349,7 @@ async def test_clarification_loop_with_follow_ups_survives_restarts(open_engine:
     engine = await open_engine(second)
     session = await engine.session(debate_id)
     assert session.state.status is State.AWAITING_CLARIFICATION
-    assert session.state.clarifications[0]["questions"] == asked
+    assert session.state.clarifications[0].questions == asked
     await session.answer_clarification({"ann": ["Fewer accidents downtown", ""], "bob": ["Within two years"]})
     assert await session.join() is State.AWAITING_CLARIFICATION  # follow-up questions
     follow_ups = second.of("clarify")
@@ -360,7 +362,7 @@ async def test_clarification_loop_with_follow_ups_survives_restarts(open_engine:
     third = ScriptedDemo()
     engine = await open_engine(third)
     session = await engine.session(debate_id)
-    assert session.state.answers[0]["answers"]["ann"] == ["Fewer accidents downtown", ""]
+    assert session.state.answers[0].answers["ann"] == ["Fewer accidents downtown", ""]
     await session.answer_clarification({})
     assert await session.join() is State.COMPLETED
     assert third.of("clarify") == []  # an all-unanswered iteration ends the questions
@@ -435,20 +437,20 @@ async def test_summaries_are_stored_once_and_reused(open_engine: Opener) -> None
                         context=ContextPolicy(strategy="summarize"))
     state = session.state
     events = await session.store.events(session.id)
-    summaries = [e.data for e in events if e.kind is EventKind.SUMMARY]
+    summaries = [e.payload for e in events if isinstance(e.payload, SummaryPayload)]
     assert summaries, "the small budget should have forced a summary"
     assert len(provider.of("summary")) == len(summaries)  # every summary written exactly once
-    assert len({s["key"] for s in summaries}) == len(summaries)
+    assert len({s.key for s in summaries}) == len(summaries)
     used = [t for t in state.turns if any("summarize replaced" in n for n in t.notes)]
     assert len(used) > len(summaries)  # at least one turn reused a summary written for an earlier one
     for turn in used:
         seen = provider.turn(turn.key).context["seen_turns"]
         assert seen[0].startswith("summary/") and seen[0].removeprefix("summary/") in state.summaries
     # later summaries extend earlier ones instead of re-reading every turn
-    extended = [s for s in summaries if s["extends"]]
+    extended = [s for s in summaries if s.extends]
     for s in extended:
-        assert state.summaries[s["extends"]]["turn_keys"] == s["turn_keys"][: len(
-            state.summaries[s["extends"]]["turn_keys"])]
+        assert state.summaries[s.extends].turn_keys == s.turn_keys[: len(
+            state.summaries[s.extends].turn_keys)]
 
 
 # --- word limits and strict mode ---------------------------------------------------------------
@@ -521,8 +523,8 @@ async def test_strict_mode_asks_the_judge_model_and_charges_for_it(open_engine: 
     notes = {t.speaker: t.notes for t in session.state.turns}
     assert notes["bob"] == ["off-topic: it is about dessert"] and notes["ann"] == []
     assert len(provider.of("on_topic")) == 2
-    checks = [n for n in session.state.notes if n.get("type") == "on_topic"]
-    assert len(checks) == 2 and all(n["calls"] for n in checks)
+    checks = [n for n in session.state.notes if n.type == "on_topic"]
+    assert len(checks) == 2 and all(n.calls for n in checks)
     # two on-topic checks and the verdict, all charged to the judge model
     assert session.state.ledger.tokens_by_model["compatible:judge-x"]["calls"] == 3
 

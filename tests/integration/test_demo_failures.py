@@ -29,7 +29,7 @@ async def test_a_one_off_failure_is_retried_and_the_debate_completes(tmp_path: P
         state = session.state
         third = state.turns[2]
         assert third.attempt == 2  # the failed attempt was discarded and the turn redone once
-        assert [n["turn"] for n in state.notes if n.get("type") == "retry"] == [third.key]
+        assert [n.turn for n in state.notes if n.type == "retry"] == [third.key]
         assert all(t.attempt == 1 for i, t in enumerate(state.turns) if i != 2)
     finally:
         await engine.close()

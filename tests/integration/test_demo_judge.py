@@ -43,6 +43,6 @@ async def test_strict_mode_asks_the_demo_judge_which_answers_from_the_messages(t
     assert notes["ann"] == []
     checks = [r for r in provider.received if r.purpose == "on_topic"]
     assert len(checks) == 2 and OFF_TOPIC in checks[1].messages[-1].content
-    charged = [n for n in state.notes if n.get("type") == "on_topic"]
-    assert len(charged) == 2 and all(n["calls"][0]["cost_source"] == "simulated" for n in charged)
+    charged = [n for n in state.notes if n.type == "on_topic"]
+    assert len(charged) == 2 and all(n.calls[0].cost_source == "simulated" for n in charged)
     assert state.ledger.tokens_by_participant["judge"]["calls"] == 3  # two on-topic checks and the verdict

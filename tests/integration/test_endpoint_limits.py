@@ -85,7 +85,7 @@ def collaborative(url: str, concurrency: int | None = None) -> DebateConfig:
 
 
 def cut_retries(state: Any) -> list[dict[str, Any]]:
-    return [n for n in state.notes if n.get("type") == "retry" and (n.get("error") or {}).get("reason") == "cut_stream"]
+    return [n for n in state.notes if n.type == "retry" and n.error.reason == "cut_stream"]
 
 
 # --- one request at a time ----------------------------------------------------------------------
@@ -113,7 +113,7 @@ async def test_classic_preparation_collides_without_the_limit(one_at_a_time: Fak
     # cutting the other in turn) until the retries ran out or one got through alone.
     assert one_at_a_time.most_at_once == 2 and one_at_a_time.interrupted >= 1
     assert cut_retries(state) or state.status is State.ERROR
-    assert any(n["turn"].startswith("preparation/") for n in cut_retries(state))
+    assert any(n.turn.startswith("preparation/") for n in cut_retries(state))
 
 
 async def test_collaborative_clarification_queues_on_a_one_at_a_time_server(
@@ -123,7 +123,7 @@ async def test_collaborative_clarification_queues_on_a_one_at_a_time_server(
     await session.join()
     assert session.state.status is State.AWAITING_CLARIFICATION, session.state.errors
     [asked] = session.state.clarifications
-    assert asked["questions"] == {pid: ["What budget do we have?"] for pid in ("p1", "p2", "p3")}
+    assert asked.questions == {pid: ["What budget do we have?"] for pid in ("p1", "p2", "p3")}
     await session.answer_clarification({pid: ["About 20k EUR"] for pid in ("p1", "p2", "p3")}, actor="tester")
     await session.join()
     state = session.state
@@ -201,9 +201,9 @@ async def test_parallel_calls_that_failed_together_retry_at_different_times(
         await engine.close()
     state = session.state
     assert state.status is State.COMPLETED
-    retries = [n for n in state.notes if n.get("type") == "retry"]
-    assert sorted(n["turn"] for n in retries) == ["preparation/r1/p1/0", "preparation/r1/p2/1"]
-    waits = [n["wait_s"] for n in retries]
+    retries = [n for n in state.notes if n.type == "retry"]
+    assert sorted(n.turn for n in retries) == ["preparation/r1/p1/0", "preparation/r1/p2/1"]
+    waits = [n.wait_s for n in retries]
     assert waits[0] != waits[1]  # not in lock-step
     assert all(0 <= w <= backoff for w in waits)  # full jitter: within the first backoff
 
@@ -225,10 +225,10 @@ async def test_an_empty_reply_is_asked_for_again(server: FakeLLMServer, engine: 
     assert state.status is State.COMPLETED
     first = state.turns[0]
     assert first.text == reply_for(server.last_request) and first.attempt == 2
-    [retry] = [n for n in state.notes if n.get("type") == "retry"]
-    assert retry["error"]["reason"] == "empty_reply" and retry["turn"] == first.key
-    [paid] = [n for n in state.notes if n.get("type") == "call_cost" and n.get("reason") == "empty_reply"]
-    assert paid["turn"] == first.key  # the empty reply was billed all the same: it is in the ledger
+    [retry] = [n for n in state.notes if n.type == "retry"]
+    assert retry.error.reason == "empty_reply" and retry.turn == first.key
+    [paid] = [n for n in state.notes if n.type == "call_cost" and n.reason == "empty_reply"]
+    assert paid.turn == first.key  # the empty reply was billed all the same: it is in the ledger
     assert state.ledger.tokens_by_model["compatible:local-1"]["calls"] == 2
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from webapp.engine.engine import Engine
+from webapp.engine.events import TurnPayload
 from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import plan
@@ -21,6 +22,7 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveTurnAborted, LiveTurnStarted
 from webapp.models import DebateConfig, EventKind
 from webapp.providers.demo import DemoProvider, OneProvider, RecordingDemoProvider
+from webapp.providers.registry import ProviderCache
 from webapp.ui.components.failure import explain_stop
 
 TOPIC = "Cities should ban private cars from their centres"
@@ -119,6 +121,16 @@ async def drive(session: DebateSession, pending: list[asyncio.Task[None]]) -> in
 # --- the log is the truth -----------------------------------------------------------------------
 
 
+async def test_an_empty_provider_cache_given_to_the_engine_is_the_one_it_uses(tmp_path: Path) -> None:
+    cache = ProviderCache()
+    assert len(cache) == 0  # empty, so falsy: `providers or default` replaced it
+    engine = await Engine.open(tmp_path / "db.sqlite3", providers=cache)
+    try:
+        assert engine.providers is cache
+    finally:
+        await engine.close()
+
+
 @pytest.mark.parametrize("format_id", ["classic", "structured", "free-form"])
 async def test_state_rebuilt_from_the_log_equals_the_live_state(open_engine, format_id: str):
     engine = await open_engine()
@@ -170,7 +182,7 @@ async def test_a_finished_turn_is_never_requested_again(open_engine):
     # Replaying a stored turn through the session stores nothing.
     turn = session.state.turns[0]
     before = len(await engine.events(session.id))
-    assert await session._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json")}, idem_key=turn.key) is None
+    assert await session._commit(TurnPayload(turn=turn), idem_key=turn.key) is None
     assert len(await engine.events(session.id)) == before
 
 
@@ -307,8 +319,8 @@ async def test_retryable_error_is_retried_automatically(open_engine):
     engine = await open_engine(source)
     session = await engine.start(DebateConfig(topic=TOPIC, format="classic"))
     assert await session.join() is State.COMPLETED
-    retries = [n for n in session.state.notes if n.get("type") == "retry"]
-    assert len(retries) == 1 and retries[0]["error"]["kind"] == "retryable"
+    retries = [n for n in session.state.notes if n.type == "retry"]
+    assert len(retries) == 1 and retries[0].error.kind == "retryable"
     assert session.state.errors == []
     assert session.state.machine.context.retries_used == 0  # automatic retries don't use the user's
 
@@ -324,8 +336,8 @@ async def test_fatal_error_stops_at_the_failed_step_and_retry_redoes_only_it(ope
     assert ctx.return_state is State.DEBATING
     assert (ctx.position.phase, ctx.position.speaker) == ("opening", "affirmative")
     assert [t.phase for t in state.turns] == ["preparation", "preparation"]
-    assert state.errors and state.errors[0]["message"] == "simulated invalid API key"
-    assert not [n for n in state.notes if n.get("type") == "retry"]  # fatal: not retried automatically
+    assert state.errors and state.errors[0].message == "simulated invalid API key"
+    assert not [n for n in state.notes if n.type == "retry"]  # fatal: not retried automatically
 
     await session.retry()
     assert await session.join() is State.COMPLETED
@@ -417,11 +429,11 @@ async def test_cost_warning_waits_for_acknowledgement_then_continues(open_engine
     session = await engine.start(DebateConfig(topic=TOPIC, format="oxford", budget={"warn_at": 0.001}))
     assert await session.join() is State.AWAITING_ACK
     turns = len(session.state.turns)
-    assert session.state.warnings[0]["type"] == "cost_warning"
+    assert session.state.warnings[0].type == "cost_warning"
     await session.acknowledge_warning()
     assert await session.join() is State.COMPLETED
     assert len(session.state.turns) > turns
-    assert [w["type"] for w in session.state.warnings] == ["cost_warning"]  # warned once
+    assert [w.type for w in session.state.warnings] == ["cost_warning"]  # warned once
     with contextlib.suppress(TransitionNotAllowed):
         await session.acknowledge_warning()
     assert_same_state(session.state, DebateState.from_events(await engine.events(session.id)))

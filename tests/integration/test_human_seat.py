@@ -181,7 +181,7 @@ async def test_draft_with_a_model_streams_a_draft_and_records_its_cost(engine: E
     assert draft and len(seen) > 1 and seen[-1].strip() == draft  # streamed, growing
     assert session.status is State.AWAITING_TURN  # nothing was sent
     note = session.state.notes[-1]
-    assert note["purpose"] == "draft" and note["calls"][0]["model"] == "demo:demo"
+    assert note.purpose == "draft" and note.calls[0].model == "demo:demo"
     await session.send(Command.SEND_TURN, actor="ada", text=draft + " Edited.", assisted_by="demo:demo")
     turn = next(t for t in session.state.turns if t.by == "ada")
     assert turn.assisted_by == "demo:demo" and turn.text.endswith("Edited.") and turn.by == "ada"

@@ -243,7 +243,7 @@ def assert_cut_by_the_command(session: Any, live: list[LiveMessage]) -> None:
     a wall clock, which a busy machine stretches."""
     aborted = [m for m in live if isinstance(m, LiveTurnAborted)]
     assert aborted and not any("timed out" in m.reason for m in aborted), aborted
-    assert not [n for n in session.state.notes if n.get("type") == "retry"]
+    assert not [n for n in session.state.notes if n.type == "retry"]
 
 
 async def stored_text(engine: Engine, debate_id: str) -> str:
@@ -266,10 +266,10 @@ async def test_retryable_fault_is_retried_and_the_debate_completes(
     counts = request_counts(server)
     assert counts == every_call_once(twice=failed)
     # One retry note, naming the turn and the retryable error.
-    [note] = [n for n in state.notes if n.get("type") == "retry"]
+    [note] = [n for n in state.notes if n.type == "retry"]
     failed_turn = state.turns[at]
-    assert note["turn"] == failed_turn.key and note["attempt"] == 1
-    assert note["error"]["kind"] == "retryable" and note["error"]["reason"] in reasons, note
+    assert note.turn == failed_turn.key and note.attempt == 1
+    assert note.error.kind == "retryable" and note.error.reason in reasons, note
     assert failed_turn.attempt == 2
     assert state.errors == []
     # The cut attempt was announced as aborted and its partial text exists nowhere.
@@ -297,9 +297,9 @@ async def test_slow_first_token_times_out_and_is_retried_once(
     assert counts[TURN_ORDER[at]] == 2 and sum(counts.values()) == 6
     # The first-token limit (0.5 s) cut it, not the turn's (10 s): said by the note, not guessed from a
     # wall clock (the whole debate took 19 s under load, the SDK's first use in the process included).
-    [note] = [n for n in session.state.notes if n.get("type") == "retry"]
-    assert note["error"]["reason"] == "timeout"
-    assert note["error"]["message"] == "timed out: no first token within the first-token timeout of 0.5 s"
+    [note] = [n for n in session.state.notes if n.type == "retry"]
+    assert note.error.reason == "timeout"
+    assert note.error.message == "timed out: no first token within the first-token timeout of 0.5 s"
 
 
 async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
@@ -329,7 +329,7 @@ async def test_persistent_server_errors_exhaust_the_automatic_retries(
     state = session.state
     assert state.status is State.ERROR
     assert request_counts(server)[TURN_ORDER[1]] == 1 + AUTO_RETRIES
-    assert len([n for n in state.notes if n.get("type") == "retry"]) == AUTO_RETRIES
+    assert len([n for n in state.notes if n.type == "retry"]) == AUTO_RETRIES
     assert state.machine.context.error["message"] == "upstream exploded"
     assert state.machine.context.error["status"] == 500
     server.reset()
@@ -350,11 +350,11 @@ async def test_retry_after_is_honoured_up_to_the_cap(
     session = await run_debate(engine, make_config(url=server.url))
     assert_completed_intact(session, server)
     assert time.monotonic() - started < 5  # a 30 s Retry-After did not hold the debate for 30 s
-    [note] = [n for n in session.state.notes if n.get("type") == "retry"]
-    assert note["error"]["retry_after"] == pytest.approx(float(retry_after))
+    [note] = [n for n in session.state.notes if n.type == "retry"]
+    assert note.error.retry_after == pytest.approx(float(retry_after))
     # At least what the server asked for (capped), plus a random jitter within the backoff (0.01 s),
     # never beyond the cap.
-    assert expected_wait <= note["wait_s"] <= min(settings.retry_after_cap, expected_wait + 0.01)
+    assert expected_wait <= note.wait_s <= min(settings.retry_after_cap, expected_wait + 0.01)
 
 
 # --- fatal errors: the debate waits in *error*, RETRY redoes only the failed turn ----------------
@@ -382,7 +382,7 @@ async def test_fatal_error_keeps_the_transcript_and_retry_redoes_only_the_failed
     error = state.machine.context.error
     assert error["message"] == script.error_message and error["status"] == status
     assert error["kind"] == "fatal" and error["provider"] == protocol
-    assert state.errors[-1]["message"] == script.error_message
+    assert state.errors[-1].message == script.error_message
     assert state.machine.context.position.speaker == ("ada" if protocol == "openai" else "brook")
     # The finished turns are intact, in memory and in the log.
     kept = [(t.key, t.text) for t in state.turns]

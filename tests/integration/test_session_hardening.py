@@ -137,7 +137,7 @@ async def test_a_provider_error_in_a_parallel_phase_keeps_the_providers_message(
         assert await session.join() is State.ERROR
         assert session.error is not None
         assert session.error["message"] == "simulated invalid API key"  # not "unhandled errors in a TaskGroup"
-        assert session.state.errors[-1]["message"] == "simulated invalid API key"
+        assert session.state.errors[-1].message == "simulated invalid API key"
     finally:
         await engine.close()
 
@@ -163,7 +163,7 @@ async def test_the_cost_limit_in_a_parallel_phase_stops_the_debate(tmp_path: Pat
         session = await engine.start(DebateConfig(topic=TOPIC, format="classic", budget={"cost_limit": 5}))
         assert await session.join() is State.STOPPED
         assert session.state.ended_because == "cost limit"
-        assert [w["type"] for w in session.state.warnings] == ["cost_limit"]
+        assert [w.type for w in session.state.warnings] == ["cost_limit"]
         assert session.state.errors == []  # no "internal error"
     finally:
         await engine.close()
@@ -526,8 +526,8 @@ async def test_every_event_of_a_real_debate_is_typed_and_stored_as_validated(tmp
                 EventKind.VERDICT, EventKind.ROUND_SCORES} <= kinds
         for event in events:
             assert event.payload.to_data() == event.data, event.kind
-        retry = next(n for n in session.state.notes if n["type"] == "retry")  # the page's retry note
-        assert retry["turn"] == session.state.turns[2].key and retry["error"]["message"] == "simulated rate limit"
+        retry = next(n for n in session.state.notes if n.type == "retry")  # the page's retry note
+        assert retry.turn == session.state.turns[2].key and retry.error.message == "simulated rate limit"
         assert DebateState.from_events(events).notes == session.state.notes  # also after a reload
     finally:
         await engine.close()

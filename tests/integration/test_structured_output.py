@@ -21,6 +21,7 @@ import pytest
 from tests.fakellm import FakeLLMServer, Script
 from tests.provider_helpers import register_fake_llm, use_fake_keys
 from webapp.engine import termination
+from webapp.engine.events import CallRecord
 from webapp.engine.judge import assign_labels, judge_debate, rule_one
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, JudgeConfig, JudgeSpec, Participant, Turn, utcnow
@@ -88,8 +89,8 @@ class Calls:
     async def judge(self, spec: JudgeSpec, request: ProviderRequest) -> str:
         return await self.text(spec, request)
 
-    async def aux(self, spec: Any, request: ProviderRequest, commit_cost: bool = False) -> tuple[str, dict]:
-        return await self.text(spec, request), {"model": spec.model, "purpose": request.purpose}
+    async def aux(self, spec: Any, request: ProviderRequest, commit_cost: bool = False) -> tuple[str, CallRecord]:
+        return await self.text(spec, request), CallRecord(model=spec.model, purpose=request.purpose)
 
 
 def debate_state(spec: JudgeSpec, fmt: str = "free-form", **config: Any) -> DebateState:
@@ -151,15 +152,16 @@ async def test_round_decisions_parse_through_each_protocol(protocol: str, gramma
                                                            cache: ProviderCache) -> None:
     spec = spec_for(protocol, grammar_server)
     calls = Calls(cache)
-    decision, records = await termination.decide(calls.aux, debate_state(spec, "free-form"), 1)
-    assert "no usable" not in decision["reason"] and isinstance(decision["stop"], bool)
-    assert [r["output_mode"] for r in records] == [PROTOCOLS[protocol][2]]  # how it was asked, in the ledger
+    decision = await termination.decide(calls.aux, debate_state(spec, "free-form"), 1)
+    assert "no usable" not in decision.reason and isinstance(decision.stop, bool)
+    # how it was asked, in the ledger
+    assert [(r.model_extra or {}).get("output_mode") for r in decision.calls] == [PROTOCOLS[protocol][2]]
     answer_requested(grammar_server, protocol)
-    rating, _ = await termination.decide(calls.aux, debate_state(spec, "convergence"), 1)
-    assert "no usable" not in rating["reason"] and 0 <= rating["agreement"] <= 100
-    assert isinstance(rating["irreconcilable"], bool)
-    quality, _ = await termination.decide(calls.aux, debate_state(spec, "collaborative", evaluation="quality"), 1)
-    assert "no usable" not in quality["reason"] and 0 <= quality["score"] <= 100
+    rating = await termination.decide(calls.aux, debate_state(spec, "convergence"), 1)
+    assert "no usable" not in rating.reason and rating.agreement is not None and 0 <= rating.agreement <= 100
+    assert isinstance(rating.irreconcilable, bool)
+    quality = await termination.decide(calls.aux, debate_state(spec, "collaborative", evaluation="quality"), 1)
+    assert "no usable" not in quality.reason and quality.score is not None and 0 <= quality.score <= 100
     answer_requested(grammar_server, protocol)
     assert [r.purpose for r in calls.requests] == ["round_check", "convergence", "quality"]
     assert all(r.json_schema is not None for r in calls.requests)

@@ -65,5 +65,5 @@ async def test_a_convergence_rating_between_rounds_is_usable(local_model: LocalM
     status, state = await _run(tmp_path, _config(local_model, "convergence", 2))
     assert status is State.COMPLETED
     first = state.round_decisions[1]
-    assert "no usable" not in first["reason"], first
-    assert 0 <= first["agreement"] <= 100
+    assert "no usable" not in first.reason, first
+    assert first.agreement is not None and 0 <= first.agreement <= 100

@@ -23,6 +23,7 @@ from tests.ui.helpers import (
     transcript,
     turn_notes,
 )
+from webapp.engine.events import ErrorInfo, RetryNote
 from webapp.engine.machine import Event, State
 from webapp.models import DebateConfig, Verdict
 from webapp.ui import runtime
@@ -223,7 +224,7 @@ async def test_clarification_questions_are_answered_from_the_page(user: User) ->
     user.find(marker=f"answer-{pid}-0").type("Everyone comes back rested")
     user.find(marker="submit-answers").click()
     await user.should_see(marker="past-clarifications", retries=30)
-    assert session.state.answers[0]["answers"][pid][0] == "Everyone comes back rested"
+    assert session.state.answers[0].answers[pid][0] == "Everyone comes back rested"
     status = await session.join()
     while status is State.AWAITING_CLARIFICATION:  # a follow-up question: leave it unanswered
         await user.should_see(marker="submit-answers", retries=30)
@@ -271,10 +272,9 @@ async def test_panel_rulings_round_scores_and_unavailable_verdict_render_from_st
     state.verdict = Verdict(available=False, reasoning="The judge's reply was not valid JSON.",
                             raw_text="{not json <b>")
     state.turns[0].notes.append("truncated at a sentence boundary to the 60-word limit (was 80 words)")
-    state.notes.append({"type": "retry", "turn": state.turns[1].key, "attempt": 1,
-                        "error": {"message": "simulated rate limit"}, "wait_s": 0.5})
-    state.notes.append({"type": "retry", "turn": "verdict", "attempt": 2, "error": {"message": "overloaded"},
-                        "wait_s": 1})
+    state.notes.append(RetryNote(turn=state.turns[1].key, attempt=1, error=ErrorInfo(message="simulated rate limit"),
+                                 wait_s=0.5))
+    state.notes.append(RetryNote(turn="verdict", attempt=2, error=ErrorInfo(message="overloaded"), wait_s=1))
     await user.open(f"/debate/{session.id}")
     await user.should_see(marker="verdict-unavailable")
     assert marked_texts(user, "raw-text") == ["{not json <b>"]
@@ -367,9 +367,9 @@ async def test_retry_notes_of_a_turn_that_never_finished_are_shown_after_a_reloa
     monkeypatch.setattr(eng, "backoff_base", 0.0)
     session = await start_demo("Do retries leave a trace?")
     assert await session.join() is State.ERROR
-    notes = [n for n in session.state.notes if n.get("type") == "retry"]
+    notes = [n for n in session.state.notes if n.type == "retry"]
     assert notes, "the automatic retries were recorded"
-    unfinished = str(notes[0]["turn"])
+    unfinished = str(notes[0].turn)
     assert unfinished not in session.state.turn_keys
     await user.open(f"/debate/{session.id}")
     rows = sorted(user.find(marker="aux-note").elements, key=lambda e: e.id)

@@ -56,14 +56,14 @@ async def test_a_stopped_debate_says_who_stopped_it_where_and_offers_a_re_run(
     monkeypatch.setenv("ROSTRUM_DEMO_FAIL", "3:auth")
     session = await start_demo("Who stopped it?")
     assert await session.join() is State.ERROR
-    position = session.state.errors[-1]["position"]
-    phase = session.state.format.phase(position["phase"]).title
+    position = session.state.errors[-1].position
+    phase = session.state.format.phase(position.phase).title
     await session.stop(verdict=False, actor="ada")
     assert await session.join() is State.STOPPED
     await user.open(f"/debate/{session.id}")
     await user.should_see(marker="outcome")
     said = html_text(one(user, "outcome").content).removeprefix("stop_circle")  # after the icon
-    assert said.startswith(f"Stopped by ada at {phase}, round {position['round']}, without a verdict"), said
+    assert said.startswith(f"Stopped by ada at {phase}, round {position.round}, without a verdict"), said
     assert said.lower().count("stopped") == 1  # said once: no second panel, no note beside the badge
     await user.should_not_see(marker="stopped-panel")
     assert one(user, "rerun").props["href"] == f"/new?from={session.id}"

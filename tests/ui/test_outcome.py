@@ -191,9 +191,9 @@ async def test_a_convergence_debate_shows_the_agreement_reached_not_a_winner(use
                              convergence_threshold=70)
     state = session.state
     last = state.round_decisions[max(state.round_decisions)]
-    assert last["stop"] and last["agreement"] >= 70  # the demo judge converges
+    assert last.stop and last.agreement >= 70  # the demo judge converges
     await show(user, state)
-    assert headline(user) == f"Agreement reached: {last['agreement']:g}/100 (threshold 70)"
+    assert headline(user) == f"Agreement reached: {last.agreement:g}/100 (threshold 70)"
     assert "wins" not in headline(user)
     assert outcome_of(state).winner is None  # type: ignore[union-attr]
 

@@ -18,6 +18,7 @@ from webapp.engine.context import (
     turns_to_summarise,
     turns_tokens,
 )
+from webapp.engine.events import CallRecord
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.state import DebateState
 from webapp.models import ContextPolicy, DebateConfig, Participant, Turn, utcnow
@@ -173,7 +174,7 @@ def test_sliding_window_truncates_further_when_the_window_does_not_fit() -> None
 
 def store(state: DebateState, plan: Any, text: str = "Summary: cars, shops and air.") -> None:
     """What the runner does with a plan: commit a SUMMARY event (folded into state.summaries)."""
-    state.summaries[plan.key] = {**plan.event_data(), "text": text}
+    state.summaries[plan.key] = plan.payload(text, CallRecord(model="demo:demo"))
 
 
 def test_summarize_plans_a_summary_of_older_turns_never_of_the_required_ones() -> None:

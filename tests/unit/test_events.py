@@ -94,8 +94,8 @@ def test_a_log_written_before_typed_payloads_loads_and_round_trips_unchanged() -
     assert [t.key for t in state.turns] == ["opening/r1/pro/0", "opening/r1/con/0"]
     assert state.actions == []  # every transition was the system's
     assert state.retries_used == 1 and state.cost_warned
-    assert [n["type"] for n in state.notes] == ["retry", "on_topic"]
-    assert state.notes[0]["error"]["message"] == "simulated rate limit"  # retry notes survive a reload
+    assert [n.type for n in state.notes] == ["retry", "on_topic"]
+    assert state.notes[0].error.message == "simulated rate limit"  # retry notes survive a reload
     assert state.ledger.total_usd == pytest.approx(0.001 + 0.001 + 0.0002 + 0.003)
     assert state.verdict is not None and state.verdict.winner == "pro"
 

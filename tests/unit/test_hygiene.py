@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from webapp import export
+from webapp.engine.events import ClarificationQuestionsPayload
 from webapp.engine.schedule import ConfigError, config_notes, prepare_config
 from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveChunk, LiveTurnStarted
@@ -137,7 +138,7 @@ async def test_clarification_answers_are_none_when_stdin_is_closed_or_empty() ->
     config = prepare_config(DebateConfig(topic="Plan", format="collaborative"))
     state = DebateState("d1", config, T0)
     pid = config.participants[0].id
-    state.clarifications.append({"questions": {pid: ["When?", "Who?"]}})
+    state.clarifications.append(ClarificationQuestionsPayload(iteration=1, questions={pid: ["When?", "Who?"]}))
     out = io.StringIO()
     assert await ask_answers(state, out, LineReader(None)) is None  # stdin closed (sys.stdin is None)
     assert await ask_answers(state, out, LineReader(io.StringIO(""))) is None  # at its end already

@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from webapp.engine.api import TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveEvent, LiveStatus, LiveTurn, LiveTurnStarted
 from webapp.live import Aborted, Batch, ChunkDelta, DebateChannel, LiveHub
-from webapp.models import DebateEvent, EventKind
+from webapp.models import DebateEvent
 
 KEEPALIVE = 15.0  # seconds between comments on a quiet stream (proxies close silent connections)
 # Seconds a feed gathers the channel's flushes (every 0.15 s) before handing them to its streams: every
@@ -89,11 +90,8 @@ def event_data(event: DebateEvent) -> str:
 
 
 def turn_key(event: DebateEvent) -> str | None:
-    if event.kind is EventKind.TURN:
-        turn = event.data.get("turn")
-        if isinstance(turn, dict) and isinstance(turn.get("key"), str):
-            return turn["key"]
-    return None
+    payload = event.payload
+    return payload.turn.key if isinstance(payload, TurnPayload) else None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@ what a command did, and a read-only view of one debate session.
     session.allowed_commands    # the commands a person may send now
 
 Nothing here reaches into the machine: callers never need `session.state.machine`.
+
+The log's typed payloads are part of the surface too (re-exported from `webapp.engine.events`): a
+reader of an event (`event.payload`) or of the fold (`state.notes`, `state.warnings`, …) tells them
+apart with `isinstance` and reads their fields.
 """
 
 from __future__ import annotations
@@ -17,8 +21,60 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from webapp.engine.machine import TERMINAL_STATES as TERMINAL_STATES  # a read model fact: UI and CLI use it
-from webapp.engine.machine import Event, Position, State
+from webapp.engine.events import (
+    CallCostNote,
+    CallRecord,
+    ClarificationAnswerPayload,
+    ClarificationQuestionsPayload,
+    CostLimit,
+    CostWarning,
+    CreatedPayload,
+    ErrorInfo,
+    ErrorPayload,
+    OnTopicNote,
+    Payload,
+    RetryNote,
+    RoundDecisionPayload,
+    RoundScoresPayload,
+    SeatTurn,
+    SummaryPayload,
+    TransitionPayload,
+    TurnPayload,
+    VerdictPayload,
+)
+from webapp.engine.machine import TERMINAL_STATES, Event, Position, State
+
+__all__ = [
+    "COMMAND_EVENTS",
+    "TERMINAL_STATES",
+    "AnswerArgs",
+    "CallCostNote",
+    "CallRecord",
+    "ClarificationAnswerPayload",
+    "ClarificationQuestionsPayload",
+    "Command",
+    "CommandArgs",
+    "CommandResult",
+    "CostLimit",
+    "CostWarning",
+    "CreatedPayload",
+    "ErrorInfo",
+    "ErrorPayload",
+    "OnTopicNote",
+    "Payload",
+    "RetryNote",
+    "RoundDecisionPayload",
+    "RoundScoresPayload",
+    "SeatTurn",
+    "SendTurnArgs",
+    "SessionView",
+    "StopArgs",
+    "SummaryPayload",
+    "TransitionPayload",
+    "TurnPayload",
+    "VerdictPayload",
+    "parse_args",
+]
 
 
 class Command(StrEnum):

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from webapp.engine import budget as money
+from webapp.engine.events import CallCostNote, CallRecord, Payload, RetryNote, error_info
 from webapp.engine.limits import EndpointLimiter, endpoint_key, limit_for
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.stream import LiveChunk, LiveTurn, LiveTurnAborted, LiveTurnStarted
-from webapp.models import EventKind, JudgeSpec, Participant, Timeouts, Usage, utcnow
+from webapp.models import JudgeSpec, Participant, Timeouts, Usage, utcnow
 from webapp.providers.base import (
     Completion,
     ErrorKind,
@@ -104,8 +105,7 @@ class ProviderCalls:
         @property
         def id(self) -> str: ...
 
-        async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
-                          transition: Any = None) -> DebateEvent | None: ...
+        async def _commit(self, payload: Payload, idem_key: str | None = None) -> DebateEvent | None: ...
 
         def _budget_fit(self, spec: Participant | JudgeSpec,
                         request: ProviderRequest) -> tuple[ProviderRequest, float]: ...
@@ -171,10 +171,8 @@ class ProviderCalls:
                     retries += 1
                 delay = wait_before_retry(exc, self.backoff_base, retries + timeouts,
                                           self.settings.retry_after_cap, self.rng)
-                await self._commit(EventKind.NOTE, {
-                    "type": "retry", "turn": what, "attempt": attempt,
-                    "error": exc.to_dict(), "wait_s": round(delay, 3),
-                })
+                await self._commit(RetryNote(turn=what, attempt=attempt, error=error_info(exc),
+                                             wait_s=round(delay, 3)))
                 await asyncio.sleep(delay)
                 continue
             except asyncio.CancelledError:  # paused, stopped, or a sibling in a parallel phase failed
@@ -207,16 +205,15 @@ class ProviderCalls:
         """A turn's reply was empty: its cost is recorded (it was paid for), and it is asked for again
         once; the second empty reply fails the turn."""
         entry = self._cost_record(spec, request, result.usage, result.cost_usd, result.cost_source)
-        await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
-                                            "reason": "empty_reply", "calls": [{**entry, "cut_off": "empty_reply"}]})
+        entry = entry.model_copy(update={"cut_off": "empty_reply"})
+        await self._commit(CallCostNote(turn=what, purpose=request.purpose, reason="empty_reply", calls=[entry]))
         if empties >= EMPTY_RETRIES + 1:
             self._abort_live(what, EMPTY_TWICE)
             raise ProviderError(ErrorKind.RETRYABLE, spec.provider, EMPTY_TWICE, reason="empty_reply")
         error = ProviderError(ErrorKind.RETRYABLE, spec.provider, "the model returned an empty reply",
                               reason="empty_reply")
         self._abort_live(what, error.message)
-        await self._commit(EventKind.NOTE, {"type": "retry", "turn": what, "attempt": attempt,
-                                            "error": error.to_dict(), "wait_s": 0})
+        await self._commit(RetryNote(turn=what, attempt=attempt, error=error_info(error), wait_s=0))
 
     def _timeouts_for(self, spec: Participant | JudgeSpec) -> Timeouts:
         """The debate's timeouts as they apply to this provider's kind (local servers: generous)."""
@@ -224,11 +221,10 @@ class ProviderCalls:
 
     @staticmethod
     def _cost_record(spec: Participant | JudgeSpec, request: ProviderRequest, usage: Usage, usd: float | None,
-                     source: str) -> dict[str, Any]:
+                     source: str) -> CallRecord:
         """A call's entry for the ledger (the `calls` of an event)."""
-        return {"model": f"{spec.provider}:{spec.model}", "usage": usage.model_dump(), "cost_usd": usd,
-                "cost_source": source, "purpose": request.purpose,
-                "participant": getattr(spec, "id", "judge") or "judge"}
+        return CallRecord(model=f"{spec.provider}:{spec.model}", usage=usage, cost_usd=usd, cost_source=source,
+                          purpose=request.purpose, participant=getattr(spec, "id", "judge") or "judge")
 
     async def _record_cut_off(self, spec: Participant | JudgeSpec, request: ProviderRequest, received: Received,
                               what: str, reason: str, error: ProviderError | None = None) -> None:
@@ -247,9 +243,8 @@ class ProviderCalls:
             return
         cost = money.cost_of(spec, usage, self.settings)
         self._count_spending(cost.usd)
-        record = {**self._cost_record(spec, request, usage, cost.usd, cost.source), "cut_off": reason}
-        await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
-                                            "reason": reason, "calls": [record]})
+        record = self._cost_record(spec, request, usage, cost.usd, cost.source).model_copy(update={"cut_off": reason})
+        await self._commit(CallCostNote(turn=what, purpose=request.purpose, reason=reason, calls=[record]))
 
     async def _call_once(self, spec: Participant | JudgeSpec, request: ProviderRequest, slot: TurnSlot | None,
                          attempt: int, limits: Timeouts, received: Received) -> CallResult:
@@ -297,7 +292,7 @@ class ProviderCalls:
         )
 
     async def _aux_call(self, spec: Participant | JudgeSpec, request: ProviderRequest,
-                        commit_cost: bool = False) -> tuple[str, dict[str, Any]]:
+                        commit_cost: bool = False) -> tuple[str, CallRecord]:
         """A non-turn call (judge, summary, question): returns its text and a cost record. With
         `commit_cost`, the cost is committed at once (a `call_cost` note) — for calls made side by side,
         whose event would otherwise be lost with the others when one fails — and the caller must not
@@ -308,8 +303,7 @@ class ProviderCalls:
         entry = self._cost_record(spec, request, result.usage, result.cost_usd, result.cost_source)
         if commit_cost:
             what = str(request.context.get("turn_key") or request.purpose)
-            await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": what, "purpose": request.purpose,
-                                                "reason": "completed", "calls": [entry]})
+            await self._commit(CallCostNote(turn=what, purpose=request.purpose, reason="completed", calls=[entry]))
         return result.text, entry
 
     def _abort_live(self, key: str, reason: str) -> None:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from webapp.engine.events import CallRecord, SummaryPayload
 from webapp.engine.prompts import opponent_last, visible_history
 from webapp.models import Participant, Turn, utcnow
 from webapp.providers.base import estimate_tokens
@@ -220,19 +221,18 @@ def summary_key(turn_keys: list[str]) -> str:
     return hashlib.sha256("\n".join(turn_keys).encode()).hexdigest()[:16]
 
 
-def summary_turn(summary: dict[str, Any]) -> Turn:
+def summary_turn(summary: SummaryPayload) -> Turn:
     """A stored summary as a pseudo-turn, rendered as "[Summary of earlier turns]"."""
     now = utcnow()
-    return Turn(key=f"summary/{summary['key']}", phase="summary", round=0, speaker="summary",
-                text=str(summary["text"]), started_at=now, finished_at=now)
+    return Turn(key=f"summary/{summary.key}", phase="summary", round=0, speaker="summary",
+                text=summary.text, started_at=now, finished_at=now)
 
 
-def best_summary(state: DebateState, history: list[Turn]) -> dict[str, Any] | None:
+def best_summary(state: DebateState, history: list[Turn]) -> SummaryPayload | None:
     """The stored summary covering the most of these turns and nothing outside them."""
     keys = {t.key for t in history}
-    fitting = [s for s in state.summaries.values()
-               if s.get("turn_keys") and set(s["turn_keys"]) <= keys]
-    return max(fitting, key=lambda s: len(s["turn_keys"]), default=None)
+    fitting = [s for s in state.summaries.values() if s.turn_keys and set(s.turn_keys) <= keys]
+    return max(fitting, key=lambda s: len(s.turn_keys), default=None)
 
 
 @dataclass
@@ -245,10 +245,10 @@ class SummaryPlan:
     turns: list[Turn]  # what the summariser reads: the previous summary (if any), then the new turns
     previous: str | None = None
 
-    def event_data(self) -> dict[str, Any]:
-        """The SUMMARY event's payload (without the text and calls, which the runner adds)."""
-        return {"key": self.key, "participant": self.participant, "covered": len(self.turn_keys),
-                "turn_keys": self.turn_keys, "extends": self.previous}
+    def payload(self, text: str, record: CallRecord) -> SummaryPayload:
+        """The SUMMARY event of this plan, once the model wrote `text` (its call recorded in `record`)."""
+        return SummaryPayload(key=self.key, participant=self.participant, covered=len(self.turn_keys),
+                              turn_keys=self.turn_keys, extends=self.previous, text=text, calls=[record])
 
 
 def turns_to_summarise(state: DebateState, participant: Participant,
@@ -261,7 +261,7 @@ def turns_to_summarise(state: DebateState, participant: Participant,
     if turns_tokens(history) <= budget:
         return None
     previous = best_summary(state, history)
-    covered = list(previous["turn_keys"]) if previous else []
+    covered = list(previous.turn_keys) if previous else []
     rest = [t for t in history if t.key not in set(covered)]
     head = [summary_turn(previous)] if previous else []
     if turns_tokens(head + rest) <= budget:
@@ -283,7 +283,7 @@ def turns_to_summarise(state: DebateState, participant: Participant,
     if key in state.summaries:
         return None
     return SummaryPlan(key=key, participant=participant.id, turn_keys=turn_keys, turns=head + new,
-                       previous=previous["key"] if previous else None)
+                       previous=previous.key if previous else None)
 
 
 def apply_summary(state: DebateState, participant: Participant, history: list[Turn], budget: int,
@@ -292,7 +292,7 @@ def apply_summary(state: DebateState, participant: Participant, history: list[Tu
     summary = best_summary(state, history)
     if summary is None:
         return None
-    covered = set(summary["turn_keys"])
+    covered = set(summary.turn_keys)
     head = summary_turn(summary)
     rest = [t for t in history if t.key not in covered]
     note = f"context: summarize replaced the {len(covered)} oldest of {len(history)} turns by a stored summary"

@@ -76,7 +76,8 @@ class Engine:
         # Where calls may go and with which key: the configuration's endpoints and those registered in
         # Settings (read again from the store before a debate is created or started).
         self.endpoints = EndpointBook(self.settings, store)
-        self.providers = providers or _default_providers(self.settings, self.endpoints)
+        # `is None`, not `or`: a provider cache given empty (it has a length) is still the one to use.
+        self.providers = providers if providers is not None else _default_providers(self.settings, self.endpoints)
         self.task_factory = task_factory
         self.backoff_base = backoff_base
         self.storage_retry_base = storage_retry_base  # first wait before recording an interruption again
@@ -234,8 +235,8 @@ class Engine:
                                           "Continuing from where its log stopped.")
         if status is State.AWAITING_CLARIFICATION:
             return session, CommandResult(None, None, "It waits for answers to its clarification questions.")
-        if status is State.AWAITING_TURN and session.state.awaiting:
-            name = session.state.config.participant(str(session.state.awaiting["speaker"])).name
+        if status is State.AWAITING_TURN and session.state.seat is not None:
+            name = session.state.config.participant(session.state.seat.speaker).name
             return session, CommandResult(None, None, f"It waits for {name} (a person) to send their turn.")
         return session, CommandResult(None, None, f"It has already ended ({status.value}).")
 

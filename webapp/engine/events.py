@@ -10,6 +10,12 @@ that were given (or the sub-kind tag), never defaults that were not there.
 The kind itself is not a field of the stored data (an error's `kind` is "retryable"/"fatal"): it is
 injected as `event_kind` for validation only and excluded from every dump.
 
+The engine builds events as these models (`DebateSession._commit(payload)`), folds them as these models
+(`DebateState` keeps the payloads themselves) and everyone reads them as these models
+(`DebateEvent.payload`); `to_data()` and `DebateEvent.data` are the JSON edge (the log's storage, exports,
+the wire). A model given to a payload in code (a `Turn`, a `Verdict`, a `Usage`) is stored whole, every
+field, as the dicts it replaced were; `TransitionParams` and nested payloads keep only what was given.
+
 Adding an `EventKind` without a payload model here fails at import (`PAYLOADS` must cover every
 kind), and `DebateState` refuses to import without a handler for it: nothing is silently ignored.
 """
@@ -17,21 +23,57 @@ kind), and `DebateState` refuses to import without a handler for it: nothing is 
 from __future__ import annotations
 
 import copy
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, model_validator
 
 from webapp.engine.machine import Event, Position, State
-from webapp.models import DebateConfig, EventKind, Turn, Usage, Verdict
+from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Usage, Verdict
+from webapp.providers.base import ProviderError
 
 # Sub-kind tags that are always written, even when the model filled them in by default.
 _TAGS = ("type",)
 
 
-class Payload(BaseModel):
+def _whole(value: Any) -> Any:
+    """A value given in code, as the plain data it is validated (and stored) from: a model whole, every
+    field, except a `Sparse` one (only the fields it was given); lists and dicts item by item."""
+    if isinstance(value, BaseModel):
+        given = value.model_fields_set if isinstance(value, Sparse) else None
+        extra = value.model_extra or {}
+        return {name: _whole(item) for name, item in value if given is None or name in given or name in extra}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    return value
+
+
+class Sparse(BaseModel):
+    """A model stored with only the fields that were given (no invented defaults)."""
+
+
+class Payload(Sparse):
     """Base of every event payload."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # When the event was committed; set from its `DebateEvent` (the log's own field, never stored twice).
+    _logged_at: datetime | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _models_whole(cls, data: Any) -> Any:
+        # A `Turn` or `Usage` built in code has only the fields it was given "set": stored sparse, the log
+        # would lose the defaults its readers (SQL digests, webhooks, older versions) expect.
+        if isinstance(data, dict) and any(isinstance(v, BaseModel | list) for v in data.values()):
+            return {key: _whole(value) for key, value in data.items()}
+        return data
+
+    @property
+    def logged_at(self) -> datetime | None:
+        """When the event carrying this payload was committed (None for one not yet in a log)."""
+        return self._logged_at
 
     def model_post_init(self, context: Any, /) -> None:
         # A tag filled in by its default still has to be stored, or the event could not be read back.
@@ -58,8 +100,15 @@ class ErrorInfo(BaseModel):
     reason: str = "error"
 
 
+def error_info(exc: ProviderError) -> ErrorInfo:
+    """A provider failure as the log records it."""
+    return ErrorInfo.model_validate(exc.to_dict())
+
+
 class CallRecord(BaseModel):
-    """The cost record of one auxiliary model call (judge, summary, question, check)."""
+    """The cost record of one auxiliary model call (judge, summary, question, check). Some carry more
+    (kept as extra fields): `output_mode` and `repair` for a judge's answer, `cut_off` for a billed
+    attempt that ended without its answer."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -75,7 +124,7 @@ class CallRecord(BaseModel):
 
 
 class CreatedPayload(Payload):
-    event_kind: Literal[EventKind.CREATED] = Field(EventKind.CREATED, exclude=True)
+    event_kind: Literal[EventKind.CREATED] = Field(default=EventKind.CREATED, exclude=True)
     config: DebateConfig
     actor: str | None = None  # who created the debate (absent in logs older than team access)
     _stored_config: dict[str, Any] | None = PrivateAttr(default=None)
@@ -111,7 +160,7 @@ class SeatTurn(BaseModel):
     time_limit_s: int = 0  # 0: no limit
 
 
-class TransitionParams(BaseModel):
+class TransitionParams(Sparse):
     """Parameters of a transition, as given to `DebateMachine.send` (only those given are stored)."""
 
     model_config = ConfigDict(extra="allow")
@@ -131,7 +180,7 @@ class TransitionParams(BaseModel):
 
 
 class TransitionPayload(Payload):
-    event_kind: Literal[EventKind.TRANSITION] = Field(EventKind.TRANSITION, exclude=True)
+    event_kind: Literal[EventKind.TRANSITION] = Field(default=EventKind.TRANSITION, exclude=True)
     event: Event
     from_: State = Field(alias="from")
     to: State
@@ -140,7 +189,7 @@ class TransitionPayload(Payload):
 
 
 class TurnPayload(Payload):
-    event_kind: Literal[EventKind.TURN] = Field(EventKind.TURN, exclude=True)
+    event_kind: Literal[EventKind.TURN] = Field(default=EventKind.TURN, exclude=True)
     turn: Turn
     cost_source: str = ""
 
@@ -148,7 +197,7 @@ class TurnPayload(Payload):
 class CostWarning(Payload):
     """Spending reached warn-at (once per debate)."""
 
-    event_kind: Literal[EventKind.WARNING] = Field(EventKind.WARNING, exclude=True)
+    event_kind: Literal[EventKind.WARNING] = Field(default=EventKind.WARNING, exclude=True)
     type: Literal["cost_warning"] = "cost_warning"
     message: str
     spent_usd: float = 0.0
@@ -158,12 +207,13 @@ class CostWarning(Payload):
 class CostLimit(Payload):
     """A call was not made because of the hard limit."""
 
-    event_kind: Literal[EventKind.WARNING] = Field(EventKind.WARNING, exclude=True)
+    event_kind: Literal[EventKind.WARNING] = Field(default=EventKind.WARNING, exclude=True)
     type: Literal["cost_limit"] = "cost_limit"
     message: str
     spent_usd: float = 0.0
     estimate_usd: float | None = None
     limit_usd: float | None = None
+    remaining_usd: float | None = None
     judge_runs: bool = False
 
 
@@ -171,27 +221,32 @@ WarningPayload = Annotated[CostWarning | CostLimit, Field(discriminator="type")]
 
 
 class ErrorPayload(ErrorInfo, Payload):
-    event_kind: Literal[EventKind.ERROR] = Field(EventKind.ERROR, exclude=True)
+    event_kind: Literal[EventKind.ERROR] = Field(default=EventKind.ERROR, exclude=True)
     state: State | None = None
     position: Position | None = None
 
 
 class VerdictPayload(Payload):
-    event_kind: Literal[EventKind.VERDICT] = Field(EventKind.VERDICT, exclude=True)
+    event_kind: Literal[EventKind.VERDICT] = Field(default=EventKind.VERDICT, exclude=True)
     verdict: Verdict
     calls: list[CallRecord] = Field(default_factory=list)
 
 
 class RoundDecisionPayload(Payload):
-    event_kind: Literal[EventKind.ROUND_DECISION] = Field(EventKind.ROUND_DECISION, exclude=True)
+    event_kind: Literal[EventKind.ROUND_DECISION] = Field(default=EventKind.ROUND_DECISION, exclude=True)
     round: int
     stop: bool = False
     reason: str = ""
+    cap: bool | None = None  # stopped at the planned rounds or the hard cap, nobody asked
+    agreement: float | None = None  # convergence: the judge's agreement rating, 0-100
+    irreconcilable: bool | None = None
+    score: float | None = None  # quality: the judge's score, 0-100
+    threshold: int | None = None
     calls: list[CallRecord] = Field(default_factory=list)
 
 
 class RoundScoresPayload(Payload):
-    event_kind: Literal[EventKind.ROUND_SCORES] = Field(EventKind.ROUND_SCORES, exclude=True)
+    event_kind: Literal[EventKind.ROUND_SCORES] = Field(default=EventKind.ROUND_SCORES, exclude=True)
     round: int
     scores: dict[str, float] = Field(default_factory=dict)
     winner: str | None = None
@@ -201,7 +256,7 @@ class RoundScoresPayload(Payload):
 
 
 class ClarificationQuestionsPayload(Payload):
-    event_kind: Literal[EventKind.CLARIFICATION_QUESTIONS] = Field(EventKind.CLARIFICATION_QUESTIONS,
+    event_kind: Literal[EventKind.CLARIFICATION_QUESTIONS] = Field(default=EventKind.CLARIFICATION_QUESTIONS,
                                                                     exclude=True)
     iteration: int
     questions: dict[str, list[str]] = Field(default_factory=dict)
@@ -209,14 +264,14 @@ class ClarificationQuestionsPayload(Payload):
 
 
 class ClarificationAnswerPayload(Payload):
-    event_kind: Literal[EventKind.CLARIFICATION_ANSWER] = Field(EventKind.CLARIFICATION_ANSWER, exclude=True)
+    event_kind: Literal[EventKind.CLARIFICATION_ANSWER] = Field(default=EventKind.CLARIFICATION_ANSWER, exclude=True)
     iteration: int
     answers: dict[str, list[str]] = Field(default_factory=dict)
     actor: str | None = None
 
 
 class SummaryPayload(Payload):
-    event_kind: Literal[EventKind.SUMMARY] = Field(EventKind.SUMMARY, exclude=True)
+    event_kind: Literal[EventKind.SUMMARY] = Field(default=EventKind.SUMMARY, exclude=True)
     key: str
     participant: str = ""
     covered: int = 0
@@ -230,7 +285,7 @@ class RetryNote(Payload):
     """A call failed and is retried automatically (`turn`: a turn key, or the purpose of an
     auxiliary call such as "verdict")."""
 
-    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    event_kind: Literal[EventKind.NOTE] = Field(default=EventKind.NOTE, exclude=True)
     type: Literal["retry"] = "retry"
     turn: str
     attempt: int = 1
@@ -241,7 +296,7 @@ class RetryNote(Payload):
 class OnTopicNote(Payload):
     """The judge's on-topic check of a turn (strict mode): its flag and its cost."""
 
-    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    event_kind: Literal[EventKind.NOTE] = Field(default=EventKind.NOTE, exclude=True)
     type: Literal["on_topic"] = "on_topic"
     turn: str
     round: int = 0
@@ -252,7 +307,7 @@ class OnTopicNote(Payload):
 class ClarificationDoneNote(Payload):
     """The participants had no (more) questions."""
 
-    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    event_kind: Literal[EventKind.NOTE] = Field(default=EventKind.NOTE, exclude=True)
     type: Literal["clarification_done"] = "clarification_done"
     iteration: int
     calls: list[CallRecord] = Field(default_factory=list)
@@ -262,7 +317,7 @@ class CallCostNote(Payload):
     """The cost of a call that is not part of another event: an attempt cut off, timed out or
     cancelled (billed all the same), or an auxiliary call recorded as it completed."""
 
-    event_kind: Literal[EventKind.NOTE] = Field(EventKind.NOTE, exclude=True)
+    event_kind: Literal[EventKind.NOTE] = Field(default=EventKind.NOTE, exclude=True)
     type: Literal["call_cost"] = "call_cost"
     turn: str = ""
     purpose: str = ""
@@ -276,7 +331,7 @@ NotePayload = Annotated[RetryNote | OnTopicNote | ClarificationDoneNote | CallCo
 class ActionPayload(Payload):
     """Something a person did that is not a transition (a share link created or revoked)."""
 
-    event_kind: Literal[EventKind.ACTION] = Field(EventKind.ACTION, exclude=True)
+    event_kind: Literal[EventKind.ACTION] = Field(default=EventKind.ACTION, exclude=True)
     action: str
     actor: str = ""
     detail: dict[str, Any] = Field(default_factory=dict)
@@ -325,3 +380,12 @@ def parse_payload(kind: EventKind | str, data: dict[str, Any]) -> Payload:
 def payload_kind(payload: Payload) -> EventKind:
     kind: EventKind = type(payload).model_fields["event_kind"].default
     return kind
+
+
+def logged(debate_id: str, seq: int, at: datetime, payload: Payload) -> DebateEvent:
+    """The log record of a payload built in code: its stored JSON made once, the model kept as its
+    `payload` (already validated: read back, it is not parsed again)."""
+    record = DebateEvent(debate_id=debate_id, seq=seq, kind=payload_kind(payload), at=at, data=payload.to_data())
+    payload._logged_at = at
+    record.__dict__["payload"] = payload
+    return record

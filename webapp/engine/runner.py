@@ -20,32 +20,19 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, assert_never
+from typing import Any
 
-from webapp.engine import budget as money
-from webapp.engine import termination
 from webapp.engine.api import (
-    COMMAND_EVENTS,
-    AnswerArgs,
     Command,
-    CommandResult,
-    SeatDraft,
-    SendTurnArgs,
     SessionView,
-    StopArgs,
-    parse_args,
 )
 from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
-from webapp.engine.context import build_history, turns_to_summarise
-from webapp.engine.discipline import (
-    rejection_note,
-    shorter_request,
-    truncate,
-    word_count,
+from webapp.engine.commands import Commands
+from webapp.engine.commit import Committing, is_storage_error
+from webapp.engine.events import (
+    ErrorPayload,
 )
-from webapp.engine.events import Payload, SeatTurn, parse_payload, payload_kind
-from webapp.engine.formats import Phase
-from webapp.engine.judge import judge_debate
+from webapp.engine.judging import Judging
 from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import (
     ACTIVE_STATES,
@@ -54,57 +41,32 @@ from webapp.engine.machine import (
     Event,
     Position,
     State,
-    TransitionNotAllowed,
 )
-from webapp.engine.prompts import effective_word_limit, turn_request
 from webapp.engine.schedule import (
-    Step,
-    TurnSlot,
-    phase_steps,
-    post_phases,
-    pre_phases,
     provider_problem,
-    round_phases,
 )
+from webapp.engine.seat import Seats
 from webapp.engine.spending import BudgetExceeded, SpendingGuard
-from webapp.engine.state import SYSTEM_ACTOR, DebateState
+from webapp.engine.state import DebateState
 from webapp.engine.stream import (
     Broadcaster,
     Listener,
-    LiveEvent,
-    LiveStatus,
     LiveTurn,
 )
-from webapp.models import DebateEvent, EventKind, JudgeSpec, Participant, Turn, Verdict, utcnow
+from webapp.engine.turns import TurnTaking
+from webapp.models import DebateEvent
 from webapp.providers.base import (
-    Completion,
     ErrorKind,
     ProviderError,
-    ProviderRequest,
-    TextDelta,
 )
 from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
-from webapp.store import StaleWrite, StoreError
-from webapp.store.errors import STORAGE_FAULTS
+from webapp.store import StaleWrite
 from webapp.store.protocol import EventStore
-from webapp.wording import counted
-
-# A storage fault, once the store's own retries are spent: its classified errors (locked, read-only,
-# full, I/O, …), and a raw driver error should one ever escape unclassified (the store says which).
-STORAGE_ERRORS = STORAGE_FAULTS
 
 log = logging.getLogger(__name__)
 
-# Finish reasons saying the reply hit its output allowance (OpenAI and compatible; Anthropic).
-CUT_AT_LIMIT = frozenset({"length", "max_tokens"})
 
-STORAGE_RETRY_CAP = 30.0  # seconds between attempts to record an interruption, at most
-
-
-def is_storage_error(exc: BaseException) -> bool:
-    """A failure to read or write the log (not a conflict with another writer: that is `StaleWrite`)."""
-    return isinstance(exc, STORAGE_ERRORS) and not isinstance(exc, StaleWrite)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -127,20 +89,15 @@ def primary_failure(exc: BaseException) -> BaseException:
     return leaves[0]
 
 
-def _describe_storage(exc: BaseException) -> str:
-    """The store's message (it names the database) and, for a classified fault, what a person can do."""
-    message = str(exc) or type(exc).__name__
-    advice = getattr(exc, "advice", None) if isinstance(exc, StoreError) else None
-    return f"{message} ({advice})" if advice else message
-
-
-class DebateSession(ProviderCalls, SpendingGuard):
+class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCalls, SpendingGuard):
     """One debate in this process: its state, its runner task, its subscribers.
 
     Public surface: `send(command, actor=…, **args)` and the read model (`view()`, `status`,
     `position`, `interrupted`, `allowed_commands`, `live_turns`, `error`, …), `subscribe`, `join`,
     `state` (the folded history: turns, notes, verdict, costs — read it, never change it).
-    Provider calls (retries, timeouts, live chunks) and spending checks live in the two mixins."""
+    This class holds the session's setup, its read model and its loop; the rest is in its mixins, one
+    concern each: commands (commands.py), turn-taking (turns.py), judging (judging.py), the human seat
+    (seat.py), committing and replay (commit.py), provider calls (calls.py) and spending (spending.py)."""
 
     def __init__(
         self,
@@ -256,58 +213,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             last_seq=state.last_seq,
         )
 
-    def _refusal(self, command: Command) -> str | None:
-        """Why a person's `command` would be refused now, or None when it would be accepted."""
-        if self.deleted:
-            return "the debate was deleted"
-        if self._storage_problem is not None:
-            return f"storage is unavailable ({self._storage_problem}); try again once it is back"
-        machine = self.state.machine
-        if command is Command.RESUME and self.state.status is State.IDLE:
-            return "it is starting" if self.running else None
-        params = {"manual": True} if command is Command.RETRY else {}
-        if machine.can(COMMAND_EVENTS[command], **params):
-            return None
-        try:
-            machine.require(COMMAND_EVENTS[command], **params)
-        except TransitionNotAllowed as exc:
-            return exc.reason or str(exc)
-        return None  # pragma: no cover - `can` and `require` agree
-
-    def _check(self, command: Command) -> None:
-        """Raise `TransitionNotAllowed` (saying why) unless a person may send `command` now."""
-        reason = self._refusal(command)
-        if reason is not None:
-            raise TransitionNotAllowed(self.state.status, COMMAND_EVENTS[command], reason)
-
-    # --- commands ----------------------------------------------------------------------------
-
-    async def send(self, command: Command | str, *, actor: str, **args: Any) -> CommandResult:
-        """Carry out a person's command, recorded with `actor` (a username, `cli`, `share-link`).
-
-        Raises `TransitionNotAllowed` (saying why) when the debate cannot take it now, and
-        `pydantic.ValidationError` (a `ValueError`) for arguments the command does not take."""
-        command = Command(command)
-        parsed = parse_args(command, args)
-        match command:
-            case Command.PAUSE:
-                return await self._pause(actor)
-            case Command.RESUME:
-                return await self._resume(actor)
-            case Command.STOP:
-                assert isinstance(parsed, StopArgs)
-                return await self._stop(parsed.verdict, parsed.reason, actor)
-            case Command.RETRY:
-                return await self._retry(actor)
-            case Command.ACKNOWLEDGE_WARNING:
-                return await self._acknowledge(actor)
-            case Command.ANSWER_CLARIFICATION:
-                assert isinstance(parsed, AnswerArgs)
-                return await self._answer(parsed.answers, actor)
-            case Command.SEND_TURN:
-                assert isinstance(parsed, SendTurnArgs)
-                return await self._send_turn(parsed.text, parsed.assisted_by, actor)
-        assert_never(command)
+    # --- running ---------------------------------------------------------------------------
 
     def ensure_running(self) -> None:
         """Start the runner task if there is work to do and none is running."""
@@ -323,330 +229,7 @@ class DebateSession(ProviderCalls, SpendingGuard):
             await asyncio.wait({task})  # raises the caller's own cancellation; ignores the runner's
         return self.state.status
 
-    # The methods below are the older spelling of `send` (kept for callers not yet migrated). Each
-    # takes the `actor` who asked: it is recorded with the transition, so the log says who paused,
-    # stopped or answered. Without an actor the step is the system's (an automatic retry, say).
-
-    async def pause(self, interrupted: bool = False, actor: str | None = None, reason: str | None = None) -> None:
-        await self._pause(actor, interrupted=interrupted, reason=reason)
-
-    async def resume(self, actor: str | None = None) -> None:
-        await self._resume(actor)
-
-    async def stop(self, verdict: bool = True, reason: str = "stopped by user", actor: str | None = None) -> None:
-        await self._stop(verdict, reason, actor)
-
-    async def retry(self, actor: str | None = None) -> None:
-        await self._retry(actor)
-
-    async def acknowledge_warning(self, actor: str | None = None) -> None:
-        await self._acknowledge(actor)
-
-    async def answer_clarification(self, answers: dict[str, list[str]], actor: str | None = None) -> None:
-        """Record the user's answers (per participant, in question order; '' = unanswered)."""
-        await self._answer(answers, actor)
-
-    async def _pause(self, actor: str | None, interrupted: bool = False, reason: str | None = None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.PAUSE)
-            await self._halt()
-            params: dict[str, Any] = {"interrupted": interrupted,
-                                      "position": self.state.machine.context.position.model_dump()}
-            if reason:
-                params["reason"] = reason
-            await self._halted_transition(Event.PAUSE, actor, params)
-        return CommandResult(Command.PAUSE, Event.PAUSE,
-                             "Marked interrupted." if interrupted else f"Paused by {actor or SYSTEM_ACTOR}.")
-
-    async def _resume(self, actor: str | None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.RESUME)
-            if self.state.status is State.IDLE:  # created but never started: start it now
-                person = actor if actor and actor != SYSTEM_ACTOR else None
-                await self._transition(Event.START, actor=person or self.state.created_by or None)
-                self.ensure_running()
-                return CommandResult(Command.RESUME, Event.START, f"Started by {actor or SYSTEM_ACTOR}.")
-            await self._transition(Event.RESUME, actor=actor)
-            self.ensure_running()
-        return CommandResult(Command.RESUME, Event.RESUME, f"Resumed by {actor or SYSTEM_ACTOR}.")
-
-    async def _stop(self, verdict: bool, reason: str, actor: str | None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.STOP)
-            # Stopping with a verdict while the judge is already at work: let it finish rather than
-            # cancel and pay for the same judging twice.
-            if not (verdict and self.state.status is State.JUDGING):
-                await self._halt()
-            await self._halted_transition(Event.STOP, actor, {
-                "verdict": verdict, "reason": reason, "position": self.state.machine.context.position.model_dump()})
-            self.ensure_running()
-            judged = self.state.status is State.JUDGING
-        who = actor or SYSTEM_ACTOR
-        return CommandResult(Command.STOP, Event.STOP, f"Stopped by {who}; the judge rules on what was said."
-                             if judged else f"Stopped by {who} without a verdict.")
-
-    async def _retry(self, actor: str | None) -> CommandResult:
-        """A person's retry (any actor but the system) runs the failed step again whatever automatic
-        retries were used, and grants a fresh automatic budget; the system's retry needs one left."""
-        manual = bool(actor) and actor != SYSTEM_ACTOR
-        async with self._command_lock:
-            state = self.state
-            if manual:
-                self._check(Command.RETRY)
-            else:
-                state.machine.require(Event.RETRY)
-            exhausted = not state.machine.can(Event.RETRY)  # the automatic budget was used up
-            error = state.error or {}
-            params: dict[str, Any] = {"manual": True} if manual else {}
-            await self._transition(Event.RETRY, actor=actor, **params)
-            self.ensure_running()
-        what = f" ({error.get('provider') or 'error'}: {error.get('message')})" if error.get("message") else ""
-        if not manual:
-            message = f"Retrying the failed step automatically{what}."
-        elif exhausted:
-            used = counted(state.max_retries, "automatic retry")
-            message = (f"Retried by {actor}: the failed step{what} runs again. Its {used} had been used up; it has "
-                       f"a fresh budget of {state.max_retries}.")
-        else:
-            message = f"Retried by {actor}: the failed step{what} runs again."
-        return CommandResult(Command.RETRY, Event.RETRY, message)
-
-    async def _acknowledge(self, actor: str | None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.ACKNOWLEDGE_WARNING)
-            await self._transition(Event.ACKNOWLEDGE_WARNING, actor=actor)
-            self.ensure_running()
-        return CommandResult(Command.ACKNOWLEDGE_WARNING, Event.ACKNOWLEDGE_WARNING,
-                             f"Spending warning acknowledged by {actor or SYSTEM_ACTOR}; the debate continues.")
-
-    async def _answer(self, answers: dict[str, list[str]], actor: str | None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.ANSWER_CLARIFICATION)
-            iteration = len(self.state.clarifications)
-            clean = {pid: [str(a).strip()[:2000] for a in items] for pid, items in answers.items()}
-            answer: dict[str, Any] = {"iteration": iteration, "answers": clean}
-            if actor:
-                answer["actor"] = actor
-            await self._commit(EventKind.CLARIFICATION_ANSWER, answer, idem_key=f"answer/{iteration}")
-            await self._transition(Event.CLARIFICATION_ANSWERED, actor=actor)
-            self.ensure_running()
-        return CommandResult(Command.ANSWER_CLARIFICATION, Event.CLARIFICATION_ANSWERED,
-                             "Answers recorded; the debate continues.")
-
-    # --- a human seat ----------------------------------------------------------------------
-
-    def seat_holder(self, speaker: str | None = None) -> str | None:
-        """Who holds a human seat (the one waited for by default): the user named in its config, else
-        whoever sent its first turn ("whoever takes it first"); None while anyone may take it."""
-        seat = self.state.awaiting if speaker is None else {"speaker": speaker}
-        if not seat:
-            return None
-        participant = self.state.config.participant(str(seat["speaker"]))
-        if participant.seat:
-            return participant.seat
-        for turn in self.state.turns:
-            if turn.speaker == participant.id and turn.by:
-                return turn.by
-        return None
-
-    def may_take_seat(self, actor: str | None) -> bool:
-        """Whether `actor` may write the turn waited for now."""
-        holder = self.seat_holder()
-        return self.state.status is State.AWAITING_TURN and (holder is None or holder == actor)
-
-    async def _send_turn(self, text: str, assisted_by: str | None, actor: str | None) -> CommandResult:
-        async with self._command_lock:
-            self._check(Command.SEND_TURN)
-            seat = SeatTurn.model_validate(self.state.awaiting or {})
-            holder = self.seat_holder()
-            if holder is not None and holder != actor:
-                name = self.state.config.participant(seat.speaker).name
-                raise TransitionNotAllowed(self.state.status, Event.TURN_SENT,
-                                           f"the seat of {name} is {holder}'s to fill")
-            text, notes = text.strip(), []
-            if not text:
-                raise ValueError("text: the turn is empty")
-            if seat.word_limit and word_count(text) > seat.word_limit:
-                text, note = truncate(text, seat.word_limit)
-                if note is not None:
-                    notes.append(note)
-            if assisted_by:
-                notes.append(f"drafted with {assisted_by}, edited and sent by a person")
-            await self._commit_seat_turn(seat, text, notes, by=actor, assisted_by=assisted_by)
-            await self._transition(Event.TURN_SENT, actor=actor, position=self._seat_position(seat))
-            self.ensure_running()
-        return CommandResult(Command.SEND_TURN, Event.TURN_SENT, "Turn sent; the debate continues.")
-
-    @staticmethod
-    def _seat_position(seat: SeatTurn) -> dict[str, Any]:
-        return Position(phase=seat.phase, round=seat.round, speaker=seat.speaker, turn=seat.index).model_dump()
-
-    async def _commit_seat_turn(self, seat: SeatTurn, text: str, notes: list[str], *, by: str | None = None,
-                                assisted_by: str | None = None, skipped: bool = False) -> None:
-        participant = self.state.config.participant(seat.speaker)
-        now = utcnow()
-        turn = Turn(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
-                    index=seat.index, text=text, cost_usd=0.0, model=participant.model, provider=participant.provider,
-                    started_at=self.state.awaiting_since or now, finished_at=now, notes=notes, visible=seat.visible,
-                    by=by if by and by != SYSTEM_ACTOR else None, assisted_by=assisted_by, skipped=skipped)
-        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": "person"},
-                           idem_key=seat.key)
-
-    def _watch_seat(self) -> None:
-        """Keep a timer running exactly while the debate waits for a human seat's turn with a time limit."""
-        timer = self._seat_timer
-        deadline = self.state.seat_deadline
-        if deadline is None or self.deleted or not self.seat_clock:
-            if timer is not None and timer is not asyncio.current_task():
-                timer.cancel()
-            self._seat_timer = None
-            return
-        if timer is not None and not timer.done():
-            return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # built outside a loop (a test folding a log): nobody to time it out here
-            return
-        self._seat_timer = self._task_factory(self._expire_seat())
-
-    async def _expire_seat(self) -> None:
-        """Skip the human seat's turn when its time runs out (another process may have done it first)."""
-        while (deadline := self.state.seat_deadline) is not None:
-            wait = (deadline - utcnow()).total_seconds()
-            if wait > 0:
-                await asyncio.sleep(wait)
-                continue
-            async with self._command_lock:
-                if self.state.seat_deadline is None or self.state.seat_deadline > utcnow():
-                    continue
-                seat = SeatTurn.model_validate(self.state.awaiting or {})
-                name = self.state.config.participant(seat.speaker).name
-                minutes = seat.time_limit_s / 60
-                limit = f"{minutes:g} minute{'s' if minutes != 1 else ''}" if seat.time_limit_s >= 60 \
-                    else f"{seat.time_limit_s} seconds"
-                note = f"skipped: {name} did not send this turn within {limit}"
-                try:
-                    # The text names nobody: judges read it as anonymised as any other turn.
-                    await self._commit_seat_turn(seat, "(No turn: the time ran out.)", [note], skipped=True)
-                    await self._transition(Event.TURN_TIMEOUT, position=self._seat_position(seat))
-                except (StaleWrite, TransitionNotAllowed):  # another process wrote first (a turn, a pause):
-                    continue  # its log wins (it was read again); look at the wait as it now is
-                self.ensure_running()
-            return
-
-    def draft_models(self) -> list[str]:
-        """The models a human seat may draft its turn with: this debate's own (its debaters' and judges'),
-        as `provider:model` labels; their endpoints and keys were checked when it was created."""
-        labels: list[str] = []
-        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
-        for spec in specs:
-            label = f"{spec.provider}:{spec.model}"
-            if spec.provider != "human" and label not in labels:
-                labels.append(label)
-        return labels
-
-    async def draft_seat_turn(self, model: str, actor: str | None, on_text: Callable[[str], None]) -> SeatDraft:
-        """Have `model` (one of `draft_models`) draft the human seat's turn waited for, streamed to
-        `on_text` (the text so far). Nothing is sent: the person edits and sends it. The call obeys the
-        debate's money rules like any other: sized to the hard limit (refused with `DraftRefused` when
-        nothing fits), held while in flight, its cost recorded in the ledger under the drafting model,
-        and the draft says when spending has reached warn-at."""
-        if not self.may_take_seat(actor):
-            raise TransitionNotAllowed(self.state.status, Event.TURN_SENT, "this seat is not yours to draft for"
-                                       if self.state.status is State.AWAITING_TURN else "no turn is awaited")
-        seat = SeatTurn.model_validate(self.state.awaiting or {})
-        specs: list[Participant | JudgeSpec] = [*self.state.config.participants, *self.state.config.judge.judges]
-        chosen = next((s for s in specs if f"{s.provider}:{s.model}" == model and s.provider != "human"), None)
-        if chosen is None:
-            raise ValueError(f"model: {model!r} is not one of this debate's models ({', '.join(self.draft_models())})")
-        person = self.state.config.participant(seat.speaker)
-        drafter = person.model_copy(update={
-            "provider": chosen.provider, "model": chosen.model, "base_url": chosen.base_url,
-            "preset": chosen.preset, "api_key_env": chosen.api_key_env, "seat": None})
-        slot = TurnSlot(key=seat.key, phase=seat.phase, round=seat.round, speaker=seat.speaker, act=seat.act,
-                        index=seat.index, visible=seat.visible)
-        request = self._request_for(slot, 0).model_copy(update={"model": chosen.model, "purpose": "turn"})
-        request, worst, capped = self._draft_fit(drafter, request)
-        hold = id(request)
-        self._budget_hold(hold, worst)  # a turn sized meanwhile leaves this draft's worst case alone
-        limits = self._timeouts_for(drafter)
-        parts: list[str] = []
-        completion: Completion | None = None
-        try:
-            async with asyncio.timeout(limits.turn):
-                stream = self.providers.get(drafter).stream(request)
-                try:
-                    async for item in stream:
-                        if isinstance(item, TextDelta):
-                            parts.append(item.text)
-                            on_text("".join(parts))
-                        elif isinstance(item, Completion):
-                            completion = item
-                finally:
-                    aclose = getattr(stream, "aclose", None)
-                    if aclose is not None:
-                        await aclose()
-            if completion is not None:  # what the draft cost goes in the ledger like any other call
-                cost = money.cost_of(drafter, completion.usage, self.settings)
-                self._count_spending(cost.usd)
-                record = {**self._cost_record(drafter, request, completion.usage, cost.usd, cost.source),
-                          "purpose": "draft"}
-                await self._commit(EventKind.NOTE, {"type": "call_cost", "turn": seat.key, "purpose": "draft",
-                                                    "reason": "completed", "calls": [record]})
-        finally:
-            self._budget_release(hold)
-        warning = " ".join(w for w in (capped, self._draft_warning()) if w) or None
-        return SeatDraft(text="".join(parts).strip(), model=model, warning=warning)
-
-    async def _await_seat(self, slot: TurnSlot) -> None:
-        """A human seat is to speak: record what is owed and wait (the runner ends; the person or the
-        timer continues the debate)."""
-        state = self.state
-        limit = effective_word_limit(state.format.phase(slot.phase), state.config)
-        seat = SeatTurn(key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
-                        index=slot.index, visible=slot.visible, word_limit=limit or None,
-                        time_limit_s=state.config.human_turn_seconds)
-        await self._transition(Event.TURN_DUE, position=self._seat_position(seat), seat=seat.model_dump())
-
-    async def _halted_transition(self, event: Event, actor: str | None, params: dict[str, Any]) -> None:
-        """A transition sent after the runner was halted: if storage fails, nobody drives the debate
-        any more, so it is interrupted until the record can be finished."""
-        try:
-            await self._transition(event, actor=actor, **params)
-        except Exception as exc:
-            if is_storage_error(exc) and self.state.status in ACTIVE_STATES:
-                self._storage_failed(exc)
-            raise
-
-    async def record_action(self, action: str, actor: str, detail: dict[str, Any] | None = None) -> None:
-        """Note in the log something a person did that is not a transition (a share link created or
-        revoked), so the debate's own history says who did it."""
-        data: dict[str, Any] = {"action": action, "actor": actor}
-        if detail:
-            data["detail"] = detail
-        await self._commit(EventKind.ACTION, data)
-
-    async def catch_up(self) -> int:
-        """Fold in and broadcast events another process appended to this debate's log (a debate run
-        by the CLI, say, watched from the web app); returns how many. Nothing to do while this
-        process runs the debate itself, nor while its storage is unavailable."""
-        if self.running or self._storage_problem is not None:
-            return 0
-        async with self._commit_lock:
-            newer = await self.store.events_after(self.id, self.state.last_seq)
-            if not newer:
-                return 0
-            state = self.state.fork()
-            try:
-                for event in newer:
-                    state.apply(event)
-            except (TransitionNotAllowed, ValueError):  # cannot happen with a sound log; rebuild, not guess
-                await self._reload()
-            else:
-                self.state.adopt(state)
-        for event in newer:
-            self._publish(event, replayed=True)
-        return len(newer)
+    # --- stopping work -----------------------------------------------------------------------
 
     async def shutdown(self) -> None:
         """Stop working without recording anything (a process exit is like a crash)."""
@@ -673,142 +256,6 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._task = None
         for key in list(self.live):
             self._abort_live(key, "cancelled")
-
-    # --- committing ------------------------------------------------------------------------
-
-    async def _commit(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None = None,
-                      transition: tuple[Event, dict[str, Any]] | None = None,
-                      actor: str | None = None) -> DebateEvent | None:
-        """Persist, then swap in and broadcast, one event. Shielded: a cancelled caller cannot leave
-        the in-memory state and the log disagreeing."""
-        inner = asyncio.ensure_future(self._commit_inner(kind, data, idem_key, transition, actor))
-        inner.add_done_callback(_retrieve)
-        return await asyncio.shield(inner)
-
-    async def _commit_inner(self, kind: EventKind, data: dict[str, Any] | Payload, idem_key: str | None,
-                            transition: tuple[Event, dict[str, Any]] | None,
-                            actor: str | None = None) -> DebateEvent | None:
-        async with self._commit_lock:
-            state = self.state
-            at = utcnow()
-            if kind is EventKind.TURN and idem_key in state.turn_keys:
-                return None
-            # Fold into a copy: until the log has the event, the state (and everyone reading it) is
-            # exactly as before, whatever fails on the way.
-            new = state.fork()
-            if transition is not None:
-                event, params = transition
-                source, target = new.machine.send(event, at=at, **params)  # raises, changing nothing
-                data = {"event": event.value, "from": source.value, "to": target.value, "params": params}
-                if actor and actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
-                    data["actor"] = actor
-            payload = data if isinstance(data, Payload) else parse_payload(kind, data)
-            if payload_kind(payload) is not kind:
-                raise ValueError(f"a {payload_kind(payload)} payload cannot be stored as a {kind} event")
-            stored_data = payload.to_data()
-            record = DebateEvent(debate_id=state.id, seq=state.last_seq + 1, kind=kind, at=at, data=stored_data)
-            record.__dict__["payload"] = payload  # already validated: `DebateEvent.payload` need not parse again
-            new.apply(record, sent=transition is not None)
-            try:
-                stored = await self.store.append(state.id, kind, stored_data, idem_key=idem_key,
-                                                 summary=new.summary(), at=at, expected_seq=record.seq)
-            except StaleWrite:  # another process wrote to this debate: read the log as it now is
-                await self._reload()
-                raise
-            if stored is None:  # already in the log (a replay): the log wins
-                await self._reload()
-                return None
-            if transition is None or "position" not in transition[1]:
-                # where the debate is may have been noted meanwhile (a turn just started): keep it
-                new.machine.context.position = state.machine.context.position
-            state.adopt(new)  # the swap: no await between the commit and it
-        self._publish(record)
-        return record
-
-    def _publish(self, event: DebateEvent, replayed: bool = False) -> None:
-        """Tell subscribers about an event that is already in the log."""
-        self._watch_seat()
-        self.broadcaster.emit(LiveEvent(self.id, event, replayed))
-        if self._on_event is not None:
-            self._on_event(self, event)
-
-    async def _reload(self) -> None:
-        """Read the log as it now is (another process wrote to it) and tell every subscriber to look again."""
-        self.state = DebateState.from_events(await self.store.events(self.state.id))
-        self._watch_seat()
-        self.broadcaster.emit(LiveStatus(self.id, "reloaded", "the log was read again"))
-
-    async def notice_takeover(self) -> bool:
-        """While this process runs the debate: if another process has written to its log since our last
-        write, it took the debate over (it found it interrupted, say, and resumed it). Stop driving it,
-        read the log as it is, and tell subscribers; returns whether that happened. Cheap when nothing
-        changed: one indexed read. Watched debates call this every second, so open tabs show the new
-        owner's state within about a second instead of whenever this runner next tries to write."""
-        if not self.running or self._storage_problem is not None:
-            return False
-        async with self._commit_lock:  # a commit of our own holds it until its state is swapped in
-            newer = await self.store.events_after(self.id, self.state.last_seq)
-        if not newer:
-            return False
-        log.warning("debate %s: another process wrote to its log; this process stops driving it", self.id)
-        await self._halt()
-        async with self._commit_lock:
-            await self._reload()
-        return True
-
-    async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
-        return await self._commit(EventKind.TRANSITION, {}, transition=(event, params), actor=actor)
-
-    # --- storage faults --------------------------------------------------------------------
-
-    def _storage_failed(self, exc: BaseException) -> None:
-        """Storage failed while nobody else will write for this debate: interrupt it in memory and
-        keep trying to record the interruption until storage is back."""
-        if self._storage_problem is not None:
-            return
-        self._storage_problem = _describe_storage(exc)
-        log.error("debate %s: storage unavailable (%s); interrupted until it can be recorded",
-                  self.id, self._storage_problem)
-        for key in list(self.live):
-            self._abort_live(key, "storage unavailable")
-        self.broadcaster.emit(LiveStatus(self.id, "storage_unavailable", self._storage_problem))
-        self._recorder = self._task_factory(self._finish_record())
-
-    async def _finish_record(self) -> None:
-        """Retry (with backoff) until the interruption is in the log, then lift the in-memory one."""
-        delay = self.storage_retry_base
-        problem = self._storage_problem or "storage unavailable"
-        try:
-            while True:
-                await asyncio.sleep(delay)
-                try:
-                    await self._record_interruption(problem)
-                except StaleWrite as exc:  # another process drives it now; our view was reloaded
-                    log.warning("%s", exc)
-                except Exception as exc:
-                    if not is_storage_error(exc):
-                        log.exception("debate %s: recording the interruption failed", self.id)
-                    else:
-                        delay = min(delay * 2, STORAGE_RETRY_CAP)
-                        continue
-                break
-        finally:
-            if self._recorder is asyncio.current_task():
-                self._recorder = None
-        self._storage_problem = None
-        log.warning("debate %s: storage is back; the debate is %s", self.id, self.state.status.value)
-        self.broadcaster.emit(LiveStatus(self.id, "storage_restored"))
-        if self._on_release is not None:
-            self._on_release(self)
-
-    async def _record_interruption(self, problem: str) -> None:
-        async with self._command_lock:
-            async with self._commit_lock:
-                await self._reload()  # the log is the truth: a write that failed may yet have landed
-            state = self.state
-            if state.status in ACTIVE_STATES or state.status is State.IDLE:
-                await self._transition(Event.PAUSE, interrupted=True, reason=f"storage was unavailable: {problem}",
-                                       position=state.machine.context.position.model_dump())
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -874,8 +321,8 @@ class DebateSession(ProviderCalls, SpendingGuard):
             self._abort_live(key, str(exc))
         if not self.state.machine.can(Event.ERROR):
             return
-        await self._commit(EventKind.ERROR, {**exc.to_dict(), "state": self.state.status.value,
-                                             "position": self.state.machine.context.position.model_dump()})
+        await self._commit(ErrorPayload(**exc.to_dict(), state=self.state.status,
+                                        position=self.state.machine.context.position))
         await self._transition(Event.ERROR, error=exc.to_dict(),
                                position=self.state.machine.context.position.model_dump())
 
@@ -886,275 +333,3 @@ class DebateSession(ProviderCalls, SpendingGuard):
             raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")
         first = self.state.format.phases[0]
         await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1).model_dump())
-
-    # --- clarification ---------------------------------------------------------------------
-
-    async def _clarify(self) -> None:
-        state = self.state
-        config = state.config
-        asked = len(state.clarifications)
-        answered = len(state.answers)
-        if asked > answered:  # questions out, answers not in: wait for the person
-            await self._transition(Event.QUESTIONS_READY)
-            return
-        if asked >= config.clarification_iterations or config.clarification_questions == 0:
-            await self._transition(Event.CLARIFICATION_COMPLETE)
-            return
-        questions, calls = await termination.ask_clarifications(self._aux_call, state, asked + 1)
-        if not any(questions.values()):
-            await self._commit(EventKind.NOTE, {"type": "clarification_done", "iteration": asked + 1,
-                                                "calls": calls})
-            await self._transition(Event.CLARIFICATION_COMPLETE)
-            return
-        await self._commit(EventKind.CLARIFICATION_QUESTIONS,
-                           {"iteration": asked + 1, "questions": questions, "calls": calls},
-                           idem_key=f"questions/{asked + 1}")
-        await self._transition(Event.QUESTIONS_READY)
-
-    # --- turns -----------------------------------------------------------------------------
-
-    def _phase_groups(self) -> list[tuple[Phase, int]]:
-        """(phase, round) groups of the plan known so far, in order."""
-        state, fmt = self.state, self.state.format
-        groups = [(p, 1) for p in pre_phases(fmt)]
-        stop_after = state.total_rounds
-        for round_no, decision in sorted(state.round_decisions.items()):
-            if decision.get("stop"):
-                stop_after = min(stop_after, round_no)
-                break
-        for round_no in range(1, stop_after + 1):
-            groups += [(p, round_no) for p in round_phases(fmt)]
-        groups += [(p, 1) for p in post_phases(fmt)]
-        return groups
-
-    def _steps(self, phase: Phase, round_no: int) -> list[Step]:
-        return phase_steps(self.state.format, phase, round_no, self.state.config)
-
-    def _first_unfinished(self, phase: Phase, round_no: int) -> Step | None:
-        for step in self._steps(phase, round_no):
-            if any(t.key not in self.state.turn_keys for t in step.turns):
-                return step
-        return None
-
-    async def _close_markers(self) -> None:
-        """Send PHASE_COMPLETE / ROUND_COMPLETE for groups finished but not yet marked (crash-safe)."""
-        fmt = self.state.format
-        block = {p.id for p in round_phases(fmt)}
-        for phase, round_no in self._phase_groups():
-            if self._first_unfinished(phase, round_no) is not None:
-                return
-            # `self.state` is read afresh after every commit: each one swaps in a new state.
-            if (phase.id, round_no) not in self.state.phase_marks:
-                if self.state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
-                    continue
-                await self._transition(Event.PHASE_COMPLETE, phase=phase.id, round=round_no,
-                                       position=self.state.machine.context.position.model_dump())
-            last_of_block = phase.id in block and phase.id == round_phases(fmt)[-1].id
-            if last_of_block and round_no not in self.state.round_marks:
-                await self._transition(Event.ROUND_COMPLETE, round=round_no,
-                                       position=self.state.machine.context.position.model_dump())
-            if self.state.status is not State.DEBATING and self.state.status is not State.PREPARATION:
-                return
-
-    async def _next_step(self) -> Step | None:
-        fmt, total = self.state.format, self.state.total_rounds
-        for phase in pre_phases(fmt):
-            if step := self._first_unfinished(phase, 1):
-                return step
-        kind = fmt.termination.kind
-        for round_no in range(1, total + 1):
-            for phase in round_phases(fmt):
-                if step := self._first_unfinished(phase, round_no):
-                    return step
-            decision: dict[str, Any] = {}
-            if kind != "fixed":  # judge-driven formats get a decision at the cap too (it records why they ended)
-                decision = self.state.round_decisions.get(round_no) or await self._decide_round(round_no)
-            if round_phases(fmt):
-                last = bool(decision.get("stop")) or round_no == total
-                await self._after_round(round_no, last)
-            if decision.get("stop"):
-                break
-        for phase in post_phases(fmt):
-            if step := self._first_unfinished(phase, 1):
-                return step
-        return None
-
-    async def _after_round(self, round_no: int, last: bool) -> None:
-        """Per-round judging when the debate asks for it (stored, never recomputed).
-
-        "mid" scores the middle round of the planned rounds; a debate that ends before its middle
-        (judge-driven formats) is scored at its last round instead, so it still gets a mid score."""
-        config = self.state.config
-        if not config.judge.enabled or config.judge.frequency == "end":
-            return
-        middle = max(1, (self.state.total_rounds + 1) // 2)
-        if config.judge.frequency == "mid" and not (round_no == middle or (last and round_no < middle)):
-            return
-        if any(int(s.get("round", -1)) == round_no for s in self.state.round_scores):
-            return
-        scores, calls = await termination.score_round(self._aux_call, self.state, round_no)
-        await self._commit(EventKind.ROUND_SCORES, {"round": round_no, **scores, "calls": calls},
-                           idem_key=f"round_scores/{round_no}")
-
-    async def _decide_round(self, round_no: int) -> dict[str, Any]:
-        decision, calls = await termination.decide(self._aux_call, self.state, round_no)
-        await self._commit(EventKind.ROUND_DECISION, {**decision, "round": round_no, "calls": calls},
-                           idem_key=f"decision/{round_no}")
-        return self.state.round_decisions[round_no]
-
-    async def _advance(self) -> None:
-        await self._close_markers()
-        if self.state.status not in (State.PREPARATION, State.DEBATING):
-            return
-        step = await self._next_step()
-        if step is None:
-            await self._close_markers()
-            if self.state.status is State.PREPARATION:
-                await self._transition(Event.PHASE_COMPLETE)
-            if self.state.status is State.DEBATING:
-                await self._transition(Event.ALL_ROUNDS_COMPLETE,
-                                       position=self.state.machine.context.position.model_dump())
-            return
-        if self.state.status is State.PREPARATION and all(t.act != "prepare" for t in step.turns):
-            await self._transition(Event.PHASE_COMPLETE, phase=step.phase, round=step.round)
-            return
-        await self._run_step(step)
-
-    async def _run_step(self, step: Step) -> None:
-        todo = [t for t in step.turns if t.key not in self.state.turn_keys]
-        people = [t for t in todo if self.state.config.participant(t.speaker).is_human]
-        todo = [t for t in todo if t not in people]  # the models of a step speak first, then the people
-        if not todo and people:
-            slot = people[0]
-            if self.state.status is State.PREPARATION:  # a person prepares on their own: nothing to wait for
-                seat = SeatTurn(key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker,
-                                act=slot.act, index=slot.index, visible=False)
-                await self._commit_seat_turn(seat, "(prepared on their own)", ["a person prepares off the record"])
-                await self._transition(Event.TURN_COMPLETE, position=self._seat_position(seat))
-                return
-            await self._await_seat(slot)
-            return
-        for slot in todo:
-            await self._prepare_summary(self.state.config.participant(slot.speaker), slot)
-        requests = [(slot, self._request_for(slot, offset)) for offset, slot in enumerate(todo)]
-        if not await self._budget_allows([(self.state.config.participant(s.speaker), r) for s, r in requests]):
-            return
-        if len(requests) == 1:
-            await self._take_turn(*requests[0])
-        else:
-            async with asyncio.TaskGroup() as group:
-                for slot, request in requests:
-                    group.create_task(self._take_turn(slot, request))
-        await self._check_warning()
-
-    async def _prepare_summary(self, participant: Participant, slot: TurnSlot | None = None) -> None:
-        """Write (once) the summary a `summarize` debate needs before this participant speaks."""
-        needed = turns_to_summarise(self.state, participant, slot)
-        if needed is None:
-            return
-        text, record = await termination.summarise(self._aux_call, self.state, needed.turns)
-        await self._commit(EventKind.SUMMARY, {**needed.event_data(), "text": text.strip(), "calls": [record]},
-                           idem_key=f"summary/{needed.key}")
-
-    def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest:
-        state = self.state
-        participant = state.config.participant(slot.speaker)
-        history, notes = build_history(state, participant, slot)
-        request = turn_request(
-            slot=slot,
-            participant=participant,
-            config=state.config,
-            fmt=state.format,
-            history=history,
-            turn_number=len(state.turns) + 1 + offset,
-            round_total=state.total_rounds,
-            extra_context={"compression": notes, **termination.turn_context(state, participant, slot)},
-        )
-        return request
-
-    async def _take_turn(self, slot: TurnSlot, request: ProviderRequest) -> None:
-        state = self.state
-        participant = state.config.participant(slot.speaker)
-        self.state.machine.note_position(
-            Position(phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index))
-        result = await self._call(participant, request, slot=slot)
-        text, notes = result.text.strip(), list(request.context.get("compression") or [])
-        kept = result  # the call whose words the turn keeps
-        phase = state.format.phase(slot.phase)
-        limit = effective_word_limit(phase, state.config)
-        if limit and word_count(text) > limit:
-            if state.config.word_limit_action == "reject":
-                notes.append(rejection_note(word_count(text), limit))
-                second = await self._call(participant, shorter_request(request, text, limit), slot=slot)
-                result.usage = result.usage + second.usage
-                first_usd, second_usd = result.cost_usd, second.cost_usd
-                result.cost_usd = None if first_usd is None or second_usd is None else first_usd + second_usd
-                text, kept = second.text.strip(), second
-                notes.append(f"the shorter answer has {counted(word_count(text), 'word')}")
-            text, note = truncate(text, limit)
-            if note is not None:
-                notes.append(note)
-        if kept.finish_reason in CUT_AT_LIMIT:  # the reply ran into its output allowance
-            notes.append(f"cut at the {kept.max_tokens}-token limit")
-        flag, topic_calls = await termination.check_on_topic(self._aux_call, state, participant, text)
-        if flag:
-            notes.append(flag)
-        if topic_calls:  # the judge's on-topic check costs money too
-            await self._commit(EventKind.NOTE, {"type": "on_topic", "turn": slot.key, "round": slot.round,
-                                                "flag": flag, "calls": topic_calls})
-        turn = Turn(
-            key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
-            index=slot.index, text=text, usage=result.usage, cost_usd=result.cost_usd,
-            model=participant.model, provider=participant.provider, attempt=result.attempt,
-            started_at=result.started_at, finished_at=result.finished_at,
-            first_token_s=result.first_token_s, finish_reason=result.finish_reason, notes=notes,
-            visible=slot.visible,
-        )
-        self.live.pop(slot.key, None)
-        await self._commit(EventKind.TURN, {"turn": turn.model_dump(mode="json"), "cost_source": result.cost_source},
-                           idem_key=slot.key)
-        await self._transition(Event.TURN_COMPLETE, position=Position(
-            phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index).model_dump())
-
-    # --- judging ---------------------------------------------------------------------------
-
-    async def _judge(self) -> None:
-        state = self.state
-        config = state.config
-        if state.verdict is not None:  # committed before an interruption: never ask (and pay) again
-            await self._transition(Event.VERDICT_READY)
-            return
-        calls: list[dict[str, Any]] = []
-
-        async def call(spec: JudgeSpec, request: ProviderRequest) -> str:
-            text, record = await self._aux_call(spec, request)
-            calls.append(record)
-            return text
-
-        # Preparation notes, even when shown to the audience, are not arguments to be judged.
-        visible = [t for t in state.turns if t.visible and t.act != "prepare"]
-        budget = config.budget
-        judge_estimate = self._judge_estimate()
-        if budget.cost_limit is not None and state.ledger.total_usd + judge_estimate > budget.cost_limit:
-            verdict = Verdict(available=False, reasoning="Verdict unavailable: the judge's estimated cost "
-                              f"(${judge_estimate:.4f}) does not fit under the cost limit.")
-        elif not visible:
-            verdict = Verdict(available=False, reasoning="Verdict unavailable: no turns to judge.")
-        else:
-            verdict = await judge_debate(call, config, state.format, visible)
-            synthesis = await termination.synthesize(self._aux_call, state)
-            if synthesis is not None:
-                verdict.synthesis, record = synthesis
-                calls.append(record)
-        now = self.state  # a stop may have arrived while the judge worked
-        verdict.ended_because = now.ended_because or (None if now.stopping else "all rounds completed")
-        await self._commit(EventKind.VERDICT, {"verdict": verdict.model_dump(mode="json"), "calls": calls},
-                           idem_key="verdict")
-        await self._transition(Event.VERDICT_READY)
-
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    """Mark a shielded commit's outcome as seen (its caller may have been cancelled meanwhile)."""
-    if not task.cancelled():
-        task.exception()

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from webapp.engine import budget as money
+from webapp.engine.events import CostLimit, CostWarning, Payload
 from webapp.engine.machine import Event, State
-from webapp.models import EventKind, JudgeSpec, Participant, Usage
+from webapp.models import JudgeSpec, Participant, Usage
 from webapp.providers.base import ProviderRequest, estimate_request_tokens
 from webapp.wording import counted
 
@@ -74,8 +75,7 @@ class SpendingGuard:
         state: DebateState
         settings: Settings
 
-        async def _commit(self, kind: EventKind, data: dict[str, Any], idem_key: str | None = None,
-                          transition: Any = None) -> DebateEvent | None: ...
+        async def _commit(self, payload: Payload, idem_key: str | None = None) -> DebateEvent | None: ...
 
         async def _transition(self, event: Event, **params: Any) -> DebateEvent | None: ...
 
@@ -295,10 +295,8 @@ class SpendingGuard:
         spent = self._money_spent()
         limit = budget.cost_limit or 0.0
         judge_fits = spent + self._judge_estimate() <= limit
-        await self._commit(EventKind.WARNING, {
-            "type": "cost_limit", "message": f"stopped: {what}", "spent_usd": spent, "estimate_usd": estimate,
-            "limit_usd": limit, "remaining_usd": max(0.0, limit - spent), "judge_runs": judge_fits,
-        })
+        await self._commit(CostLimit(message=f"stopped: {what}", spent_usd=spent, estimate_usd=estimate,
+                                     limit_usd=limit, remaining_usd=max(0.0, limit - spent), judge_runs=judge_fits))
         if self.state.machine.can(Event.STOP):
             await self._transition(Event.STOP, verdict=judge_fits and self.state.status is not State.JUDGING,
                                    reason="cost limit")
@@ -310,10 +308,10 @@ class SpendingGuard:
         spent = self.state.ledger.total_usd
         if self.state.cost_warned or not money.warn_due(spent, budget.warn_at):
             return False
-        await self._commit(EventKind.WARNING, {
-            "type": "cost_warning", "spent_usd": spent, "warn_at": budget.warn_at,
-            "message": f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} warning threshold",
-        }, idem_key="cost_warning")
+        await self._commit(CostWarning(
+            spent_usd=spent, warn_at=budget.warn_at,
+            message=f"spending reached ${spent:.4f}, at or above the ${budget.warn_at:.4f} warning threshold",
+        ), idem_key="cost_warning")
         if self.state.machine.can(Event.COST_WARNING):
             await self._transition(Event.COST_WARNING)
         return self.state.status is State.AWAITING_ACK

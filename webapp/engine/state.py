@@ -19,13 +19,20 @@ from typing import Any
 from webapp.engine.budget import Ledger
 from webapp.engine.events import (
     ActionPayload,
+    CallCostNote,
     ClarificationAnswerPayload,
+    ClarificationDoneNote,
     ClarificationQuestionsPayload,
+    CostLimit,
+    CostWarning,
     CreatedPayload,
     ErrorPayload,
+    OnTopicNote,
     Payload,
+    RetryNote,
     RoundDecisionPayload,
     RoundScoresPayload,
+    SeatTurn,
     SummaryPayload,
     TransitionPayload,
     TurnPayload,
@@ -37,6 +44,8 @@ from webapp.engine.schedule import total_rounds
 from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Verdict
 
 SYSTEM_ACTOR = "system"  # transitions the runner makes by itself
+
+Note = RetryNote | OnTopicNote | ClarificationDoneNote | CallCostNote
 
 # Containers a handler may change: a fork shares them until it first writes to one (copy on write).
 _CONTAINERS = ("turns", "turn_keys", "transitions", "actions", "warnings", "errors", "notes", "round_decisions",
@@ -69,24 +78,24 @@ class DebateState:
         self.turn_keys: set[str] = set()
         self.transitions: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []  # what people did: commands and other actions, by whom
-        self.warnings: list[dict[str, Any]] = []
-        self.errors: list[dict[str, Any]] = []
-        # Retry notes ({"type": "retry", "turn": key or purpose, "attempt", "error", "wait_s", "at"}),
-        # on-topic checks and "no more questions": kept in the log, so a reload shows them too.
-        self.notes: list[dict[str, Any]] = []
+        # The payloads of the log's events themselves (each knows when it was logged: `logged_at`).
+        self.warnings: list[CostWarning | CostLimit] = []
+        self.errors: list[ErrorPayload] = []
+        # Retry notes, on-topic checks, "no more questions", call costs: in the log, so a reload shows them too.
+        self.notes: list[Note] = []
         self.verdict: Verdict | None = None
         self.ledger = Ledger()
-        self.round_decisions: dict[int, dict[str, Any]] = {}
-        self.round_scores: list[dict[str, Any]] = []
-        self.clarifications: list[dict[str, Any]] = []
-        self.answers: list[dict[str, Any]] = []
-        self.summaries: dict[str, dict[str, Any]] = {}
+        self.round_decisions: dict[int, RoundDecisionPayload] = {}
+        self.round_scores: list[RoundScoresPayload] = []
+        self.clarifications: list[ClarificationQuestionsPayload] = []
+        self.answers: list[ClarificationAnswerPayload] = []
+        self.summaries: dict[str, SummaryPayload] = {}
         self.phase_marks: set[tuple[str, int]] = set()
         self.round_marks: set[int] = set()
         self.cost_warned = False
         # A human seat's turn being waited for (the TURN_DUE params) and since when (the time limit
         # counts from the last time the debate started waiting: a pause gives the person the full time).
-        self.awaiting: dict[str, Any] | None = None
+        self.seat: SeatTurn | None = None
         self.awaiting_since: datetime | None = None
         self.last_seq = 0
         self.total_rounds = total_rounds(self.format, config)
@@ -129,11 +138,16 @@ class DebateState:
         return self.machine.context.max_retries
 
     @property
+    def awaiting(self) -> dict[str, Any] | None:
+        """`seat` as the JSON it was stored as (for callers not yet reading the model)."""
+        return self.seat.model_dump() if self.seat is not None else None
+
+    @property
     def seat_deadline(self) -> datetime | None:
         """When the human seat's turn being waited for times out (None: not waiting, or no limit)."""
-        if self.status is not State.AWAITING_TURN or not self.awaiting or self.awaiting_since is None:
+        if self.status is not State.AWAITING_TURN or self.seat is None or self.awaiting_since is None:
             return None
-        limit = int(self.awaiting.get("time_limit_s") or 0)
+        limit = self.seat.time_limit_s
         return self.awaiting_since + timedelta(seconds=limit) if limit else None
 
     @property
@@ -156,8 +170,8 @@ class DebateState:
         if self.machine.context.stop_reason:
             return self.machine.context.stop_reason
         for decision in self.round_decisions.values():
-            if decision.get("stop"):
-                return decision.get("reason")
+            if decision.stop:
+                return decision.reason
         return None
 
     def summary(self) -> dict[str, Any]:
@@ -232,12 +246,12 @@ class DebateState:
         if not sent:
             self.machine.send(payload.event, at=event.at, **params)
         if payload.event is Event.TURN_DUE and payload.params.seat is not None:
-            self.awaiting = payload.params.seat.model_dump()
+            self.seat = payload.params.seat
         if self.status is State.AWAITING_TURN:
             if payload.from_ is not State.AWAITING_TURN:
                 self.awaiting_since = event.at
         elif self.status is not State.PAUSED:
-            self.awaiting, self.awaiting_since = None, None
+            self.seat, self.awaiting_since = None, None
         if payload.event is Event.PHASE_COMPLETE and payload.params.phase:
             self._own("phase_marks").add((payload.params.phase, int(payload.params.round or 1)))
         if payload.event is Event.ROUND_COMPLETE and payload.params.round:
@@ -264,39 +278,39 @@ class DebateState:
         label = f"{turn.provider}:{turn.model}"
         self._own("ledger").add(label, turn.speaker, turn.round, turn.usage, turn.cost_usd, payload.cost_source)
 
-    def _on_warning(self, event: DebateEvent, payload: Payload) -> None:
-        self._own("warnings").append({**event.data, "at": event.at.isoformat()})
-        if getattr(payload, "type", None) == "cost_warning":
+    def _on_warning(self, event: DebateEvent, payload: CostWarning | CostLimit) -> None:
+        self._own("warnings").append(payload)
+        if isinstance(payload, CostWarning):
             self.cost_warned = True
 
     def _on_error(self, event: DebateEvent, payload: ErrorPayload) -> None:
-        self._own("errors").append({**event.data, "at": event.at.isoformat()})
+        self._own("errors").append(payload)
 
     def _on_verdict(self, event: DebateEvent, payload: VerdictPayload) -> None:
         self.verdict = payload.verdict
         self._charge(event, payload)
 
     def _on_round_decision(self, event: DebateEvent, payload: RoundDecisionPayload) -> None:
-        self._own("round_decisions")[payload.round] = dict(event.data)
+        self._own("round_decisions")[payload.round] = payload
         self._charge(event, payload)
 
     def _on_round_scores(self, event: DebateEvent, payload: RoundScoresPayload) -> None:
-        self._own("round_scores").append(dict(event.data))
+        self._own("round_scores").append(payload)
         self._charge(event, payload)
 
     def _on_clarification_questions(self, event: DebateEvent, payload: ClarificationQuestionsPayload) -> None:
-        self._own("clarifications").append(dict(event.data))
+        self._own("clarifications").append(payload)
         self._charge(event, payload)
 
     def _on_clarification_answer(self, event: DebateEvent, payload: ClarificationAnswerPayload) -> None:
-        self._own("answers").append(dict(event.data))
+        self._own("answers").append(payload)
 
     def _on_summary(self, event: DebateEvent, payload: SummaryPayload) -> None:
-        self._own("summaries")[payload.key] = dict(event.data)
+        self._own("summaries")[payload.key] = payload
         self._charge(event, payload)
 
-    def _on_note(self, event: DebateEvent, payload: Payload) -> None:
-        self._own("notes").append({**event.data, "at": event.at.isoformat()})
+    def _on_note(self, event: DebateEvent, payload: Note) -> None:
+        self._own("notes").append(payload)
         self._charge(event, payload)
 
     def _charge(self, event: DebateEvent, payload: Payload) -> None:

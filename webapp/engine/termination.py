@@ -27,6 +27,7 @@ from webapp.engine.answers import (
     questions_model,
     validate,
 )
+from webapp.engine.events import CallRecord, RoundDecisionPayload, RoundScoresPayload
 from webapp.engine.judge import (
     VerdictInvalid,
     anonymised_transcript,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from webapp.engine.state import DebateState
 
 # `call(spec, request)` → (text, cost record); with `commit_cost=True` the cost is committed at once.
-AuxCall = Callable[..., Awaitable[tuple[str, dict[str, Any]]]]
+AuxCall = Callable[..., Awaitable[tuple[str, CallRecord]]]
 RequestFor = Callable[[JudgeSpec], ProviderRequest]
 
 
@@ -84,7 +85,7 @@ def _request(spec: JudgeSpec, state: DebateState, prompt: str, purpose: str, ans
     )  # time limits: set per call for the provider's kind
 
 
-async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) -> tuple[str, list[dict]]:
+async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) -> tuple[str, list[CallRecord]]:
     """Ask the judge; on a provider failure ask the fallback judge. Raises the last ProviderError."""
     failure: ProviderError | None = None
     for spec in judge_specs(state):
@@ -99,7 +100,7 @@ async def _ask_text(call: AuxCall, state: DebateState, request_for: RequestFor) 
 
 
 async def _ask_answer(call: AuxCall, state: DebateState, request_for: RequestFor, model: type[Answer],
-                      calls: list[dict[str, Any]]) -> Any:
+                      calls: list[CallRecord]) -> Any:
     """Ask for a structured answer validated by `model`, with one repair request quoting the field that
     failed. Every call made is appended to `calls` (also when this raises), so the money spent is always
     recorded. Raises `VerdictInvalid` when the repaired answer is still unusable."""
@@ -111,12 +112,12 @@ async def _ask_answer(call: AuxCall, state: DebateState, request_for: RequestFor
         except ProviderError as exc:
             failure = exc
             continue
-        calls.append({**record, "output_mode": mode_for(spec)})
+        calls.append(record.model_copy(update={"output_mode": mode_for(spec)}))
         try:
             return _validated(text, model)
         except VerdictInvalid as exc:
             text, record = await call(spec, repair_request(request, text, str(exc)))
-            calls.append({**record, "output_mode": mode_for(spec), "repair": True})
+            calls.append(record.model_copy(update={"output_mode": mode_for(spec), "repair": True}))
             return _validated(text, model)
     assert failure is not None
     raise failure
@@ -150,8 +151,8 @@ def evaluation_kind(state: DebateState) -> str:
     return state.config.evaluation if termination.configurable else termination.kind
 
 
-async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict[str, Any], list[dict]]:
-    """Should the round block continue after `round_no`? Returns {stop, reason, …} and the calls made.
+async def decide(call: AuxCall, state: DebateState, round_no: int) -> RoundDecisionPayload:
+    """Should the round block continue after `round_no`? The decision (stop, reason, …) with the calls made.
 
     At the hard cap the debate stops without asking anyone; the reason says so.
     """
@@ -160,10 +161,13 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
     if kind == "fixed":
         planned = min(cap, state.config.rounds or state.format.termination.default_rounds)
         if round_no >= planned:
-            return {"stop": True, "reason": f"{every(planned, 'planned round')} completed", "cap": True}, []
-        return {"stop": False, "reason": f"fixed rounds: {round_no} of {planned} done"}, []
+            return RoundDecisionPayload(round=round_no, stop=True, cap=True,
+                                        reason=f"{every(planned, 'planned round')} completed")
+        return RoundDecisionPayload(round=round_no, stop=False,
+                                    reason=f"fixed rounds: {round_no} of {planned} done")
     if round_no >= cap:
-        return {"stop": True, "reason": f"reached the hard cap of {counted(cap, 'round')}", "cap": True}, []
+        return RoundDecisionPayload(round=round_no, stop=True, cap=True,
+                                    reason=f"reached the hard cap of {counted(cap, 'round')}")
     transcript = _labelled(state)
     if kind == "judge":
         return await _decide_free_form(call, state, round_no, transcript)
@@ -175,33 +179,36 @@ async def decide(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict
 
 
 async def _decide_free_form(call: AuxCall, state: DebateState, round_no: int,
-                            transcript: str) -> tuple[dict[str, Any], list[dict]]:
+                            transcript: str) -> RoundDecisionPayload:
     prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
               f"Round {round_no} has just ended. Decide whether another round would add anything new.")
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
     try:
         answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "round_check",
                                                                       ContinueAnswer, round=round_no),
                                    ContinueAnswer, calls)
     except (VerdictInvalid, ProviderError) as exc:
-        return {"stop": False, "reason": f"the judge gave no usable decision ({exc}); continuing"}, calls
+        return RoundDecisionPayload(round=round_no, stop=False, calls=calls,
+                                    reason=f"the judge gave no usable decision ({exc}); continuing")
     stop = not answer.continue_
     reason = answer.reason
-    return {"stop": stop, "reason": f"the judge decided to stop: {reason}" if stop else reason}, calls
+    return RoundDecisionPayload(round=round_no, stop=stop, calls=calls,
+                                reason=f"the judge decided to stop: {reason}" if stop else reason)
 
 
 async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, transcript: str,
-                              threshold: int) -> tuple[dict[str, Any], list[dict]]:
+                              threshold: int) -> RoundDecisionPayload:
     prompt = (f"Debate topic: {state.config.topic}\n\nTranscript so far:\n{transcript}\n\n"
               "Rate how far the participants now agree, 0 (opposed) to 100 (full agreement), and say whether "
               "their positions are irreconcilable.")
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
     try:
         answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "convergence",
                                                                       ConvergenceAnswer, round=round_no),
                                    ConvergenceAnswer, calls)
     except (VerdictInvalid, ProviderError) as exc:
-        return {"stop": False, "reason": f"the judge gave no usable agreement rating ({exc}); continuing"}, calls
+        return RoundDecisionPayload(round=round_no, stop=False, calls=calls,
+                                    reason=f"the judge gave no usable agreement rating ({exc}); continuing")
     agreement = float(answer.agreement)
     irreconcilable = answer.irreconcilable
     why = answer.reason
@@ -211,52 +218,55 @@ async def _decide_convergence(call: AuxCall, state: DebateState, round_no: int, 
         reason = f"converged: agreement {agreement:g} reached the threshold {threshold}"
     else:
         reason = f"agreement {agreement:g} is below the threshold {threshold}"
-    return {"stop": irreconcilable or agreement >= threshold, "reason": reason, "agreement": agreement,
-            "irreconcilable": irreconcilable, "threshold": threshold}, calls
+    return RoundDecisionPayload(round=round_no, stop=irreconcilable or agreement >= threshold, reason=reason,
+                                agreement=agreement, irreconcilable=irreconcilable, threshold=threshold, calls=calls)
 
 
 async def _decide_quality(call: AuxCall, state: DebateState, round_no: int,
-                          transcript: str) -> tuple[dict[str, Any], list[dict]]:
+                          transcript: str) -> RoundDecisionPayload:
     threshold = state.config.quality_threshold
     prompt = (f"Problem: {state.config.topic}\n\nWork so far:\n{transcript}\n\nRate the quality of the latest "
               "refined proposals from 0 to 100.")
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
     try:
         answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "quality",
                                                                       QualityAnswer, round=round_no),
                                    QualityAnswer, calls)
     except (VerdictInvalid, ProviderError) as exc:
-        return {"stop": False, "reason": f"the judge gave no usable quality score ({exc}); continuing"}, calls
+        return RoundDecisionPayload(round=round_no, stop=False, calls=calls,
+                                    reason=f"the judge gave no usable quality score ({exc}); continuing")
     score = float(answer.score)
     stop = score >= threshold
     reason = (f"quality {score:g} reached the threshold {threshold}" if stop
               else f"quality {score:g} is below the threshold {threshold}")
-    return {"stop": stop, "reason": reason, "score": score, "threshold": threshold}, calls
+    return RoundDecisionPayload(round=round_no, stop=stop, reason=reason, score=score, threshold=threshold,
+                                calls=calls)
 
 
 # --- per-round scores --------------------------------------------------------------------------
 
 
-async def score_round(call: AuxCall, state: DebateState, round_no: int) -> tuple[dict[str, Any], list[dict]]:
+async def score_round(call: AuxCall, state: DebateState, round_no: int) -> RoundScoresPayload:
     """Per-round scores {participant_id: 0-100} by the first judge (or the fallback) on the transcript so far."""
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
 
     async def judge_call(spec: JudgeSpec, request: ProviderRequest) -> str:
         request = request.model_copy(update={"context": {**request.context,
                                                          "turn_key": f"round-{round_no}/{spec.label}",
                                                          "round": round_no}})
         text, record = await call(spec, request)
-        calls.append({**record, "purpose": "round_scores"})
+        calls.append(record.model_copy(update={"purpose": "round_scores"}))
         return text
 
     config = state.config.model_copy(update={"judge": state.config.judge.model_copy(
         update={"judges": [state.config.judge.judges[0]], "swap_sides": False})})  # the final verdict swaps
     turns = [t for t in state.turns if t.visible and t.act != "prepare" and t.round <= round_no]
     verdict = await judge_debate(judge_call, config, state.format, turns)
-    result: dict[str, Any] = {"scores": verdict.scores, "winner": verdict.winner, "available": verdict.available}
     if not verdict.available:
-        result["error"] = verdict.reasoning
-    return result, calls
+        return RoundScoresPayload(round=round_no, scores=verdict.scores, winner=verdict.winner, available=False,
+                                  error=verdict.reasoning, calls=calls)
+    return RoundScoresPayload(round=round_no, scores=verdict.scores, winner=verdict.winner, available=True,
+                              calls=calls)
 
 
 # --- extra context for turns -------------------------------------------------------------------
@@ -266,10 +276,8 @@ def brief(state: DebateState) -> str:
     """The user's answers to clarification questions, as a block for prompts."""
     lines: list[str] = []
     for asked in state.clarifications:
-        iteration = asked.get("iteration")
-        answers: dict[str, list[str]] = next(
-            (a["answers"] for a in state.answers if a.get("iteration") == iteration), {})
-        for pid, questions in (asked.get("questions") or {}).items():
+        answers = next((a.answers for a in state.answers if a.iteration == asked.iteration), {})
+        for pid, questions in asked.questions.items():
             given = answers.get(pid, [])
             for i, question in enumerate(questions):
                 answer = given[i] if i < len(given) and given[i] else "(no answer)"
@@ -333,12 +341,12 @@ def _last_round_unanswered(state: DebateState) -> bool:
     """True when the user left every question of the latest iteration unanswered."""
     if not state.answers:
         return False
-    latest = state.answers[-1].get("answers") or {}
+    latest = state.answers[-1].answers
     return not any(str(a).strip() for items in latest.values() for a in items)
 
 
 async def ask_clarifications(call: AuxCall, state: DebateState, iteration: int) -> tuple[dict[str, list[str]],
-                                                                                        list[dict]]:
+                                                                                        list[CallRecord]]:
     """Each agent's questions for the user (follow-ups after the first iteration), asked in parallel.
 
     No follow-ups are asked after the user left a whole iteration unanswered: they chose to move on.
@@ -402,7 +410,7 @@ def first_error(group: BaseExceptionGroup) -> BaseException:
 
 
 async def check_on_topic(call: AuxCall, state: DebateState, participant: Participant,
-                         text: str) -> tuple[str | None, list[dict]]:
+                         text: str) -> tuple[str | None, list[CallRecord]]:
     """Strict mode: a note flagging an off-topic turn (else None), and the judge calls made.
 
     The judge model decides (the offline demo judge answers from the words of the topic and the turn).
@@ -410,7 +418,7 @@ async def check_on_topic(call: AuxCall, state: DebateState, participant: Partici
     if not state.config.strict:
         return None, []
     prompt = f"Topic: {state.config.topic}\n\nTurn by {participant.name}:\n{text}\n\nIs this turn on topic?"
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
     try:
         answer = await _ask_answer(call, state, lambda spec: _request(spec, state, prompt, "on_topic",
                                                                       OnTopicAnswer, speaker=participant.id),
@@ -425,7 +433,7 @@ async def check_on_topic(call: AuxCall, state: DebateState, participant: Partici
 # --- summaries and synthesis -------------------------------------------------------------------
 
 
-async def summarise(call: AuxCall, state: DebateState, turns: list[Turn]) -> tuple[str, dict[str, Any]]:
+async def summarise(call: AuxCall, state: DebateState, turns: list[Turn]) -> tuple[str, CallRecord]:
     """A model's summary of older turns (the first item may be an earlier summary to extend)."""
     text = render_history(turns, state.config, state.format)
     points = [t.text.split(".")[0][:120] for t in turns]
@@ -437,7 +445,7 @@ async def summarise(call: AuxCall, state: DebateState, turns: list[Turn]) -> tup
     return reply, calls[0]
 
 
-async def synthesize(call: AuxCall, state: DebateState) -> tuple[str, dict[str, Any]] | None:
+async def synthesize(call: AuxCall, state: DebateState) -> tuple[str, CallRecord] | None:
     """The judge's final solution for formats that end in a synthesis."""
     if not state.format.judge_synthesis:
         return None

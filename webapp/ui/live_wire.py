@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.engine import schedule
+from webapp.engine.api import RetryNote
 from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
@@ -48,10 +49,9 @@ def people(state: DebateState) -> dict[str, dict[str, str]]:
             for p in state.config.participants}
 
 
-def retry_text(note: dict[str, Any]) -> str:
-    error = note.get("error") or {}
-    return (f"attempt {note.get('attempt')} failed ({error.get('message', 'error')}); "
-            f"retried after {note.get('wait_s', 0):g} s")
+def retry_text(note: RetryNote) -> str:
+    return (f"attempt {note.attempt} failed ({note.error.message or 'error'}); "
+            f"retried after {note.wait_s:g} s")
 
 
 def turn_meta(turn: Turn) -> str:
@@ -69,8 +69,8 @@ def retry_notes(state: DebateState) -> dict[str, list[str]]:
     """turn key -> its retry notes, in order."""
     out: dict[str, list[str]] = {}
     for note in state.notes:
-        if note.get("type") == "retry":
-            out.setdefault(str(note.get("turn")), []).append(retry_text(note))
+        if isinstance(note, RetryNote):
+            out.setdefault(note.turn, []).append(retry_text(note))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from nicegui import ui
 
-from webapp.engine.api import SessionView
+from webapp.engine.api import CostWarning, SessionView
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.badges import money
@@ -70,7 +70,7 @@ def _rerun_links(debate_id: str, marker: str) -> None:
 
 
 def _error_panel(view: SessionView, state: DebateState, run: Command, clone: bool) -> None:
-    error: dict[str, Any] = view.error or (state.errors[-1] if state.errors else {})
+    error: dict[str, Any] = view.error or (state.errors[-1].to_data() if state.errors else {})
     left = max(0, view.max_retries - view.retries_used)
     story = explain_error(state, error, left)
     with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert").mark("error-panel"):
@@ -109,9 +109,9 @@ def _stopped_note(state: DebateState, clone: bool, names: bool = True) -> None:
             _rerun_links(state.id, "stopped")
 
 
-def last_cost_warning(state: DebateState) -> dict[str, Any]:
-    """The latest cost warning ({} when there is none): the panel and the page's dialog quote it."""
-    return next((w for w in reversed(state.warnings) if w.get("type") == "cost_warning"), {})
+def last_cost_warning(state: DebateState) -> CostWarning | None:
+    """The latest cost warning (None when there is none): the panel and the page's dialog quote it."""
+    return next((w for w in reversed(state.warnings) if isinstance(w, CostWarning)), None)
 
 
 def _warning_panel(state: DebateState, run: Command) -> None:
@@ -119,7 +119,8 @@ def _warning_panel(state: DebateState, run: Command) -> None:
     with ui.card().classes("w-full bg-orange-50 dark:bg-orange-950").props("flat bordered").mark("ack-panel"):
         with ui.row().classes("items-center gap-2"):
             ui.icon("savings").classes("text-2xl text-orange-8")
-            ui.label(str(warning.get("message") or f"Spending reached {money(state.ledger.total_usd)}."))
+            ui.label(warning.message if warning is not None and warning.message
+                     else f"Spending reached {money(state.ledger.total_usd)}.")
         with ui.row().classes("gap-2"):
             ui.button("Continue", icon="play_arrow", on_click=lambda: run("acknowledge_warning")) \
                 .props("unelevated no-caps").mark("acknowledge")
@@ -129,8 +130,8 @@ def _warning_panel(state: DebateState, run: Command) -> None:
 
 def _clarification_panel(state: DebateState, run: Command, answers: dict[int, dict[str, list[str]]]) -> None:
     asked = state.clarifications[-1]
-    iteration = int(asked.get("iteration", len(state.clarifications)))
-    questions: dict[str, list[str]] = asked.get("questions") or {}
+    iteration = asked.iteration
+    questions = asked.questions
     typed = answers.setdefault(iteration, {pid: [""] * len(qs) for pid, qs in questions.items()})
     names = {p.id: p.name for p in state.config.participants}
     with ui.card().classes("w-full gap-3").props("flat bordered").mark("clarification"):
@@ -161,11 +162,10 @@ def render_past_clarifications(state: DebateState) -> None:
     names = {p.id: p.name for p in state.config.participants}
     with ui.expansion("Your clarifications", icon="question_answer").classes("w-full").mark("past-clarifications"):
         for asked in state.clarifications:
-            iteration = asked.get("iteration")
-            given = next((a.get("answers") or {} for a in state.answers if a.get("iteration") == iteration), None)
+            given = next((a.answers for a in state.answers if a.iteration == asked.iteration), None)
             if given is None:
                 continue
-            for pid, items in (asked.get("questions") or {}).items():
+            for pid, items in asked.questions.items():
                 for index, question in enumerate(items):
                     answer = (given.get(pid) or [])[index] if index < len(given.get(pid) or []) else ""
                     ui.label(f"{names.get(pid, pid)}: {question}").classes("text-sm font-medium")

@@ -41,12 +41,13 @@ def _title(spec: Participant | JudgeSpec) -> str:
 
 def _failed_call(state: DebateState, error: dict[str, Any]) -> tuple[str | None, Participant | JudgeSpec | None]:
     """Who made the call that failed: the participant whose turn it was, or the judge."""
-    recorded = state.errors[-1] if state.errors else {}
-    if recorded.get("state") == State.JUDGING.value:
+    recorded = state.errors[-1] if state.errors else None
+    if recorded is not None and recorded.state is State.JUDGING:
         judges = state.config.judge.judges
         match = [j for j in judges if j.provider == error.get("provider")] or judges
         return "the judge", match[0] if match else None
-    speaker = (recorded.get("position") or {}).get("speaker") or state.machine.context.position.speaker
+    recorded_at = recorded.position if recorded is not None else None
+    speaker = (recorded_at.speaker if recorded_at is not None else None) or state.machine.context.position.speaker
     by_provider = [p for p in state.config.participants if p.provider == error.get("provider")]
     try:
         participant = state.config.participant(speaker) if speaker else None
@@ -68,7 +69,7 @@ def retry_label(who: str | None, left: int) -> str:
 
 def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -> Failure:
     """The error the debate stopped on, in words, with the advice its kind calls for."""
-    error = error or (state.errors[-1] if state.errors else {})
+    error = error or (state.errors[-1].to_data() if state.errors else {})
     reason = str(error.get("reason") or "error")
     message = str(error.get("message") or "unknown error").strip()
     who, spec = _failed_call(state, error)

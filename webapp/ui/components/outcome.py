@@ -83,14 +83,14 @@ def _name(state: DebateState, pid: str | None) -> str:
 
 def _agreement(state: DebateState) -> Outcome | None:
     """A convergence debate's result: the agreement its judge rated last, against the threshold."""
-    decisions = [d for _, d in sorted(state.round_decisions.items()) if d.get("agreement") is not None]
+    decisions = [d for _, d in sorted(state.round_decisions.items()) if d.agreement is not None]
     if not decisions:
         return None
     last = decisions[-1]
-    agreement = float(last["agreement"])
-    threshold = last.get("threshold")
+    agreement = float(last.agreement or 0)
+    threshold = last.threshold
     of = f" (threshold {threshold})" if threshold is not None else ""
-    if last.get("irreconcilable"):
+    if last.irreconcilable:
         return Outcome("no-agreement", f"No agreement: the judge found the positions irreconcilable "
                                        f"(agreement {agreement:g}/100)")
     if threshold is not None and agreement >= float(threshold):
@@ -103,7 +103,7 @@ def _error_note(state: DebateState) -> str | None:
     stops = [t for t in state.transitions if t.get("event") == "STOP"]
     if not stops or stops[0].get("from") != State.ERROR.value:
         return None
-    error = state.error or (state.errors[-1] if state.errors else {})
+    error = state.error or (state.errors[-1].to_data() if state.errors else {})
     message = str(error.get("message") or "").strip()
     provider = str(error.get("provider") or "a provider")
     return f"after an error from {provider}: {message}" if message else f"after an error from {provider}"

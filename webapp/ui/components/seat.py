@@ -56,8 +56,7 @@ _RECOUNT = ("document.querySelector('textarea[data-seat-text], [data-seat-text] 
 
 def seat_signature(state: DebateState) -> tuple[Any, ...]:
     """What the seat panel depends on: the turn waited for and since when (a pause restarts the clock)."""
-    seat = state.awaiting or {}
-    return (seat.get("key"), state.awaiting_since, state.status is State.AWAITING_TURN)
+    return (state.seat.key if state.seat else None, state.awaiting_since, state.status is State.AWAITING_TURN)
 
 
 def may_write(state: DebateState, actor: str | None, holder: str | None) -> bool:
@@ -68,12 +67,12 @@ def may_write(state: DebateState, actor: str | None, holder: str | None) -> bool
 def render_seat(state: DebateState, run: Command, actor: str | None, holder: str | None,
                 draft: Draft | None = None, models: list[str] | None = None) -> None:
     """The composer for the seat holder, "<Name> is writing…" for everyone else (nothing when not waiting)."""
-    seat = state.awaiting
-    if state.status is not State.AWAITING_TURN or not seat:
+    seat = state.seat
+    if state.status is not State.AWAITING_TURN or seat is None:
         return
-    participant = state.config.participant(str(seat["speaker"]))
-    phase = state.format.phase(str(seat["phase"])).title
-    limit = seat.get("word_limit")
+    participant = state.config.participant(seat.speaker)
+    phase = state.format.phase(seat.phase).title
+    limit = seat.word_limit
     deadline: datetime | None = state.seat_deadline
     deadline_ms = int(deadline.timestamp() * 1000) if deadline is not None else "null"
     if not may_write(state, actor, holder):

@@ -17,7 +17,7 @@ from typing import Any
 
 from nicegui import ui
 
-from webapp.engine.api import TERMINAL_STATES
+from webapp.engine.api import TERMINAL_STATES, RetryNote
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import DebateState
 from webapp.settings import image_hosts
@@ -84,10 +84,9 @@ def aux_notes(state: DebateState, live_keys: Iterable[str] = ()) -> list[str]:
     carded = set(state.turn_keys) | set(live_keys)
     out = []
     for note in state.notes:
-        turn = str(note.get("turn"))
-        if note.get("type") != "retry" or (TURN_KEY.match(turn) and turn in carded):
+        if not isinstance(note, RetryNote) or (TURN_KEY.match(note.turn) and note.turn in carded):
             continue  # a turn's retries are shown on its card
-        out.append(f"{note.get('turn')}: {retry_text(note)}")
+        out.append(f"{note.turn}: {retry_text(note)}")
     return out
 
 

@@ -80,14 +80,14 @@ def score_chart_html(state: DebateState, verdict: Verdict) -> str:
 
 def round_chart_options(state: DebateState) -> dict[str, Any]:
     names = _names(state)
-    rounds = [int(r.get("round", i + 1)) for i, r in enumerate(state.round_scores)]
-    scored = {pid for r in state.round_scores for pid in (r.get("scores") or {})}
+    rounds = [r.round for r in state.round_scores]
+    scored = {pid for r in state.round_scores for pid in r.scores}
     pids = _ordered(state, scored)
     series = []
     for pid in pids:
         name, color = names.get(pid, (pid, NEUTRAL))
         series.append({"name": name, "type": "line", "smooth": True, "itemStyle": {"color": color},
-                       "data": [(r.get("scores") or {}).get(pid) for r in state.round_scores]})
+                       "data": [r.scores.get(pid) for r in state.round_scores]})
     return {
         "tooltip": _TOOLTIP,
         "legend": {"top": 0},

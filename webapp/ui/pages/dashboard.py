@@ -24,8 +24,8 @@ from nicegui import Client, background_tasks, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
+from webapp.engine.api import CreatedPayload
 from webapp.engine.engine import Engine
-from webapp.engine.events import CreatedPayload
 from webapp.engine.formats import FORMATS
 from webapp.engine.machine import TERMINAL_STATES, State
 from webapp.engine.schedule import ConfigError

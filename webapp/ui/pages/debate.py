@@ -65,7 +65,7 @@ def unasked_cost_warning(state: DebateState) -> str | None:
     if warn_at is None or any(t.get("event") == "COST_WARNING" for t in state.transitions):
         return None  # no threshold, or the debate waited for it (the acknowledgement panel and dialog said it)
     warning = last_cost_warning(state)
-    if not warning and spent < warn_at:
+    if warning is None and spent < warn_at:
         return None
     debated = sum(t.cost_usd or 0.0 for t in state.turns)
     during = " during the verdict" if state.verdict is not None and debated < warn_at else ""
@@ -383,7 +383,8 @@ class DebateView:
             warning = last_cost_warning(state)
             self._ack_dialog()
             assert self.dialog is not None
-            self.dialog_text.text = str(warning.get("message") or "The warning threshold was reached.") + \
+            self.dialog_text.text = (warning.message if warning is not None and warning.message
+                                     else "The warning threshold was reached.") + \
                 " Continue spending, or stop and get a verdict on what was said?"
             self.dialog.open()
         elif state.status is not State.AWAITING_ACK and self.dialog is not None and self.dialog.value:
