@@ -260,12 +260,18 @@ def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) 
     sign_in(operator, team, "olga", re.compile(r".*/new$"))
     url = start_from_form(operator, team.base, "Should libraries lend tools as well as books?")
     debate_id = url.rsplit("/", 1)[1]
+    # Paused while the viewer signs in: the demo runs on a wall-clock schedule, and on a loaded machine
+    # the debate used to end before the viewer's page was there to see it stream.
+    operator.get_by_role("button", name="Pause", exact=True).click()
+    expect(operator.locator(".q-badge", has_text="paused")).to_be_visible()
 
     recorder = Recorder()
     context, page = new_page(browser)
     recorder.attach(context)
     page.goto(team.base + f"/debate/{debate_id}")
     sign_in(page, team, "vic", url)
+    expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
+    operator.get_by_role("button", name="Resume", exact=True).click()  # the cut-off turn streams again
     wait_for_growing_stream(page)  # tokens arrived over the websocket while recording
     recorder.snapshot(page)
 
