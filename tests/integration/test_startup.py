@@ -30,12 +30,14 @@ repository._connect = counting_connect
 main = runpy.run_path(sys.argv[1], run_name="startup_probe")  # imports and page set-up, as `python main.py`
 main["_preflight"]()  # what `python main.py` does before serving
 
-from webapp.engine.engine import Engine
-from webapp.settings import get_settings
+from nicegui import core
+from webapp.ui import runtime
 
-async def app_start():  # what the app's start-up does (webapp.ui.runtime): open the engine on the database
-    engine = await Engine.open(get_settings().db)
-    await engine.close()
+async def app_start():  # the app's own start-up (webapp.ui.runtime): the engine, bus, hub, webhooks …
+    core.loop = asyncio.get_running_loop()  # (what NiceGUI sets when it serves)
+    rt = runtime.current()
+    await rt.start()
+    await rt.stop()
 
 asyncio.run(app_start())
 print(json.dumps({"sdks": sorted(m for m in ("openai", "anthropic") if m in sys.modules),

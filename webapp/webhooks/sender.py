@@ -105,8 +105,9 @@ class WebhookSender:
         return self._client
 
     async def start(self) -> None:
-        """Send in the background until `close`."""
-        self._http()
+        """Send in the background until `close`. The HTTP client is made with the first delivery: httpx
+        (and the CLI it loads, rich and pygments) took a quarter second before a web process served its
+        first page, for webhooks that most instances never send."""
         self._task = asyncio.create_task(self._loop(), name="webhook-sender")
 
     async def run_once(self) -> int:
