@@ -90,7 +90,9 @@ def sign_in(page: Page, team: Team, name: str, expect_url: re.Pattern[str] | str
     page.get_by_label("Username").fill(name)
     page.get_by_label("Password").fill(team.passwords[name])
     page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(expect_url or re.compile(r"^(?!.*/login).*$"))
+    # A condition, bounded for a hang rather than timed: an argon2id check, five store writes, two
+    # redirects and a page build took more than Playwright's default 5 s at load 20 on 2 cores.
+    expect(page).to_have_url(expect_url or re.compile(r"^(?!.*/login).*$"), timeout=30_000)
     expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()  # the account menu
 
 
