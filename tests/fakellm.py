@@ -84,7 +84,8 @@ class Script:
     in-stream error event after `stream_error_after` text chunks; `first_token_delay` (seconds) or
     `hold` (an event the test sets) delays the first text chunk; `usage=False` omits usage. While a
     `hold` waits the server's `holding` event is set; a client that leaves meanwhile ends the stream
-    and sets `client_left`.
+    and sets `client_left`. `matches` (a predicate on the request) keeps the script for the first request
+    it matches, whatever comes before it (a retried call does not take a script meant for another turn).
     """
 
     text: str | None = None
@@ -104,6 +105,7 @@ class Script:
     first_token_delay: float = 0.0
     chunk_delay: float = 0.0
     hold: threading.Event | None = None
+    matches: Callable[[RecordedRequest], bool] | None = None
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -164,7 +166,7 @@ class Script:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Script:
         """A script from JSON (the control endpoint); unknown keys are errors."""
-        names = {f.name for f in fields(cls)} - {"hold"}
+        names = {f.name for f in fields(cls)} - {"hold", "matches"}
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"unknown script fields: {sorted(unknown)}")
@@ -654,9 +656,13 @@ class FakeLLMServer(GrammarMode):
 
     # --- model responses ----------------------------------------------------------------------
 
-    def _next_script(self) -> Script:
+    def _next_script(self, request: RecordedRequest) -> Script:
         with self._lock:
-            return self._scripts.popleft() if self._scripts else Script()
+            for script in self._scripts:
+                if script.matches is None or script.matches(request):
+                    self._scripts.remove(script)
+                    return script
+            return Script()
 
     def _reply_text(self, script: Script, request: RecordedRequest) -> str:
         if script.text is not None:
@@ -681,7 +687,7 @@ class FakeLLMServer(GrammarMode):
         if refusal is not None:  # refused before any script is taken, like a server that cannot
             await self._send(writer, *refusal)
             return True
-        script = self._next_script()
+        script = self._next_script(request)
         protocol = request.protocol or "openai"
         request_id = script.request_id or f"req_fake_{next(self._ids):04d}"
         headers = {"x-request-id" if protocol == "openai" else "request-id": request_id, **script.headers}

@@ -94,13 +94,19 @@ def audit(context: BrowserContext, url: str, ready: str, pending: set[str] | Non
     for `expand[1]`), run axe for RULES (less `pending`) and count the h1 headings (one per page);
     returns the violations."""
     page: Page = context.new_page()
+    console: list[str] = []  # for a failure's diagnosis (a reload after a lost socket, a Mermaid error)
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("framenavigated", lambda f: console.append(f"navigated: {f.url}") if f == page.main_frame else None)
     try:
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(url)
         expect(page.locator(ready).first).to_be_visible(timeout=30_000)
         if expand is not None:
             page.get_by_role("button", name=expand[0]).click()
-            expect(page.locator(expand[1]).first).to_be_visible(timeout=30_000)  # Mermaid loads on opening
+            try:
+                expect(page.locator(expand[1]).first).to_be_visible(timeout=30_000)  # Mermaid loads on opening
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\nthe page's console:\n" + "\n".join(console)) from None
         dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
         expect(page.locator("body.body--dark")).to_have_count(1 if dark else 0)
         page.add_script_tag(path=str(AXE))

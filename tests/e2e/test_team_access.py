@@ -90,7 +90,9 @@ def sign_in(page: Page, team: Team, name: str, expect_url: re.Pattern[str] | str
     page.get_by_label("Username").fill(name)
     page.get_by_label("Password").fill(team.passwords[name])
     page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(expect_url or re.compile(r"^(?!.*/login).*$"))
+    # A condition, bounded for a hang rather than timed: an argon2id check, five store writes, two
+    # redirects and a page build took more than Playwright's default 5 s at load 20 on 2 cores.
+    expect(page).to_have_url(expect_url or re.compile(r"^(?!.*/login).*$"), timeout=30_000)
     expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()  # the account menu
 
 
@@ -260,12 +262,18 @@ def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) 
     sign_in(operator, team, "olga", re.compile(r".*/new$"))
     url = start_from_form(operator, team.base, "Should libraries lend tools as well as books?")
     debate_id = url.rsplit("/", 1)[1]
+    # Paused while the viewer signs in: the demo runs on a wall-clock schedule, and on a loaded machine
+    # the debate used to end before the viewer's page was there to see it stream.
+    operator.get_by_role("button", name="Pause", exact=True).click()
+    expect(operator.locator(".q-badge", has_text="paused")).to_be_visible()
 
     recorder = Recorder()
     context, page = new_page(browser)
     recorder.attach(context)
     page.goto(team.base + f"/debate/{debate_id}")
     sign_in(page, team, "vic", url)
+    expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
+    operator.get_by_role("button", name="Resume", exact=True).click()  # the cut-off turn streams again
     wait_for_growing_stream(page)  # tokens arrived over the websocket while recording
     recorder.snapshot(page)
 

@@ -87,6 +87,10 @@ class WebhookSender:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[None]] = set()
+        # One pump at a time: between claiming rows and adding their sends to `_inflight` a pump awaits
+        # the store, and a second pump (a CLI's `drain` beside the loop) would find nothing due and
+        # nothing in flight, call the queue idle and let `close` cancel the send just claimed.
+        self._pumping = asyncio.Lock()
 
     # --- life cycle --------------------------------------------------------------------------
 
@@ -101,8 +105,9 @@ class WebhookSender:
         return self._client
 
     async def start(self) -> None:
-        """Send in the background until `close`."""
-        self._http()
+        """Send in the background until `close`. The HTTP client is made with the first delivery: httpx
+        (and the CLI it loads, rich and pygments) took a quarter second before a web process served its
+        first page, for webhooks that most instances never send."""
         self._task = asyncio.create_task(self._loop(), name="webhook-sender")
 
     async def run_once(self) -> int:
@@ -167,6 +172,10 @@ class WebhookSender:
 
     async def pump(self) -> int:
         """Claim as many due deliveries as there are free slots and start sending them; how many."""
+        async with self._pumping:
+            return await self._pump()
+
+    async def _pump(self) -> int:
         free = self.concurrency - len(self._inflight)
         if free <= 0:
             return 0

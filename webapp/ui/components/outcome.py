@@ -21,7 +21,7 @@ from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.failure import explain_stop
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
-from webapp.ui.components.safe_markdown import SafeMarkdown
+from webapp.ui.components.safe_markdown import safe_markdown
 from webapp.ui.components.verdict import panel_tally
 
 HEADLINE_CHARS = 140  # a reason or an error message is cut to about one line
@@ -223,5 +223,5 @@ def render_outcome(state: DebateState, names: bool = True) -> None:
         return
     with ui.card().classes("w-full gap-1 py-3").props("flat bordered").mark("outcome"):
         head.render("w-full")
-        SafeMarkdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
+        safe_markdown(outcome.synthesis).classes("w-full text-sm").mark("outcome-synthesis")
         rest.render("column w-full gap-1")

@@ -97,10 +97,21 @@ def render(content: str, extras: str, allowed: frozenset[str] = frozenset()) -> 
     return neutralise(markdown2.markdown(content, extras=extras.split(), safe_mode="escape"), allowed)
 
 
-class SafeMarkdown(ui.markdown):
-    """`ui.markdown` whose HTML comes from escaped Markdown; keep `sanitize=True` (the default)."""
+@lru_cache(maxsize=1)
+def _element_class() -> type[ui.markdown]:
+    """`ui.markdown` whose HTML comes from escaped Markdown; keep `sanitize=True` (the default). Made on
+    first use: NiceGUI's markdown element imports markdown2 and pygments, which no first page needs (a
+    verdict's synthesis is the only Markdown element)."""
 
-    def _handle_content_change(self, content: str) -> None:
-        html_text = render(content, " ".join(self.extras), image_hosts())
-        if self._props.get("innerHTML") != html_text:
-            self._props["innerHTML"] = html_text
+    class SafeMarkdown(ui.markdown):
+        def _handle_content_change(self, content: str) -> None:
+            html_text = render(content, " ".join(self.extras), image_hosts())
+            if self._props.get("innerHTML") != html_text:
+                self._props["innerHTML"] = html_text
+
+    return SafeMarkdown
+
+
+def safe_markdown(content: str) -> ui.markdown:
+    """A Markdown element showing `content` escaped and neutralised (see the module's docstring)."""
+    return _element_class()(content)

@@ -21,8 +21,8 @@ from webapp.ui.components.badges import safe_color
 from webapp.ui.components.charts import chart
 from webapp.ui.components.deferred import after_connect
 from webapp.ui.components.html_parts import HtmlParts, dot, icon
-from webapp.ui.components.safe_markdown import SafeMarkdown
 from webapp.ui.components.safe_markdown import render as markdown_html
+from webapp.ui.components.safe_markdown import safe_markdown
 from webapp.wording import counted
 
 NEUTRAL = "#94a3b8"  # the colour of a participant the cast does not know
@@ -337,4 +337,4 @@ def _synthesis(verdict: Verdict) -> None:
     if verdict.synthesis:
         with ui.card().classes("w-full bg-indigo-50 dark:bg-indigo-950").props("flat bordered").mark("synthesis"):
             ui.label("Final solution").classes("text-base font-semibold")
-            SafeMarkdown(verdict.synthesis).classes("w-full")
+            safe_markdown(verdict.synthesis).classes("w-full")
