@@ -106,5 +106,5 @@ async def test_warn_at_warns_on_a_draft_and_the_debate_asks_before_its_next_call
     await session.send(Command.SEND_TURN, actor="ada", text=made.text, assisted_by=made.model)
     assert await session.join() is State.AWAITING_ACK  # the warning, before Brook's turn is asked for
     assert len(server.model_requests) == requests
-    warning = next(w for w in session.state.warnings if w["type"] == "cost_warning")
-    assert warning["spent_usd"] == pytest.approx(cost)
+    warning = next(w for w in session.state.warnings if w.type == "cost_warning")
+    assert warning.spent_usd == pytest.approx(cost)
