@@ -57,3 +57,19 @@ def test_the_budget_is_weighed_against_each_debates_longest_case_and_the_range()
     assert budget_note(plan(topics, between), estimate).startswith(f" · {money(between)} may run out before")
     assert budget_note(plan(topics, estimate.high_usd * 2), estimate).startswith(
         " · the budget is checked before each debate against its longest case (up to $")
+
+
+def test_a_demo_tournament_says_its_budget_counts_simulated_prices_and_may_run_out() -> None:
+    # A $1 budget stopped a 12-debate demo tournament at 11 while the form's estimate said $0 (demo is free
+    # in the estimate but counts at simulated prices against a budget): the note says both.
+    demo = [Contender(provider="demo", model=m) for m in ("alpha", "beta", "gamma")]
+    tournament = Tournament(models=demo, topics=["Tea or coffee?", "Cats or dogs?"], swap_sides=True,
+                            budget_usd=1.0, judge={"judges": [{"provider": "demo", "model": "demo"}]})
+    estimate = estimate_range(tournament, get_settings())
+    longest = [estimate_debate(tournament, slot, get_settings()) or 0.0 for slot in schedule(tournament)]
+    assert estimate.high_usd == 0 and sum(longest) > 1.0 > max(longest)
+    note = budget_note(tournament, estimate)
+    assert note.startswith(" · $1.00 may run out before the last debate")
+    assert "count against it at their simulated prices" in note
+    roomy = tournament.model_copy(update={"budget_usd": sum(longest) * 2})
+    assert "may run out" not in budget_note(roomy, estimate)

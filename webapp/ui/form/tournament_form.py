@@ -74,9 +74,13 @@ def budget_note(tournament: Tournament, estimate: DebateEstimate) -> str:
     if longest and longest[0] > budget:  # what the runner holds back for the first debate does not fit
         return (f" · {money(budget)} is less than the first debate's longest case ({money(longest[0])}): "
                 "no debate would start")
+    if estimate.free_models and worst > 0:
+        # The demo models are free in the estimate but count against a budget at their simulated prices
+        # (that is what the check before each debate weighs): say so, or the two figures disagree.
+        checked += "; the demo models cost nothing but count against it at their simulated prices"
     if estimate.low_usd > budget:
         return f" · {money(budget)} will not pay for every debate even at the low figure; {checked}"
-    if estimate.high_usd > budget:
+    if estimate.high_usd > budget or (estimate.free_models and sum(longest) > budget):
         return f" · {money(budget)} may run out before the last debate; {checked}"
     return f" · {checked}"
 
