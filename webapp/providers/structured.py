@@ -115,23 +115,31 @@ def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
 
 # Widest integer range spelled out as an enum for a grammar (a 0–100 score is 101 literals).
 ENUM_RANGE_MAX = 201
+# Longest free text a grammar lets through, in characters: a criterion's one-line note (the verdict keeps
+# 300 of it), any other text (a reasoning paragraph). With 15 notes the verdict still fits 1,500 tokens.
+NOTE_CHARS = 200
+TEXT_CHARS = 1200
 
 
 def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with every bounded integer (`minimum`/`maximum`, a small range) spelled out as an enum,
-    and every free string at least one character long.
+    and every free string between one character and a length that keeps the answer whole.
 
     llama-cpp-python's JSON-schema-to-grammar conversion ignores `minimum`/`maximum`, so a grammar built
     from the plain schema lets a small model write a score of 200 or 10**15 — and the repair request
-    gets the same grammar and the same mistake (and an empty "reasoning" passed the grammar but not the
-    verdict). An enum of the allowed values and `minLength` are grammar it honours.
-    Sent only inside `json_object` (OpenAI's strict json_schema limits enum sizes and bounds numbers)."""
-    def walk(node: Any) -> Any:
+    gets the same grammar and the same mistake. An empty "reasoning" passed the grammar but not the
+    verdict; a "note" that never closed (Gemma wrote the transcript into it) ran into the token limit
+    and left no JSON at all. An enum of the allowed values, `minLength` and `maxLength` are grammar it
+    honours. Sent only inside `json_object` (OpenAI's strict json_schema limits enum sizes and string
+    keywords, and bounds numbers itself)."""
+    def walk(node: Any, name: str = "") -> Any:
         if isinstance(node, list):
             return [walk(item) for item in node]
         if not isinstance(node, dict):
             return node
-        out = {key: walk(value) for key, value in node.items()}
+        out = {key: ({prop: walk(sub, prop) for prop, sub in value.items()}
+                     if key == "properties" and isinstance(value, dict) else walk(value))
+               for key, value in node.items()}
         low, high = out.get("minimum"), out.get("maximum")
         if (out.get("type") == "integer" and "enum" not in out and isinstance(low, int | float)
                 and isinstance(high, int | float) and 0 <= high - low < ENUM_RANGE_MAX):
@@ -139,6 +147,7 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
             out.pop("minimum"), out.pop("maximum")
         if out.get("type") == "string" and "enum" not in out and "const" not in out:
             out.setdefault("minLength", 1)  # an empty reasoning or note is refused after the reply
+            out.setdefault("maxLength", NOTE_CHARS if name == "note" else TEXT_CHARS)
         return out
     result: dict[str, Any] = walk(schema)
     return result
