@@ -1,4 +1,5 @@
-"""The new-debate and new-tournament forms in Chromium, on a desktop (1440×900) and a phone (390×844):
+"""The new-debate and new-tournament forms in Chromium, on a desktop (1440×900) and a phone (390×844),
+light and dark:
 no form is wider than the screen, a row's buttons stay on that row, a long error at a narrow field
 pushes what follows down instead of running over it, and the Format menu opens on the first click,
 also right after a reload (when the tab's kept form is put back)."""
@@ -25,9 +26,11 @@ OVERFLOW_JS = """() => {
 }"""
 
 
-@pytest.fixture(params=[DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.fixture(params=[(DESKTOP, "light"), (DESKTOP, "dark"), (PHONE, "light"), (PHONE, "dark")],
+                ids=["desktop-light", "desktop-dark", "phone-light", "phone-dark"])
 def page(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport=request.param)
+    viewport, scheme = request.param
+    context = browser.new_context(viewport=viewport, color_scheme=scheme)
     try:
         yield context.new_page()
     finally:
