@@ -65,7 +65,7 @@ def test_a_schema_inside_json_object_spells_bounded_integers_out_for_the_grammar
     assert sent["properties"]["reasoning"]["minLength"] == 1
     # and cannot run on past the answer's token limit (a note that never closed left no JSON at all)
     note = sent["properties"]["criteria"]["properties"]["clarity"]["properties"]["A"]["properties"]["note"]
-    assert note["maxLength"] == 200 and sent["properties"]["reasoning"]["maxLength"] == 1200
+    assert note["maxLength"] == 200 and sent["properties"]["reasoning"]["maxLength"] == 600
     assert "minLength" not in sent["properties"]["winner"]
     # numbers that cannot be listed keep their bounds; the schema given is not changed
     assert sent["properties"]["confidence"] == schema["properties"]["confidence"]

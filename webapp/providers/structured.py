@@ -117,8 +117,10 @@ def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
 ENUM_RANGE_MAX = 201
 # Longest free text a grammar lets through, in characters: a criterion's one-line note (the verdict keeps
 # 300 of it), any other text (a reasoning paragraph). With 15 notes the verdict still fits 1,500 tokens.
+# Not more: llama-cpp-python writes a length bound as nested optional rules, and llama.cpp's grammar
+# parser crashed the server at 1,200 (800 parsed; checked on 0.3.36).
 NOTE_CHARS = 200
-TEXT_CHARS = 1200
+TEXT_CHARS = 600
 
 
 def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
