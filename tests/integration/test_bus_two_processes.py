@@ -46,6 +46,7 @@ async def main(db, url):
         if not line:
             break
         session = await engine.session(line)
+        await bus.wait_connected()  # after a Redis restart: publish only once A's bus is back
         session.ensure_running()
         print("done", line, (await session.join()).value, flush=True)
     publisher.close()
@@ -140,8 +141,12 @@ class Pair:
         self.runner.stdin.write(text + "\n")
         self.runner.stdin.flush()
 
-    async def watch_a_debate(self, topic: str) -> tuple[live.DebateChannel, Capture]:
-        """Create a debate, watch it in B, have A run it to the end; B's channel and what it sent."""
+    async def watch_a_debate(self, topic: str, *, reconnected: bool = False) -> tuple[live.DebateChannel, Capture]:
+        """Create a debate, watch it in B, have A run it to the end; B's channel and what it sent.
+        `reconnected`: Redis was restarted, so B's bus is first awaited back (A waits for its own)."""
+        if reconnected:
+            async with asyncio.timeout(WAIT):
+                await self.bus.wait_connected()
         debate_id = await self.engine.create(DebateConfig(topic=topic, format="oxford", rounds=1))
         channel, capture = await _watch(self.hub, self.engine, debate_id, self.bus)
         # B's subscription is made by the bus's receive loop: let it be in place before A starts, so this
@@ -197,7 +202,7 @@ async def test_a_debate_run_by_another_process_is_watched_live_and_survives_losi
 
         # 3. Redis is back: live tokens again (A's publisher and B's subscriber both reconnected).
         own_redis.start()
-        channel, capture = await pair.watch_a_debate("Should cities ban cars?")
+        channel, capture = await pair.watch_a_debate("Should cities ban cars?", reconnected=True)
         await pair.finished(channel, capture)
         assert_streamed_as_stored(channel, capture)
 

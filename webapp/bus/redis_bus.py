@@ -95,6 +95,7 @@ class RedisBus:
         self._watches: dict[str, _Watch] = {}
         self._dashboard: list[DashboardHandler] = []
         self._connected = False
+        self._up = asyncio.Event()  # set while the subscriber is connected (`wait_connected`)
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
         self.subscribes: dict[str, int] = {}  # debate -> SUBSCRIBE commands sent (one per connection)
@@ -105,6 +106,10 @@ class RedisBus:
     @property
     def connected(self) -> bool:
         return self._connected
+
+    async def wait_connected(self) -> None:
+        """Return once the subscriber is connected to Redis (at once if it is)."""
+        await self._up.wait()
 
     async def start(self) -> None:
         self._client = aioredis.from_url(
@@ -285,6 +290,7 @@ class RedisBus:
                             del current[debate_id]
                     if not self._connected:
                         self._connected = True
+                        self._up.set()
                         delay = RECONNECT_MIN
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=IDLE_POLL)
                     if message is not None and message.get("type") == "message":
@@ -296,6 +302,7 @@ class RedisBus:
                     log.warning("live bus: lost Redis (%s); pages follow finished turns until it is back",
                                 type(exc).__name__)
                 self._connected = False
+                self._up.clear()
                 for watch in self._watches.values():
                     watch.live.clear()  # whatever streams meanwhile is unknown: the replay rebuilds it
             finally:
