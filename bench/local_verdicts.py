@@ -229,10 +229,6 @@ class RecordingProviders(ProviderCache):
         super().__init__(**kwargs)
         self.requests: list[ProviderRequest] = []
 
-    def __bool__(self) -> bool:
-        # An empty ProviderCache is falsy (it has a length), and Engine(providers=…) replaces a falsy one.
-        return True
-
     def get(self, spec: Any) -> Any:
         return _Recorded(super().get(spec), self.requests)
 
