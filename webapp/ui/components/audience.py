@@ -20,8 +20,7 @@ from nicegui import app, background_tasks, ui
 from webapp.access.gate import Gate
 from webapp.access.roles import Action
 from webapp.engine import audience
-from webapp.engine.runner import DebateSession
-from webapp.engine.stream import LiveEvent, LiveStatus
+from webapp.engine.public import DebateSession, LiveEvent, LiveStatus
 from webapp.live import AUDIENCE, Batch, LiveHub
 from webapp.settings import get_settings
 from webapp.store.audience import AudienceStore, Choice, HumanVerdict, Stage, Tally

@@ -7,7 +7,7 @@ from typing import Any
 
 from nicegui import ui
 
-from webapp.engine.machine import ACTIVE_STATES, State
+from webapp.engine.public import ACTIVE_STATES, State
 
 # UI status name -> (label, Quasar colour, icon); several machine states read as "running".
 STATUS_STYLE: dict[str, tuple[str, str, str]] = {

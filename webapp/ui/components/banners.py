@@ -10,8 +10,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.api import CostWarning, SessionView
-from webapp.engine.machine import State
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState, State
 from webapp.ui.components.badges import money
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.seat import render_seat, seat_signature

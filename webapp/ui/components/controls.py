@@ -19,8 +19,7 @@ from nicegui.events import GenericEventArguments
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.engine.api import Command
-from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import TERMINAL_STATES, DebateSession, State, TransitionNotAllowed
 from webapp.store import StoreError
 from webapp.ui.components.failure import explain_error
 from webapp.ui.components.html_parts import shared_prop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nicegui import ui
 
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState
 from webapp.ui.components.badges import money
 
 

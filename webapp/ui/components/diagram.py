@@ -14,8 +14,7 @@ from typing import Any, Protocol
 from nicegui import ui
 
 from webapp.engine.formats import get_format
-from webapp.engine.machine import State, to_mermaid
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState, State, to_mermaid
 
 # Colours that read on a white and on a dark page: no background of its own, light boxes with dark
 # text, mid-grey lines and edge labels on light chips. Mermaid is initialised once per page with it.

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.access.roles import actor_label
-from webapp.engine.machine import State
-from webapp.engine.state import SYSTEM_ACTOR, DebateState
+from webapp.engine.public import SYSTEM_ACTOR, DebateState, State
 from webapp.models import JudgeSpec, Participant
 from webapp.providers.presets import get_preset
 from webapp.providers.registry import DEFAULT_KEY_ENVS, TITLES, base_url_for, key_env_for

@@ -15,8 +15,7 @@ from typing import Any
 
 from nicegui import ui
 
-from webapp.engine.machine import TERMINAL_STATES, State
-from webapp.engine.state import DebateState
+from webapp.engine.public import TERMINAL_STATES, DebateState, State
 from webapp.models import Verdict
 from webapp.ui.components.badges import safe_color
 from webapp.ui.components.failure import explain_stop

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nicegui import ui
 
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState
 from webapp.models import TEMPERATURE_IGNORED_BY, Participant
 from webapp.ui.components.badges import model_beside, safe_color
 from webapp.ui.components.html_parts import shared_prop

@@ -17,8 +17,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.api import SeatDraft
-from webapp.engine.machine import State
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState, State
 
 Command = Callable[..., Awaitable[None]]
 # "Draft with a model": (model label, called with the text so far) -> the draft. Goes through the gate.

@@ -16,11 +16,9 @@ from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import Action
-from webapp.engine.machine import TERMINAL_STATES
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import TERMINAL_STATES, DebateSession, DebateState
 from webapp.engine.schedule import ConfigError
 from webapp.engine.series import NotEnded, participant_label, series_result, series_states
-from webapp.engine.state import DebateState
 from webapp.store import StoreError
 from webapp.ui import runtime
 

@@ -14,7 +14,7 @@ from nicegui import background_tasks, ui
 
 from webapp.access.gate import Gate
 from webapp.access.roles import actor_label
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import DebateSession
 from webapp.models import utcnow
 from webapp.store.accounts import ShareLinkRow
 from webapp.ui import runtime

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from nicegui import ui
 
-from webapp.engine.machine import State
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState, State
 from webapp.ui.components.html_parts import shared_prop
 from webapp.wording import counted, noun
 

@@ -18,8 +18,7 @@ from typing import Any
 from nicegui import ui
 
 from webapp.engine.api import TERMINAL_STATES, RetryNote
-from webapp.engine.runner import DebateSession
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateSession, DebateState
 from webapp.settings import image_hosts
 from webapp.ui import live_wire
 from webapp.ui.components.html_parts import shared_prop

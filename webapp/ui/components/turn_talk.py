@@ -28,7 +28,7 @@ from nicegui.events import GenericEventArguments
 from webapp.access.comments import CommentDesk, person_key
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import DebateSession
 from webapp.live import DebateChannel, LiveHub
 from webapp.store.comments import CommentStore, TurnTalk
 

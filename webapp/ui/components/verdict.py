@@ -14,7 +14,7 @@ from nicegui import ui
 
 from webapp.engine.judge_health import RELIABILITY_RULE
 from webapp.engine.panel import DISAGREEMENT_MEANING, SPLIT_RULE, decided_winner
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState
 from webapp.models import JudgeRuling, Verdict
 from webapp.settings import image_hosts
 from webapp.ui.components.badges import safe_color

@@ -27,9 +27,8 @@ from webapp.access.roles import Action, Principal
 from webapp.engine.api import CreatedPayload
 from webapp.engine.engine import Engine
 from webapp.engine.formats import FORMATS
-from webapp.engine.machine import TERMINAL_STATES, State
+from webapp.engine.public import TERMINAL_STATES, DebateState, State
 from webapp.engine.schedule import ConfigError
-from webapp.engine.state import DebateState
 from webapp.models import DebateConfig, utcnow
 from webapp.store import DebateRow, StoreError
 from webapp.tournament.store import TournamentStore

@@ -24,10 +24,7 @@ from webapp.engine import audience
 from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
-from webapp.engine.machine import State
-from webapp.engine.runner import DebateSession
-from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveEvent, LiveStatus
+from webapp.engine.public import DebateSession, DebateState, LiveEvent, LiveStatus, State
 from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.export import Talk, people_without_names, talk_without_people, to_json
 from webapp.live import AUDIENCE, Batch, DebateChannel
