@@ -1,9 +1,10 @@
 """ARCHITECTURE.md stays a map a newcomer can read: at most 300 lines, a Mermaid diagram of the layers,
 every package of webapp/ named, every crossing the import contracts allow listed as a debt, and the
-README's Architecture section pointing to it."""
+README's Architecture section pointing to it. Nothing above the engine reads `.machine`."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -50,3 +51,28 @@ def test_the_readme_points_to_it() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"\]\(ARCHITECTURE\.md\)", section)
+
+
+# The layers above the engine read a debate through `DebateState`'s properties and the session's commands;
+# `state.machine` (the state machine and its context) is the engine's own.
+ABOVE_THE_ENGINE = ("webapp/ui", "webapp/cli", "webapp/terminal.py", "webapp/live.py")
+
+
+def machine_reaches(source: str) -> list[int]:
+    """The lines of `source` that read an attribute named `machine` (`x.machine`, `state.machine.context`)."""
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr == "machine"]
+
+
+def test_nothing_above_the_engine_reaches_into_the_machine() -> None:
+    files = [path for place in ABOVE_THE_ENGINE
+             for path in ((ROOT / place).rglob("*.py") if (ROOT / place).is_dir() else [ROOT / place])]
+    assert len(files) > 40
+    reaches = [f"{path.relative_to(ROOT)}:{line}" for path in files
+               for line in machine_reaches(path.read_text(encoding="utf-8"))]
+    assert not reaches, f"read these through DebateState's properties, not `.machine`: {reaches}"
+
+
+def test_the_machine_check_sees_a_reach_through_the_state() -> None:
+    # how diagram.py read the route before `DebateState.skipped_states`
+    assert machine_reaches("ctx = state.machine.context\nok = state.return_state\n") == [1]

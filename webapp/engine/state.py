@@ -138,6 +138,27 @@ class DebateState:
         return self.machine.context.max_retries
 
     @property
+    def return_state(self) -> State | None:
+        """The state a paused, warned or failed debate goes back to when it continues."""
+        return self.machine.context.return_state
+
+    @property
+    def skipped_states(self) -> frozenset[State]:
+        """The states this debate's configuration never enters: clarifying without clarification, preparation
+        without a preparing phase, a person's turn without a human seat, judging without a judge."""
+        ctx = self.machine.context
+        skipped: set[State] = set()
+        if not ctx.clarification:
+            skipped |= {State.CLARIFYING, State.AWAITING_CLARIFICATION}
+        if not ctx.preparation:
+            skipped.add(State.PREPARATION)
+        if not ctx.human_seat:
+            skipped.add(State.AWAITING_TURN)
+        if not ctx.judge_enabled:
+            skipped.add(State.JUDGING)
+        return frozenset(skipped)
+
+    @property
     def awaiting(self) -> dict[str, Any] | None:
         """`seat` as the JSON it was stored as (for callers not yet reading the model)."""
         return self.seat.model_dump() if self.seat is not None else None

@@ -63,17 +63,7 @@ def _source(format_id: str, status: State, phase: str | None, omit: frozenset[St
 
 def unvisited(state: DebateState) -> frozenset[State]:
     """States this debate never goes through, left out of its picture."""
-    ctx = state.machine.context
-    omit = set()
-    if not ctx.clarification:
-        omit |= {State.CLARIFYING, State.AWAITING_CLARIFICATION}
-    if not ctx.preparation:
-        omit.add(State.PREPARATION)
-    if not ctx.human_seat:
-        omit.add(State.AWAITING_TURN)
-    if not ctx.judge_enabled:
-        omit.add(State.JUDGING)
-    return frozenset(omit - {state.status})
+    return state.skipped_states - {state.status}
 
 
 def diagram_source(state: DebateState) -> str:

@@ -46,7 +46,7 @@ def _failed_call(state: DebateState, error: dict[str, Any]) -> tuple[str | None,
         match = [j for j in judges if j.provider == error.get("provider")] or judges
         return "the judge", match[0] if match else None
     recorded_at = recorded.position if recorded is not None else None
-    speaker = (recorded_at.speaker if recorded_at is not None else None) or state.machine.context.position.speaker
+    speaker = (recorded_at.speaker if recorded_at is not None else None) or state.position.speaker
     by_provider = [p for p in state.config.participants if p.provider == error.get("provider")]
     try:
         participant = state.config.participant(speaker) if speaker else None
@@ -148,7 +148,7 @@ def explain_stop(state: DebateState, names: bool = True) -> str | None:
     if stop is None:
         return None
     params = stop.get("params") or {}
-    position = params.get("position") or state.machine.context.position.model_dump()
+    position = params.get("position") or state.position.model_dump()
     where = ""
     phase_id = position.get("phase")
     if phase_id:

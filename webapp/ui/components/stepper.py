@@ -43,7 +43,7 @@ class StepperView:
 
 def _resumes_in(state: DebateState) -> State | None:
     """The state a paused, warned or failed debate returns to."""
-    return state.machine.context.return_state
+    return state.return_state
 
 
 def _stopped_from(state: DebateState) -> State | None:
