@@ -12,7 +12,7 @@ import pytest
 from nicegui.testing import User
 
 from webapp.settings import get_settings
-from webapp.ui.pages.dashboard import ZONE_JS
+from webapp.ui.pages.dashboard_rows import ZONE_JS
 
 # NiceGUI's `should_see`/`should_not_see` give a condition 3 tries 0.1 s apart: on a loaded 2-core machine a
 # page that writes the store first (saving a profile, signing in) takes longer than that. They still return

@@ -20,7 +20,7 @@ from webapp.tournament.store import TournamentStore
 from webapp.ui.components.failure import explain_error, explain_stop
 from webapp.ui.components.outcome import outcome_of
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.pages.dashboard import exact_time, models_line, relative_time
+from webapp.ui.pages.dashboard_rows import exact_time, models_line, relative_time
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from nicegui.testing import User
 
 from tests.ui.helpers import engine, one, start_demo
 from webapp.engine.machine import State
-from webapp.ui.pages.dashboard import ZONE_JS, exact_time
+from webapp.ui.pages.dashboard_rows import ZONE_JS, exact_time
 
 
 def test_exact_time_is_shown_in_the_given_zone_and_in_utc_without_a_known_one() -> None:
