@@ -4,13 +4,12 @@ The page renders a snapshot of the session (its folded state plus the text of tu
 subscribes to the debate's live channel in the same synchronous block — no `await` in between — so
 a late joiner or a reload sees the whole history and then the stream, with nothing missed or
 duplicated (chunks carry offsets, committed events carry sequence numbers, and every section is
-re-rendered from the session's current state, which is idempotent).
+re-rendered from the session's current state, which is idempotent). Export and Delete are `debate_actions`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from html import escape
 from typing import Any
 
@@ -20,15 +19,11 @@ from nicegui import background_tasks, context, ui
 
 from webapp.access.gate import COMMANDS, Gate
 from webapp.access.roles import Action, Principal, actor_label
-from webapp.engine import audience
 from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
 from webapp.engine.public import DebateSession, DebateState, LiveEvent, LiveStatus, State
-from webapp.export import FORMATS as EXPORT_FORMATS
-from webapp.export import Talk, people_without_names, talk_without_people, to_json
 from webapp.live import AUDIENCE, Batch, DebateChannel
-from webapp.store.comments import CommentStore
 from webapp.ui import live_wire, runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -53,6 +48,7 @@ from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_
 from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
+from webapp.ui.pages.debate_actions import DeleteButton, ExportMenu
 
 
 def unasked_cost_warning(state: DebateState) -> str | None:
@@ -144,6 +140,8 @@ class DebateView:
     def build(self, channel: DebateChannel) -> None:
         state = self.state
         principal = self.gate.principal
+        # Dialogs are made when first needed (each element costs every open page memory), in the page body.
+        self.dialogs = context.slot.parent
         with ui.card().classes("w-full gap-2") as self.top_card:
             heading(state.config.topic).classes("text-2xl font-semibold rostrum-topic").mark("topic")
             # The format, the status and when it was made: one element, re-written when the status changes.
@@ -153,9 +151,7 @@ class DebateView:
                     .classes("text-xs").mark("tournament-link")
             # Fewest elements here: each one costs every spectator's page memory (menus are made on click).
             with ui.row().classes("w-full items-center gap-2").mark("page-actions"):
-                self.export_menu: ui.menu | None = None
-                self.export_button = ui.button("Export", icon="download", on_click=self.open_exports) \
-                    .props('flat dense no-caps aria-haspopup="menu"').mark("export")
+                self.exports = ExportMenu(self.session, self.gate)
                 self.rematch = RematchButton(self.session, self.gate)
                 if principal.kind != "share-link" and principal.can(Action.CREATE):
                     # One action (it was "Clone" and "Re-run with edits", the same form twice): the
@@ -200,10 +196,8 @@ class DebateView:
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
                 if principal.can(Action.DELETE, state.id):
-                    self._delete_control()
+                    DeleteButton(self.session, self.gate, self.dialogs)
         self.diagram = DiagramSection(self.session)
-        # Dialogs are made when first needed (each element costs every open page memory), in the page body.
-        self.dialogs = context.slot.parent
         self.dialog: ui.dialog | None = None
         self.sync()
 
@@ -325,35 +319,6 @@ class DebateView:
             if isinstance(element, ui.button | ui.input | ui.textarea) and SEAT_OWN not in element.classes:
                 element.disable()
 
-    def _delete_control(self) -> None:
-        made: list[ui.dialog] = []
-
-        def confirm() -> None:
-            if not made:
-                with self.dialogs, ui.dialog() as dialog, ui.card().mark("delete-dialog"):
-                    ui.label("Delete this debate?").classes("text-lg font-semibold")
-                    ui.label("Its transcript, verdict, costs and share links are removed for good. "
-                             "This cannot be undone.").classes("text-sm")
-                    with ui.row().classes("w-full justify-end gap-2"):
-                        ui.button("Cancel", on_click=dialog.close).props("flat no-caps")
-                        ui.button("Delete for good", on_click=lambda: self.delete(dialog)) \
-                            .props("unelevated color=negative no-caps").mark("delete-confirm")
-                made.append(dialog)
-            made[0].open()
-
-        ui.button("Delete debate", icon="delete", on_click=confirm).props("flat no-caps color=negative") \
-            .mark("delete")
-
-    async def delete(self, dialog: ui.dialog) -> None:
-        dialog.close()
-        try:
-            await self.gate.delete(self.session.id)
-        except (PermissionError, KeyError) as exc:
-            ui.notify(f"Not done: {exc}", type="negative")
-            return
-        ui.notify("Debate deleted", type="positive")
-        ui.navigate.to("/")
-
     async def _read_unreliable(self) -> None:
         """The verdict arrived while the page was open: read which judges are unreliable, then show it."""
         engine = await runtime.current().engine()
@@ -366,13 +331,6 @@ class DebateView:
         render_aux_notes(state, live)
         render_round_scores(state)
         render_verdict(state, unreliable)
-
-    def open_exports(self) -> None:
-        if self.export_menu is None:
-            with self.export_button, ui.menu() as self.export_menu:
-                for label, kind in (("Markdown", "md"), ("JSON", "json"), ("Text", "txt")):
-                    ui.menu_item(f"{label} (.{kind})", on_click=lambda k=kind: self.export(k)).mark(f"export-{kind}")
-        self.export_menu.open()
 
     def _sync_dialog(self, state) -> None:
         if (state.status is State.AWAITING_ACK and self.acknowledged_warning != len(state.warnings)
@@ -425,23 +383,6 @@ class DebateView:
                                                 "stored.").classes("text-negative font-medium").mark("deleted")
         self.sections["deleted"].move(parent, parent.default_slot.children.index(anchor) + 1)
 
-    async def export(self, kind: str) -> None:
-        try:
-            await self.gate.authorize(Action.EXPORT, self.session.id)
-        except PermissionError as exc:
-            ui.notify(f"Not done: {exc}", type="negative")
-            return
-        state = self.state
-        content, media = EXPORT_FORMATS[kind]
-        talk: Talk = await CommentStore(self.session.store).for_debate(state.id)  # comments, reaction counts
-        people = await audience.read_people(self.gate.engine.store, state)  # votes and people's verdicts
-        if self.gate.principal.kind == "share-link":  # a link shows the debate, not who is on the team
-            talk = talk_without_people(talk)
-            people = people | people_without_names(people) if people else people
-            if kind == "json":
-                content = partial(to_json, names=False)
-        ui.download.content(content(state, talk, people).encode("utf-8"), f"rostrum-{state.id}.{kind}",
-                            f"{media}; charset=utf-8")
 
 
 def not_found(principal: Principal | None, message: str, status: int = 404, title: str | None = None,
