@@ -123,6 +123,18 @@ def _needs_log(row: DebateRow) -> bool:
         row.status == State.PAUSED.value and row.interrupted)
 
 
+# The outcome column of a debate whose status says it all (an ended one whose log could not be read,
+# or one waiting to start or for a person): status -> (kind, text).
+SAID_BY_STATUS: dict[str, tuple[str, str]] = {
+    State.COMPLETED.value: ("ended", "Completed"),
+    State.STOPPED.value: ("ended", "Stopped"),
+    State.IDLE.value: ("waiting", "Not started yet"),
+    State.AWAITING_ACK.value: ("waiting", "Waiting: the spending warning needs an answer"),
+    State.AWAITING_CLARIFICATION.value: ("waiting", "Waiting for answers to the clarification questions"),
+    State.AWAITING_TURN.value: ("waiting", "Waiting for a person's turn (a human seat)"),
+}
+
+
 def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
     """The outcome column: the result of an ended debate (`outcome_of`, as the debate page's card says
     it), why a failed, stopped or interrupted one is where it is (in the words of the debate page's
@@ -156,18 +168,8 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
     if status == State.PAUSED.value and row.interrupted:
         why = state.interruption if state is not None else None
         return RowOutcome("interrupted", _clip(f"Interrupted: {why}" if why else "Interrupted", HEADLINE_CHARS))
-    if status == State.COMPLETED.value:
-        return RowOutcome("ended", "Completed")
-    if status == State.STOPPED.value:
-        return RowOutcome("ended", "Stopped")
-    if status == State.IDLE.value:
-        return RowOutcome("waiting", "Not started yet")
-    if status == State.AWAITING_ACK.value:
-        return RowOutcome("waiting", "Waiting: the spending warning needs an answer")
-    if status == State.AWAITING_CLARIFICATION.value:
-        return RowOutcome("waiting", "Waiting for answers to the clarification questions")
-    if status == State.AWAITING_TURN.value:
-        return RowOutcome("waiting", "Waiting for a person's turn (a human seat)")
+    if status in SAID_BY_STATUS:
+        return RowOutcome(*SAID_BY_STATUS[status])
     prefix = "Paused · " if status == State.PAUSED.value else ""
     return RowOutcome("progress", prefix + _progress(row))
 
