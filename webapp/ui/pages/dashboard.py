@@ -87,12 +87,15 @@ class Dashboard:
         async with self._lock:  # a burst of signals must not interleave two renders
             engine = await runtime.current().engine()
             states = [s for key in self.statuses for s in STATUS_FILTERS.get(key, [])]
+            # The order this render queries with: the list's `sorted-…` marker must say this one, not a
+            # newer choice made while the query ran (the next render, waiting on the lock, shows that).
+            order = self.order
             rows, total = await engine.list_debates(self.query, states or None, (self.page - 1) * PAGE_SIZE,
-                                                    PAGE_SIZE, self.order, model=self.model, tag=self.tag)
+                                                    PAGE_SIZE, order, model=self.model, tag=self.tag)
             if total and not rows and self.page > 1:  # the page emptied (filters changed): go to the last
                 self.page = max(1, math.ceil(total / PAGE_SIZE))
                 rows, total = await engine.list_debates(self.query, states or None,
-                                                        (self.page - 1) * PAGE_SIZE, PAGE_SIZE, self.order,
+                                                        (self.page - 1) * PAGE_SIZE, PAGE_SIZE, order,
                                                         model=self.model, tag=self.tag)
             names = await tournament_names(engine, rows)
             pending = False
@@ -107,10 +110,10 @@ class Dashboard:
                 return False
             self.container.clear()
             with self.container:
-                self._render(rows, outcomes, total, names)
+                self._render(rows, outcomes, total, order, names)
             return pending
 
-    def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int,
+    def _render(self, rows: list[DebateRow], outcomes: list[RowOutcome], total: int, order: str,
                 names: dict[str, str] | None = None) -> None:
         filtered = bool(self.query.strip() or self.statuses or self.model or self.tag)
         if not rows:
@@ -124,7 +127,7 @@ class Dashboard:
         ui.label(counted(total, "debate")).classes(f"text-sm {MUTED}").mark("debate-count")
         now = utcnow()
         with ui.card().classes("w-full p-0 gap-0").props("flat bordered") \
-                .mark("debate-list", f"sorted-{self.order}"):
+                .mark("debate-list", f"sorted-{order}"):
             with ui.element("div").classes(f"{GRID} hidden md:grid w-full px-3 py-1 text-xs font-medium "
                                            f"uppercase tracking-wide {MUTED} border-b border-slate-500/20"):
                 for title in ("Status", "Debate", "Outcome", "Cost", "Started", "Actions"):
