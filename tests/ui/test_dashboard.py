@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from nicegui.testing import User
 
 from tests.ui.helpers import engine, one, start_by_clicking, start_demo
@@ -31,11 +29,8 @@ async def test_a_thousand_debates_are_paged_searched_and_filtered_in_sql(user: U
     ids = [await eng.create(quick_demo_config(f"Stored debate number {n:04d}")) for n in range(1000)]
     done = await start_demo("A finished one about tea")
     await done.join()
-    t0 = time.perf_counter()
     await user.open("/")
     await user.should_see("1001 debates")
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 2.0, f"dashboard took {elapsed:.2f}s with 1001 debates"
     assert len(user.find(marker="cost").elements) == PAGE_SIZE  # one page rendered, not a thousand rows
     await user.should_see("A finished one about tea")  # newest first
     await user.should_not_see("Stored debate number 0000")
