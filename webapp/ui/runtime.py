@@ -16,12 +16,12 @@ from nicegui import app, background_tasks
 from webapp.access.throttle import LoginThrottle
 from webapp.bus import BusPublisher, LiveBus, open_bus
 from webapp.engine.engine import Engine
-from webapp.live import LiveHub
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
 from webapp.ui.cutoff import Cutoff
+from webapp.ui.live import LiveHub
 from webapp.webhooks import Webhooks
 
 if TYPE_CHECKING:

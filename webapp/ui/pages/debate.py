@@ -30,9 +30,8 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
 from webapp.export import FORMATS as EXPORT_FORMATS
 from webapp.export import Talk, people_without_names, talk_without_people, to_json
-from webapp.live import AUDIENCE, Batch, DebateChannel
 from webapp.store.comments import CommentStore
-from webapp.ui import live_wire, runtime
+from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.audience import AudienceCard
@@ -56,6 +55,7 @@ from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_
 from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
+from webapp.ui.live import AUDIENCE, Batch, DebateChannel, wire
 
 
 def unasked_cost_warning(state: DebateState) -> str | None:
@@ -177,7 +177,7 @@ class DebateView:
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
-            self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
+            self.livebar = LiveStatusView(wire.status(self.session), "bar").classes("w-full").mark("livebar")
             # Pause and Stop stay in reach while following the live turn (a share link gets none).
             self.controls = Controls(self.session, self.gate, after=self.sync)
         with self.top_card:
@@ -196,7 +196,7 @@ class DebateView:
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
                 self.right = context.slot.parent
-                LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
+                LiveStatusView(wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
                 self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
                 self.activity = ui.html("", sanitize=False).classes("w-full").mark("activity")

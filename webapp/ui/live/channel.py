@@ -8,7 +8,7 @@ offset, so a page that rendered a snapshot a moment ago can skip text it already
 missed or shown twice.
 
 A flush does its work once per debate, not once per page: it is turned into compact wire items
-(`webapp/ui/live_wire.py`, format in `static/live/index.js`), serialised once, and sent as one
+(`wire.py`, format in `static/live/index.js`), serialised once, and sent as one
 socket.io event to a room holding the sockets of every page that watches the debate; the browser
 grows the transcript itself. Pages still receive the batch as a `nicegui.Event`, but only act on
 committed events and status changes (a new phase, a verdict, a banner), which are rare. A page whose
@@ -42,9 +42,9 @@ from nicegui import Client, Event, background_tasks, context, core
 from webapp.bus import Changed, InProcessBus, LiveBus, RemoteItem
 from webapp.engine.api import RetryNote, TurnPayload
 from webapp.engine.engine import Engine
-from webapp.engine.machine import TERMINAL_STATES
-from webapp.engine.runner import DebateSession
-from webapp.engine.stream import (
+from webapp.engine.public import (
+    TERMINAL_STATES,
+    DebateSession,
     LiveChunk,
     LiveEvent,
     LiveMessage,
@@ -54,7 +54,7 @@ from webapp.engine.stream import (
     LiveTurnStarted,
 )
 from webapp.models import Turn
-from webapp.ui import live_wire
+from webapp.ui.live import wire as live_wire
 
 log = logging.getLogger(__name__)
 AUDIENCE = "audience"  # the status change saying a debate's votes or people's verdicts changed

@@ -14,10 +14,7 @@ from typing import Any
 
 from webapp.engine import schedule
 from webapp.engine.api import RetryNote
-from webapp.engine.machine import TERMINAL_STATES, State
-from webapp.engine.runner import DebateSession
-from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveTurn, LiveTurnStarted
+from webapp.engine.public import TERMINAL_STATES, DebateSession, DebateState, LiveTurn, LiveTurnStarted, State
 from webapp.models import Turn
 from webapp.ui.labels import STATUS_STYLE, model_beside, money, safe_color, ui_status
 from webapp.ui.steps import stepper_steps
