@@ -55,7 +55,7 @@ from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_
 from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
-from webapp.ui.live import AUDIENCE, Batch, DebateChannel, wire
+from webapp.ui.live import AUDIENCE, Batch, DebateChannel, LiveHub, wire
 
 
 def unasked_cost_warning(state: DebateState) -> str | None:
@@ -144,7 +144,7 @@ class DebateView:
 
     # --- building (synchronous: the snapshot and the subscription must not be split) ------------
 
-    def build(self, channel: DebateChannel) -> None:
+    def build(self, hub: LiveHub, channel: DebateChannel) -> None:
         state = self.state
         principal = self.gate.principal
         with ui.card().classes("w-full gap-2") as self.top_card:
@@ -198,7 +198,7 @@ class DebateView:
                 self.right = context.slot.parent
                 LiveStatusView(wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
-                self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
+                self.audience = AudienceCard(self.session, self.gate, hub)  # votes, people's verdicts
                 self.activity = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
@@ -477,7 +477,7 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
         view = DebateView(session, gate, base_url)
         view.unreliable = unreliable
         channel = hub.channel(session)
-        view.build(channel)
+        view.build(hub, channel)
         TurnTalkHub(session, desk, hub, talk, mine, gate)
         stop = channel.watch(view.on_batch, lambda: view.transcript.finished_turns)
         runtime.current().cutoff.on_cut(stop)  # a sign-in or link that ends stops the stream at once
