@@ -20,11 +20,9 @@ from webapp.engine.api import Command
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import get_format
-from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import TERMINAL_STATES, DebateSession, DebateState, State, TransitionNotAllowed
 from webapp.engine.schedule import ConfigError, config_notes
 from webapp.engine.series import NotEnded, series_result, series_states
-from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
 from webapp.store.accounts import Accounts
 from webapp.terminal import (
