@@ -24,11 +24,17 @@ from webapp.engine.api import (
     TransitionPayload,
     TurnPayload,
 )
-from webapp.engine.machine import State
 from webapp.engine.panel import panel_decision
-from webapp.engine.runner import DebateSession
-from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveChunk, LiveEvent, LiveMessage, LiveTurnAborted, LiveTurnStarted
+from webapp.engine.public import (
+    DebateSession,
+    DebateState,
+    LiveChunk,
+    LiveEvent,
+    LiveMessage,
+    LiveTurnAborted,
+    LiveTurnStarted,
+    State,
+)
 from webapp.hygiene import strip_controls
 from webapp.store.accounts import UserRow
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from nicegui import core
 
-from webapp import live
 from webapp.access.gate import Gate
 from webapp.access.roles import LOCAL
 from webapp.bus.redis_bus import RedisBus
@@ -20,6 +19,7 @@ from webapp.engine.stream import LiveStatus
 from webapp.models import DebateConfig
 from webapp.providers.demo import OneProvider
 from webapp.store.audience import AudienceStore
+from webapp.ui import live
 
 WAIT = 30.0  # an upper bound; the wait ends on the event
 

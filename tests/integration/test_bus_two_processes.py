@@ -14,14 +14,15 @@ from nicegui import core
 
 from tests.child_env import child_env
 from tests.redis_fixtures import RedisServer
-from webapp import live
 from webapp.bus import Changed
 from webapp.bus.redis_bus import RedisBus
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.providers.demo import OneProvider
-from webapp.ui import live_wire
+from webapp.ui import live
+from webapp.ui.live import pace
+from webapp.ui.live import wire as live_wire
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds: generous upper bounds; every wait below ends on an event long before
@@ -174,7 +175,7 @@ def assert_streamed_as_stored(channel: live.DebateChannel, capture: Capture) -> 
 
 @pytest.fixture
 async def outside_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 0.1)  # the fallback: B reads the log this often
+    monkeypatch.setattr(pace, "FOLLOW_INTERVAL", 0.1)  # the fallback: B reads the log this often
     monkeypatch.setattr(core, "loop", asyncio.get_running_loop())  # the channel's tasks, outside an app
 
 

@@ -26,7 +26,7 @@ from webapp.engine.machine import State
 from webapp.engine.stream import LiveMessage, LiveTurnStarted
 from webapp.models import DebateConfig, JudgeConfig, JudgeSpec, Participant, Timeouts
 from webapp.settings import Settings
-from webapp.ui import live_wire
+from webapp.ui.live import wire as live_wire
 
 QUESTIONS = '{"questions": ["What budget do we have?"]}'
 NO_JUDGE = JudgeConfig(judges=[JudgeSpec(provider="demo", model="demo-instant")])

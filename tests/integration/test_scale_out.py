@@ -41,7 +41,7 @@ from webapp.engine.engine import Engine
 from webapp.engine.state import DebateState
 from webapp.settings import Settings
 from webapp.store.audience import AudienceStore
-from webapp.ui import live_wire
+from webapp.ui.live import wire as live_wire
 from webapp.workers import Leases
 
 pytestmark = pytest.mark.e2e

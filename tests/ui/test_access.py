@@ -23,13 +23,13 @@ from tests.ui.helpers import demo_speed, engine, notified, one, press, send_comm
 from webapp.access.passwords import hash_password
 from webapp.access.roles import Action, Role
 from webapp.engine.machine import State
-from webapp.live import LiveHub
 from webapp.models import utcnow
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import auth as ui_auth
 from webapp.ui import runtime
 from webapp.ui.components.presets import quick_demo_config
+from webapp.ui.live import LiveHub
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"

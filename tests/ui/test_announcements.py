@@ -10,8 +10,8 @@ from nicegui.testing import User
 from tests.ui.helpers import engine
 from webapp.engine.machine import State
 from webapp.engine.stream import LiveChunk, LiveMessage
-from webapp.ui import live_wire
 from webapp.ui.components.presets import quick_demo_config
+from webapp.ui.live import wire as live_wire
 
 
 async def test_the_announcement_changes_per_turn_and_phase_not_per_token(user: User) -> None:
@@ -48,6 +48,6 @@ async def test_the_announcement_changes_per_turn_and_phase_not_per_token(user: U
 
 
 def test_the_live_region_holds_the_announcement_only() -> None:
-    template = (Path(live_wire.__file__).parent / "components" / "live_status.js").read_text(encoding="utf-8")
+    template = (Path(live_wire.__file__).parents[1] / "components" / "live_status.js").read_text(encoding="utf-8")
     live = [line for line in template.splitlines() if "aria-live" in line or 'role="status"' in line]
     assert live == [line for line in live if "s.announce" in line] and len(live) == 1, live

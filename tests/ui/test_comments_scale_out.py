@@ -12,7 +12,6 @@ import pytest
 from nicegui import core
 from nicegui.testing import User
 
-from webapp import live
 from webapp.access.comments import CommentDesk, person_key
 from webapp.access.gate import Gate
 from webapp.access.roles import LOCAL
@@ -22,8 +21,9 @@ from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.providers.demo import OneProvider, RecordingDemoProvider
 from webapp.settings import get_settings
-from webapp.ui import runtime
+from webapp.ui import live, runtime
 from webapp.ui.components import turn_talk
+from webapp.ui.live import pace
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def redis_env(app_env: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) ->
 async def test_a_comment_made_on_another_instance_reaches_this_instances_room(
     redis_env: str, user: User, app_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 60.0)  # only the bus can bring it in time
+    monkeypatch.setattr(pace, "FOLLOW_INTERVAL", 60.0)  # only the bus can bring it in time
     await user.open("/")
     app = runtime.current()
     assert isinstance(app.bus_, RedisBus)

@@ -99,7 +99,7 @@ async def test_two_users_watch_the_same_debate_live_with_nothing_missed_or_dupli
     early, later = transcript(user).turns, transcript(late).turns
     assert await session.join() is State.COMPLETED
     await asyncio.sleep(0)
-    await channel.event.emitted(timeout=5) if channel._buffer else None
+    await channel.event.emitted(timeout=5) if channel.buffer.pending else None
     expected = {channel.kid(t.key): t.text for t in session.state.turns if t.visible}
     for snapshot in (early, later):  # each page ends with exactly the committed text of every turn
         assert replay(snapshot, sent) == expected

@@ -19,9 +19,9 @@ from webapp.engine.stream import (
     LiveTurnAborted,
     LiveTurnStarted,
 )
-from webapp.live import Aborted, ChunkDelta, DebateChannel, LiveHub
 from webapp.models import DebateEvent, EventKind, Turn, utcnow
 from webapp.ui.components.presets import quick_demo_config
+from webapp.ui.live import Aborted, ChunkDelta, DebateChannel, LiveHub
 
 
 async def created_session() -> DebateSession:

@@ -10,9 +10,9 @@ from nicegui.testing import User
 
 from tests.ui.test_live import FakeHub, created_session
 from webapp.engine.stream import LiveChunk, LiveEvent, LiveTurnStarted
-from webapp.live import DebateChannel
 from webapp.models import DebateEvent, EventKind, Turn, utcnow
-from webapp.ui import live_wire
+from webapp.ui.live import DebateChannel
+from webapp.ui.live import wire as live_wire
 
 
 async def test_a_page_joining_between_a_turns_stream_and_its_commit_gets_the_text(user: User) -> None:

@@ -9,17 +9,17 @@ import pytest
 from nicegui.testing import User
 
 from tests.doubles import mid_second_turn
-from webapp import live
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.providers.demo import OneProvider
+from webapp.ui.live import pace
 
 
 async def test_a_debate_run_elsewhere_is_followed_on_its_page_and_the_dashboard(
     user: User, app_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 0.05)
+    monkeypatch.setattr(pace, "FOLLOW_INTERVAL", 0.05)
     held = mid_second_turn()
     await user.open("/")  # the web app is up (its engine opened the database)
     other = await Engine.open(app_env, providers=OneProvider(held))
@@ -44,7 +44,7 @@ async def test_a_tab_shows_it_when_another_process_takes_the_debate_over(
     # a runner of its own and marks it interrupted. The tab must not keep saying "running".
     from tests.ui.helpers import demo_speed, start_demo
 
-    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 0.05)
+    monkeypatch.setattr(pace, "FOLLOW_INTERVAL", 0.05)
     await user.open("/")
     await demo_speed(monkeypatch, 5)  # a turn takes far longer than the test
     session = await start_demo("Should exams be open-book?")

@@ -13,7 +13,6 @@ import pytest
 from nicegui.testing import User
 
 from tests.doubles import mid_second_turn
-from webapp import live
 from webapp.bus import BusPublisher, Changed, RemoteItem
 from webapp.bus.redis_bus import RedisBus
 from webapp.engine.engine import Engine
@@ -21,7 +20,9 @@ from webapp.engine.machine import State
 from webapp.models import DebateConfig
 from webapp.providers.demo import OneProvider
 from webapp.settings import get_settings
-from webapp.ui import live_wire, runtime
+from webapp.ui import runtime
+from webapp.ui.live import pace
+from webapp.ui.live import wire as live_wire
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ async def test_a_page_streams_a_debate_run_by_another_process_through_redis(
     redis_env: str, user: User, app_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The log is looked at only once a minute here: what reaches the page must come through Redis.
-    monkeypatch.setattr(live, "FOLLOW_INTERVAL", 60.0)
+    monkeypatch.setattr(pace, "FOLLOW_INTERVAL", 60.0)
     await user.open("/")
     app = runtime.current()
     assert isinstance(app.bus_, RedisBus)

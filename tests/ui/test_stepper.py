@@ -15,7 +15,8 @@ from tests.ui.helpers import engine, start_demo
 from webapp.engine.machine import State
 from webapp.engine.state import DebateState
 from webapp.ui.components.presets import quick_demo_config
-from webapp.ui.components.stepper import Stepper, render_stepper, stepper_view
+from webapp.ui.components.stepper import Stepper, render_stepper
+from webapp.ui.steps import stepper_view
 
 
 async def show(user: User, state: DebateState) -> None:

@@ -21,7 +21,7 @@ Messages (`event:` then `data:` as JSON):
 - `end`: the debate has finished (completed or stopped); the stream closes.
 
 A finished debate streams its log and ends. Live messages come from the process's `DebateChannel`
-(`webapp/live.py`): the same one subscription per debate per process that pages use, fed by this
+(`webapp/ui/live/`): the same one subscription per debate per process that pages use, fed by this
 process's engine or, in scale-out, by the live bus and the log. Each batch of a debate is turned into
 messages once (`Feed`) and handed to every stream of that debate, which only trims what its client
 already has.
@@ -40,8 +40,8 @@ from webapp.engine.api import TurnPayload
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.engine.runner import DebateSession
 from webapp.engine.stream import LiveEvent, LiveStatus, LiveTurn, LiveTurnStarted
-from webapp.live import Aborted, Batch, ChunkDelta, DebateChannel, LiveHub
 from webapp.models import DebateEvent
+from webapp.ui.live import Aborted, Batch, ChunkDelta, DebateChannel, LiveHub
 
 KEEPALIVE = 15.0  # seconds between comments on a quiet stream (proxies close silent connections)
 # Seconds a feed gathers the channel's flushes (every 0.15 s) before handing them to its streams: every

@@ -20,11 +20,9 @@ from webapp.engine.api import Command
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.families import self_preference_notes
 from webapp.engine.formats import get_format
-from webapp.engine.machine import TERMINAL_STATES, State, TransitionNotAllowed
-from webapp.engine.runner import DebateSession
+from webapp.engine.public import TERMINAL_STATES, DebateSession, DebateState, State, TransitionNotAllowed
 from webapp.engine.schedule import ConfigError, config_notes
 from webapp.engine.series import NotEnded, series_result, series_states
-from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
 from webapp.store.accounts import Accounts
 from webapp.terminal import (
@@ -140,8 +138,8 @@ async def _take_seat(session: DebateSession, out: TextIO, lines: LineReader, int
     """A human seat's turn from the terminal; False when the debate must go on waiting (stdin closed,
     Ctrl-C, or the seat belongs to someone on the web app). The time running out meanwhile is fine."""
     state = session.state
-    seat = state.awaiting or {}
-    name = state.config.participant(str(seat.get("speaker", ""))).name
+    seat = state.seat
+    name = state.config.participant(seat.speaker if seat is not None else "").name
     holder = session.seat_holder()
     if holder is not None and holder != ACTOR:
         out.write(f"\nThe debate waits for {name}'s turn; the seat is {holder}'s, who sends it on the debate's page "

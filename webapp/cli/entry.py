@@ -24,7 +24,7 @@ from webapp.cli.tournaments import cmd_tournament
 from webapp.cli.users import cmd_users
 from webapp.cli.worker import cmd_worker
 from webapp.engine.engine import DebateNotFound
-from webapp.engine.machine import TransitionNotAllowed
+from webapp.engine.public import TransitionNotAllowed
 from webapp.hygiene import strip_controls
 from webapp.settings import get_settings
 from webapp.store import StoreError

@@ -14,7 +14,7 @@ from webapp.access.roles import CLI
 from webapp.cli.common import EXIT_FAILED, EXIT_OK, UsageError, opened, settings_of
 from webapp.engine import audience
 from webapp.engine.engine import DebateNotFound
-from webapp.engine.state import DebateState
+from webapp.engine.public import DebateState
 from webapp.store.comments import CommentStore
 from webapp.terminal import exact_output
 

@@ -11,8 +11,8 @@ context, the broadcaster) stays inside `webapp.engine`; what callers need of it 
 - the messages of the live stream (`LiveEvent`, `LiveChunk`, …) and the typed payloads of the log;
 - the diagram of the machine, generated from its declaration (`to_mermaid`).
 
-The import-linter contract `engine-api` (pyproject.toml) lets `webapp.ui`, `webapp.cli`,
-`webapp.terminal` and `webapp.live` import this module, `engine.api` and `engine.engine`, never the
+The import-linter contract `engine-api` (pyproject.toml) lets `webapp.ui` (the live broadcast included),
+`webapp.cli` and `webapp.terminal` import this module, `engine.api` and `engine.engine`, never the
 machinery's modules; `tests/unit/test_architecture.py` also refuses a reach through the handle into the
 machine (`.machine`) or a private name from outside the engine.
 """

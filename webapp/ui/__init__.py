@@ -1,2 +1,2 @@
 """The NiceGUI web app: pages, shared layout and components. It talks to the engine only through
-`webapp.engine.engine.Engine` commands and the live stream (`webapp.live`)."""
+`webapp.engine.engine.Engine` commands and the live stream (`webapp.ui.live`)."""

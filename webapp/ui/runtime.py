@@ -16,12 +16,12 @@ from nicegui import app, background_tasks
 from webapp.access.throttle import LoginThrottle
 from webapp.bus import BusPublisher, LiveBus, open_bus
 from webapp.engine.engine import Engine
-from webapp.live import LiveHub
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.settings import get_settings
 from webapp.store import StoreError
 from webapp.tournament.runner import TournamentManager
 from webapp.ui.cutoff import Cutoff
+from webapp.ui.live import LiveHub
 from webapp.webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Runtime:
             if settings.workers == "external":
                 # Debates run on workers: they hold the leases and take over a dead worker's debates;
                 # a web process pausing "interrupted" debates at start-up would fight them.
-                from webapp.workers import WorkerClient
+                from webapp.workers import WorkerClient  # late: only with external workers, not at start-up
 
                 self.workers_ = self.engine_.workers = WorkerClient(self.engine_.store, settings.redis_url)
             else:

@@ -21,10 +21,10 @@ from webapp.access.gate import Gate
 from webapp.access.roles import Action
 from webapp.engine import audience
 from webapp.engine.public import DebateSession, LiveEvent, LiveStatus
-from webapp.live import AUDIENCE, Batch, LiveHub
 from webapp.settings import get_settings
 from webapp.store.audience import AudienceStore, Choice, HumanVerdict, Stage, Tally
 from webapp.ui.components.html_parts import shared_text
+from webapp.ui.live import AUDIENCE, Batch, LiveHub
 
 CHOICE_LABELS: dict[Choice, str] = {"for": "For", "against": "Against", "undecided": "Undecided"}
 STAGE_LABELS: dict[Stage, str] = {"before": "Before", "after": "After"}

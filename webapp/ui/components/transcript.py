@@ -3,7 +3,7 @@ live stream.
 
 The server builds a snapshot once (finished turns, turns in flight with the text streamed so far) and
 never touches these elements for streamed text again: the live channel sends the same compact items
-to every spectator (`webapp/live.py`), and the browser appends, cuts and finishes turns itself. Model
+to every spectator (`webapp/ui/live/`), and the browser appends, cuts and finishes turns itself. Model
 output is rendered in the browser as Markdown with raw HTML escaped, images shown as links unless
 their host is allowed, and DOMPurify over the result (`static/live/index.js`).
 """
@@ -20,9 +20,9 @@ from nicegui import ui
 from webapp.engine.api import TERMINAL_STATES, RetryNote
 from webapp.engine.public import DebateSession, DebateState
 from webapp.settings import image_hosts
-from webapp.ui import live_wire
 from webapp.ui.components.html_parts import shared_prop
-from webapp.ui.live_wire import group_title, phase_visible, retry_text
+from webapp.ui.live import wire
+from webapp.ui.live.wire import group_title, phase_visible, retry_text
 
 __all__ = ["LiveStatusView", "TranscriptView", "group_title", "phase_visible", "render_aux_notes"]
 
@@ -36,14 +36,14 @@ class TranscriptView(ui.element, component="transcript.js", esm=ESM):
     """Every visible turn of a debate, streaming live in the browser."""
 
     def __init__(self, session: DebateSession, kid: Callable[[str], int], follow: bool,
-                 cut: Mapping[str, live_wire.CutTurn] | None = None) -> None:
+                 cut: Mapping[str, wire.CutTurn] | None = None) -> None:
         super().__init__()
         state = session.state
-        self.turns = live_wire.snapshot_turns(session, kid, cut)
+        self.turns = wire.snapshot_turns(session, kid, cut)
         # Shared by every page built from the same snapshot: a copy per page is memory per spectator.
         self._props["turns"] = shared_prop(self.turns)
-        self._props["people"] = shared_prop(live_wire.people(state))
-        self._props["empty"] = live_wire.empty_text(state)
+        self._props["people"] = shared_prop(wire.people(state))
+        self._props["empty"] = wire.empty_text(state)
         self._props["images"] = shared_prop(sorted(image_hosts()))
         self._props["follow"] = follow
         self._props["ended"] = state.status in TERMINAL_STATES  # what a cut-off turn's note says

@@ -29,8 +29,8 @@ from webapp.access.comments import CommentDesk, person_key
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.public import DebateSession
-from webapp.live import DebateChannel, LiveHub
 from webapp.store.comments import CommentStore, TurnTalk
+from webapp.ui.live import DebateChannel, LiveHub
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,7 @@ from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
 from webapp.engine.public import DebateSession, DebateState, LiveEvent, LiveStatus, State
-from webapp.live import AUDIENCE, Batch, DebateChannel
-from webapp.ui import live_wire, runtime
+from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
 from webapp.ui.components.audience import AudienceCard
@@ -48,6 +47,7 @@ from webapp.ui.components.transcript import LiveStatusView, TranscriptView, aux_
 from webapp.ui.components.turn_talk import TurnTalkHub, talk_hub
 from webapp.ui.components.verdict import render_round_scores, render_verdict
 from webapp.ui.layout import frame, heading
+from webapp.ui.live import AUDIENCE, Batch, DebateChannel, LiveHub, wire
 from webapp.ui.pages.debate_actions import DeleteButton, ExportMenu
 
 
@@ -137,7 +137,7 @@ class DebateView:
 
     # --- building (synchronous: the snapshot and the subscription must not be split) ------------
 
-    def build(self, channel: DebateChannel) -> None:
+    def build(self, hub: LiveHub, channel: DebateChannel) -> None:
         state = self.state
         principal = self.gate.principal
         # Dialogs are made when first needed (each element costs every open page memory), in the page body.
@@ -170,7 +170,7 @@ class DebateView:
         # The compact bar that stays in view: phase stepper, round, who speaks, cost.
         with ui.element("div").classes("w-full rostrum-sticky").mark("sticky-bar") as sticky:
             self.stepper = Stepper(state)
-            self.livebar = LiveStatusView(live_wire.status(self.session), "bar").classes("w-full").mark("livebar")
+            self.livebar = LiveStatusView(wire.status(self.session), "bar").classes("w-full").mark("livebar")
             # Pause and Stop stay in reach while following the live turn (a share link gets none).
             self.controls = Controls(self.session, self.gate, after=self.sync)
         with self.top_card:
@@ -189,9 +189,9 @@ class DebateView:
             with ui.column().classes("w-full gap-3 lg:sticky lg:top-36"):
                 self.participants = ParticipantsPanel(state)
                 self.right = context.slot.parent
-                LiveStatusView(live_wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
+                LiveStatusView(wire.status(self.session), "cost").classes("w-full q-card q-pa-md") \
                     .mark("cost-meter cost")
-                self.audience = AudienceCard(self.session, self.gate, channel.hub)  # votes, people's verdicts
+                self.audience = AudienceCard(self.session, self.gate, hub)  # votes, people's verdicts
                 self.activity = ui.html("", sanitize=False).classes("w-full").mark("activity")
                 if principal.can(Action.SHARE, state.id):
                     ShareLinks(self.session, self.gate, self.base_url)
@@ -415,7 +415,7 @@ async def show_debate(session: DebateSession, principal: Principal, base_url: st
         view = DebateView(session, gate, base_url)
         view.unreliable = unreliable
         channel = hub.channel(session)
-        view.build(channel)
+        view.build(hub, channel)
         TurnTalkHub(session, desk, hub, talk, mine, gate)
         stop = channel.watch(view.on_batch, lambda: view.transcript.finished_turns)
         runtime.current().cutoff.on_cut(stop)  # a sign-in or link that ends stops the stream at once

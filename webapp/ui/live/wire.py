@@ -14,13 +14,10 @@ from typing import Any
 
 from webapp.engine import schedule
 from webapp.engine.api import RetryNote
-from webapp.engine.machine import TERMINAL_STATES, State
-from webapp.engine.runner import DebateSession
-from webapp.engine.state import DebateState
-from webapp.engine.stream import LiveTurn, LiveTurnStarted
+from webapp.engine.public import TERMINAL_STATES, DebateSession, DebateState, LiveTurn, LiveTurnStarted, State
 from webapp.models import Turn
-from webapp.ui.components.badges import STATUS_STYLE, model_beside, money, safe_color, ui_status
-from webapp.ui.components.stepper import stepper_steps
+from webapp.ui.labels import STATUS_STYLE, model_beside, money, safe_color, ui_status
+from webapp.ui.steps import stepper_steps
 
 # The item types of the wire format.
 TEXT, STARTED, CUT, COMMITTED, STATUS, NOTE = range(6)
