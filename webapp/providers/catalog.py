@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from webapp.engine.budget import HOSTED_PRESET_PROVIDER
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.providers.presets import get_preset
+from webapp.providers.pricing import HOSTED_PRESET_PROVIDER
 from webapp.wording import counted
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
