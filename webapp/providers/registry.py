@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from webapp.models import JudgeSpec, Participant
@@ -29,7 +29,6 @@ from webapp.settings import Settings, get_settings, read_env_var
 
 Spec = Participant | JudgeSpec
 
-log = logging.getLogger(__name__)
 __all__ = ["DEFAULT_KEY_ENVS", "DEFAULT_URLS", "EndpointBook", "ProviderCache", "check_spec", "spec_problem"]
 TITLES = {"demo": "Demo (offline)", "openai": "OpenAI", "anthropic": "Anthropic", "compatible": "Compatible"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -156,25 +155,19 @@ def _create(spec: Spec, route: Route, connect_timeout: float) -> Provider:
 
 class EndpointBook:
     """The endpoint rules of one process: the configuration's endpoints plus those admins registered in
-    Settings (read from the store by `refresh`, which the engine calls before it creates or starts a
-    debate, so every process sees an endpoint another one registered)."""
+    Settings, as the engine last handed them down (`use`: it reads them from the store before it creates
+    or starts a debate, so every process sees an endpoint another one registered)."""
 
-    def __init__(self, settings: Settings | None = None, store: Any = None) -> None:
+    def __init__(self, settings: Settings | None = None, stored: Iterable[endpoints.Endpoint] = ()) -> None:
         self.settings = settings
-        self.store = store
-        self.stored: tuple[endpoints.Endpoint, ...] = ()
+        self.stored: tuple[endpoints.Endpoint, ...] = tuple(stored)
 
     def policy(self) -> EndpointPolicy:
         return EndpointPolicy.build(self.settings or get_settings(), self.stored)
 
-    async def refresh(self) -> EndpointPolicy:
-        if self.store is not None:
-            from webapp.store.endpoints import EndpointStore
-
-            try:
-                self.stored = tuple(await EndpointStore(self.store).list())
-            except Exception as exc:  # a storage fault: the last list read stays (the write that follows reports it)
-                log.warning("could not read the registered endpoints, using the last list read: %s", exc)
+    def use(self, stored: Iterable[endpoints.Endpoint]) -> EndpointPolicy:
+        """Take the registered endpoints as they are now; returns the rules with them."""
+        self.stored = tuple(stored)
         return self.policy()
 
 
