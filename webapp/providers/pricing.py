@@ -86,13 +86,12 @@ def cost_of(spec: PricedSpec, usage: Usage, settings: Settings | None = None) ->
         provider_id = HOSTED_PRESET_PROVIDER.get((spec.preset or "").strip().lower(), "")
         if not provider_id:
             return Cost(None, "unpriced")
-    # Imported on the first priced call: its price tables cost start-up time a demo-only server never needs.
-    from genai_prices import Usage as PriceUsage
-    from genai_prices import calc_price
+    # late: imported on the first priced call, its price tables cost start-up time a demo-only server never needs
+    import genai_prices
 
     try:
-        calc = calc_price(
-            PriceUsage(
+        calc = genai_prices.calc_price(
+            genai_prices.Usage(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cached_tokens or None,
