@@ -18,7 +18,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from webapp.providers.endpoints import Endpoint, configured_endpoints, parse_endpoints
+from webapp.endpoints import Endpoint, parse_endpoints, read_endpoints_file
 
 AuthMode = Literal["auto", "on", "off"]
 FreeUrls = Literal["auto", "on", "off"]
@@ -126,7 +126,7 @@ class Settings(BaseSettings):
     def _endpoints_file_readable(self) -> Settings:
         """A missing or broken endpoints file stops the start with its own message."""
         if self.endpoints_file is not None:
-            configured_endpoints(self)
+            read_endpoints_file(self.endpoints_file)
         return self
 
     @field_validator("trusted_proxies", mode="before")

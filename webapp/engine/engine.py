@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from webapp.engine.api import Command, CommandResult
 from webapp.engine.calls import ProviderSource, TaskFactory
+from webapp.engine.endpoints import StoredEndpoints
 from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
@@ -25,7 +26,6 @@ from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
 from webapp.models import DebateConfig, DebateEvent, utcnow
-from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite
 from webapp.store.protocol import EventStore, open_store
@@ -52,7 +52,7 @@ class DebateNotFound(KeyError):
         return f"no debate with id {self.args[0]!r}"
 
 
-def _default_providers(settings: Settings, endpoints: EndpointBook) -> ProviderSource:
+def _default_providers(settings: Settings, endpoints: StoredEndpoints) -> ProviderSource:
     from webapp.providers.registry import ProviderCache
 
     return ProviderCache(settings=settings, endpoints=endpoints)
@@ -75,7 +75,7 @@ class Engine:
         self.settings = settings or get_settings()
         # Where calls may go and with which key: the configuration's endpoints and those registered in
         # Settings (read again from the store before a debate is created or started).
-        self.endpoints = EndpointBook(self.settings, store)
+        self.endpoints = StoredEndpoints(self.settings, store)
         # `is None`, not `or`: a provider cache given empty (it has a length) is still the one to use.
         self.providers = providers if providers is not None else _default_providers(self.settings, self.endpoints)
         self.task_factory = task_factory

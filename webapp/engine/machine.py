@@ -2,7 +2,9 @@
 
 `DebateMachine.send(event)` either moves the machine or raises `TransitionNotAllowed` and changes
 nothing. The Mermaid diagram (`to_mermaid`) is generated from the same `TRANSITIONS` declaration,
-so the picture in the UI and README cannot drift from the behaviour.
+so the picture in the UI and README cannot drift from the behaviour. The words it is declared in
+(`State`, `Event`, `Position`) are recorded in the log, so they live with the stored models
+(`webapp.models.lifecycle`) and are named here too.
 """
 
 from __future__ import annotations
@@ -10,58 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from webapp.models import utcnow
+from webapp.models.lifecycle import Event, Position, State
 from webapp.wording import every, noun
-
-
-class State(StrEnum):
-    """Where a debate is in its life cycle."""
-
-    IDLE = "idle"
-    INITIALIZING = "initializing"
-    CLARIFYING = "clarifying"
-    AWAITING_CLARIFICATION = "awaiting_clarification"
-    AWAITING_TURN = "awaiting_turn"  # a human seat's turn: the debate waits for the person to write it
-    PREPARATION = "preparation"
-    DEBATING = "debating"
-    JUDGING = "judging"
-    PAUSED = "paused"
-    AWAITING_ACK = "awaiting_acknowledgement"
-    ERROR = "error"
-    COMPLETED = "completed"
-    STOPPED = "stopped"
-
-
-class Event(StrEnum):
-    """What can happen to a debate."""
-
-    START = "START"
-    INIT_COMPLETE = "INIT_COMPLETE"
-    QUESTIONS_READY = "QUESTIONS_READY"
-    CLARIFICATION_ANSWERED = "CLARIFICATION_ANSWERED"
-    CLARIFICATION_COMPLETE = "CLARIFICATION_COMPLETE"
-    TURN_COMPLETE = "TURN_COMPLETE"
-    PHASE_COMPLETE = "PHASE_COMPLETE"
-    ROUND_COMPLETE = "ROUND_COMPLETE"
-    ALL_ROUNDS_COMPLETE = "ALL_ROUNDS_COMPLETE"
-    VERDICT_READY = "VERDICT_READY"
-    PAUSE = "PAUSE"
-    RESUME = "RESUME"
-    STOP = "STOP"
-    ERROR = "ERROR"
-    RETRY = "RETRY"
-    COST_WARNING = "COST_WARNING"
-    ACKNOWLEDGE_WARNING = "ACKNOWLEDGE_WARNING"
-    TURN_DUE = "TURN_DUE"  # a human seat is to speak
-    TURN_SENT = "TURN_SENT"  # the person sent their turn
-    TURN_TIMEOUT = "TURN_TIMEOUT"  # the person's time ran out: the turn is skipped with a note
-
 
 # States in which the engine is doing work (a runner task should be alive).
 ACTIVE_STATES = frozenset(
@@ -73,15 +31,6 @@ WAITING_STATES = frozenset({State.PAUSED, State.AWAITING_ACK, State.ERROR, State
 TERMINAL_STATES = frozenset({State.COMPLETED, State.STOPPED})
 # Sentinel target: go back to the state remembered when the machine was suspended.
 RETURN = "<return>"
-
-
-class Position(BaseModel):
-    """Exactly where in the format the debate is: kept across pause, error and restart."""
-
-    phase: str | None = None
-    round: int = 0
-    speaker: str | None = None
-    turn: int = 0
 
 
 class MachineContext(BaseModel):

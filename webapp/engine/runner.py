@@ -29,6 +29,7 @@ from webapp.engine.api import (
 from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
 from webapp.engine.commands import Commands
 from webapp.engine.commit import Committing, is_storage_error
+from webapp.engine.endpoints import StoredEndpoints
 from webapp.engine.events import (
     ErrorPayload,
 )
@@ -59,7 +60,6 @@ from webapp.providers.base import (
     ErrorKind,
     ProviderError,
 )
-from webapp.providers.registry import EndpointBook
 from webapp.settings import Settings
 from webapp.store import StaleWrite
 from webapp.store.protocol import EventStore
@@ -113,7 +113,7 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
         limiter: EndpointLimiter | None = None,
         rng: random.Random | None = None,
         tap: Listener | None = None,
-        endpoints: EndpointBook | None = None,
+        endpoints: StoredEndpoints | None = None,
         seat_clock: bool = True,
     ) -> None:
         self.state = state
@@ -123,7 +123,7 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
         self.store = store
         self.providers = providers
         self.settings = settings
-        self.endpoints = endpoints or EndpointBook(settings, store)
+        self.endpoints = endpoints or StoredEndpoints(settings, store)
         self.backoff_base = backoff_base
         self.limiter = limiter or EndpointLimiter()  # the engine shares one between its debates
         self.rng = rng or random.Random()  # the jitter of retry waits (seeded in tests)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from webapp.engine.api import Command, CommandResult
     from webapp.engine.calls import CallResult, ProviderSource, TaskFactory
+    from webapp.engine.endpoints import StoredEndpoints
     from webapp.engine.events import CallRecord, Payload, SeatTurn
     from webapp.engine.machine import Event
     from webapp.engine.schedule import TurnSlot
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from webapp.engine.stream import Broadcaster, LiveTurn
     from webapp.models import DebateEvent, JudgeSpec, Participant, Timeouts, Usage
     from webapp.providers.base import ProviderRequest
-    from webapp.providers.registry import EndpointBook
     from webapp.settings import Settings
     from webapp.store.protocol import EventStore
 
@@ -37,7 +37,7 @@ class SessionParts:
         store: EventStore
         providers: ProviderSource
         settings: Settings
-        endpoints: EndpointBook
+        endpoints: StoredEndpoints
         broadcaster: Broadcaster
         live: dict[str, LiveTurn]
         deleted: bool

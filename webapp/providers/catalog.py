@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from webapp.engine.budget import HOSTED_PRESET_PROVIDER
 from webapp.providers.endpoints import EndpointPolicy, configured_policy
 from webapp.providers.presets import get_preset
+from webapp.providers.pricing import HOSTED_PRESET_PROVIDER
 from webapp.wording import counted
 
 PROBE_TIMEOUT = 3.0  # seconds: a local server that answers at all answers at once
@@ -75,7 +75,7 @@ def _per_mtok(value: Any) -> float | None:
 def priced_models(provider_id: str) -> tuple[PricedModel, ...]:
     """The current (not deprecated) text models of a `genai-prices` provider that have both an input
     and an output price, by id. Read from the bundled data once per provider."""
-    from genai_prices import data_snapshot  # its tables are large: loaded when a picker first asks
+    from genai_prices import data_snapshot  # late: its tables are large, loaded when a picker first asks
 
     provider = next((p for p in data_snapshot.get_snapshot().providers if p.id == provider_id), None)
     if provider is None:
@@ -117,11 +117,11 @@ async def list_server_models(base_url: str, api_key: str | None = None, timeout:
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
         return ServerAnswer(url=url, answers=False, message=f"Not asked: {refused}")
-    # Loaded on the first "Test connection", not at start-up: the form page imports this module
+    # late: loaded on the first "Test connection", not at start-up: the form page imports this module
     # (bench/README.md, "Start-up").
     import httpx2
 
-    from webapp.providers.netguard import BlockedAddress, guarded_client
+    from webapp.providers.netguard import BlockedAddress, guarded_client  # late: httpx2 and httpcore2, as above
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

@@ -21,30 +21,27 @@ the check and the call.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import re
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
-
-from webapp.netpolicy import Reach, reach
-from webapp.providers.presets import PRESETS, get_preset
-
-if TYPE_CHECKING:
-    from webapp.settings import Settings
+# The endpoint model and its URL rules live below the settings and the store (both keep endpoints);
+# they are named here too, where the policy that uses them is.
+from webapp.endpoints import ENV_NAME as ENV_NAME
+from webapp.endpoints import Endpoint as Endpoint
+from webapp.endpoints import Target as Target
+from webapp.endpoints import literal_reach as literal_reach
+from webapp.endpoints import parse_endpoints as parse_endpoints
+from webapp.endpoints import parse_url as parse_url
+from webapp.endpoints import read_endpoints_file
+from webapp.endpoints import same_endpoint as same_endpoint
+from webapp.models import JudgeSpec, Participant
+from webapp.netpolicy import reach as reach
+from webapp.providers.presets import PRESETS, Preset, get_preset
+from webapp.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,59}$")
-LOCAL_NAMES = ("localhost", "localhost.localdomain")
 
 
 def _builtin_bindings() -> dict[str, list[str]]:
@@ -59,165 +56,15 @@ def _builtin_bindings() -> dict[str, list[str]]:
 BUILTIN_BINDINGS = _builtin_bindings()
 
 
-def literal_reach(host: str) -> Reach | None:
-    """The reach of a host written as an address (or `localhost`); None for a name (known once resolved)."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host in LOCAL_NAMES or host.endswith(".localhost"):
-        return "private"
-    try:
-        return reach(ipaddress.ip_address(host))
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class Target:
-    """A base URL taken apart: what keys are bound to (scheme, host, port) and the path below it."""
-
-    scheme: str
-    host: str
-    port: int
-    path: str
-
-    @property
-    def origin(self) -> tuple[str, str, int]:
-        return (self.scheme, self.host, self.port)
-
-    @property
-    def url(self) -> str:
-        default = 443 if self.scheme == "https" else 80
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}{'' if self.port == default else f':{self.port}'}{self.path}"
-
-    @property
-    def where(self) -> str:
-        """The host as a person names it ("openrouter.ai", "127.0.0.1:9911")."""
-        default = 443 if self.scheme == "https" else 80
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port == default else f"{host}:{self.port}"
-
-
-def parse_url(url: str) -> Target:
-    """Take a base URL apart; raises ValueError with a message naming what is wrong."""
-    text = url.strip()
-    if any(ord(c) < 33 or c == "\\" for c in text):
-        raise ValueError("the base URL must not contain spaces, control characters or backslashes")
-    parts = urlsplit(text)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ValueError("the base URL must start with http:// or https://")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise ValueError("the base URL must not carry credentials (user:password@); keys come from the environment")
-    if parts.query or parts.fragment:
-        raise ValueError("the base URL must not have a query (?…) or fragment (#…)")
-    host = (parts.hostname or "").lower().rstrip(".")
-    if not host:
-        raise ValueError("the base URL has no host")
-    try:
-        port = parts.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        raise ValueError("the base URL's port is not a number from 1 to 65535") from None
-    return Target(scheme, host, port, parts.path.rstrip("/"))
-
-
-def same_endpoint(a: str, b: str) -> bool:
-    """Whether two base URLs name the same endpoint (host, port and path, ignoring case and a final /)."""
-    try:
-        return parse_url(a) == parse_url(b)
-    except ValueError:
-        return False
-
-
-class Endpoint(BaseModel):
-    """An endpoint an admin registered: a name people pick it by, its base URL, and optionally the
-    variable holding its key (which is then sent to this endpoint and nowhere else)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1, max_length=60)
-    base_url: str = Field(min_length=1, max_length=500)
-    key_env: str | None = None
-    source: Literal["settings", "config"] = "settings"
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        value = value.strip()
-        if not ENDPOINT_NAME.match(value):
-            raise ValueError("an endpoint's name is 1 to 60 letters, digits, spaces, dots, dashes or underscores")
-        return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        target = parse_url(value)
-        if literal_reach(target.host) == "blocked":
-            raise ValueError(f"{target.where} is a link-local or cloud-metadata address, which is never called")
-        return target.url
-
-    @field_validator("key_env")
-    @classmethod
-    def _key_env(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        if not ENV_NAME.match(value):
-            raise ValueError("key_env must be the name of an environment variable (like MY_API_KEY), not a key")
-        if value.upper().startswith("ROSTRUM_"):
-            raise ValueError(f"{value} is one of Rostrum's own settings, not a provider key")
-        return value
-
-    @property
-    def target(self) -> Target:
-        return parse_url(self.base_url)
-
-
-_ENDPOINT_LIST = TypeAdapter(list[Endpoint])
-
-
-def parse_endpoints(data: Any, where: str) -> list[Endpoint]:
-    """Endpoints from configuration data (a list of {name, base_url, key_env}); ValueError names `where`."""
-    if isinstance(data, dict):
-        data = data.get("endpoints", [])
-    try:
-        items = _ENDPOINT_LIST.validate_python(
-            [{**item, "source": "config"} if isinstance(item, dict) else item for item in data or []])
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{where}: endpoint {path}: {first['msg']}") from None
-    names = [e.name.lower() for e in items]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise ValueError(f"{where}: two endpoints are called {duplicate!r}")
-    return items
-
-
-@lru_cache(maxsize=4)
-def _endpoints_file(path: Path, mtime_ns: int) -> tuple[Endpoint, ...]:
-    with path.open("rb") as handle:
-        return tuple(parse_endpoints(tomllib.load(handle), str(path)))
-
-
 def configured_endpoints(settings: Settings) -> list[Endpoint]:
     """The endpoints the configuration registers: `ROSTRUM_ENDPOINTS` then `ROSTRUM_ENDPOINTS_FILE`."""
     found = list(settings.endpoints)
     if settings.endpoints_file is not None:
-        path = Path(settings.endpoints_file)
-        try:
-            stamp = path.stat().st_mtime_ns
-        except OSError as exc:
-            raise ValueError(f"ROSTRUM_ENDPOINTS_FILE {path}: cannot be read ({exc.strerror})") from None
-        try:
-            found += _endpoints_file(path.resolve(), stamp)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"ROSTRUM_ENDPOINTS_FILE {path}: not valid TOML ({exc})") from None
+        found += read_endpoints_file(settings.endpoints_file)
     return found
 
 
-# A Participant or JudgeSpec: typed loosely because `webapp.settings` imports this module (for `Endpoint`)
-# and must not pull in the debate models.
-Spec = Any
+Spec = Participant | JudgeSpec
 
 
 @dataclass(frozen=True)
@@ -364,12 +211,10 @@ class EndpointPolicy:
 
 def configured_policy() -> EndpointPolicy:
     """The rules from the process's configuration alone (without the endpoints registered in Settings)."""
-    from webapp.settings import get_settings  # settings import this module for the Endpoint model
-
     return EndpointPolicy.build(get_settings())
 
 
-def _own_url(spec: Spec, preset: Any, url: str) -> bool:
+def _own_url(spec: Spec, preset: Preset | None, url: str) -> bool:
     """Whether `url` is the spec's provider's or preset's own address (not one typed over it)."""
     if spec.provider in DEFAULT_URLS:
         return same_endpoint(url, DEFAULT_URLS[spec.provider])

@@ -44,7 +44,7 @@ def map_error(
     base_url: str | None = None,
 ) -> ProviderError:
     """Map an OpenAI SDK / httpx2 exception to a `ProviderError`, keeping the server's own message."""
-    import openai  # loaded already: the client that raised `exc` imported it
+    import openai  # late: loaded already, the client that raised `exc` imported it
 
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
@@ -69,7 +69,7 @@ def map_error(
 def _client(**kwargs: Any) -> Any:
     """An `openai.AsyncOpenAI`. The SDK takes ~0.4 s to import, so it is imported when the first
     provider is made, not when the app starts (a demo-only app never loads it)."""
-    import openai
+    import openai  # late: the SDK costs ~0.4 s to import (see above)
 
     return openai.AsyncOpenAI(**kwargs)
 
@@ -143,7 +143,7 @@ class OpenAIProvider(SDKProvider):
         """Start the stream; a server refusing the structured-output mechanism is asked again one mode
         down (json_schema → json_object+schema → json_object → prompt), and the refusal is remembered for
         this endpoint."""
-        import openai
+        import openai  # late: loaded already by `_client`; never at start-up (~0.4 s)
 
         mode = self.output_mode(request)
         while True:

@@ -55,7 +55,7 @@ async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S,
                        policy: EndpointPolicy | None = None) -> ServerCheck:
     """Ask `base_url`/models once, if `policy` lets this server ask that address (the guard every debate
     call goes through); never raises for a server that is down, slow, odd or not to be asked."""
-    # Loaded on the first check, not at start-up: the settings page imports this module, and httpx2 is
+    # late: loaded on the first check, not at start-up: the settings page imports this module, and httpx2 is
     # most of Rostrum's own import time before the first page (bench/README.md, "Start-up").
     import httpx2
 
@@ -63,7 +63,7 @@ async def check_server(base_url: str, timeout: float = CHECK_TIMEOUT_S,
     route, refused = (policy or configured_policy()).url_rule(url)
     if route is None:
         return ServerCheck(url=url, answers=False, problem=f"not asked: {refused}", checked_at=utcnow())
-    from webapp.providers.netguard import BlockedAddress, guarded_client  # httpcore2: loaded when first asked
+    from webapp.providers.netguard import BlockedAddress, guarded_client  # late: httpcore2, loaded when first asked
 
     try:
         async with guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout)) as client:
@@ -145,14 +145,14 @@ async def probe_structured(base_url: str, model: str, *, preset: Preset | None =
     it ended at for the endpoint (`structured.record_mode`). Never raises for a server that fails: the
     previous memory is kept and `problem` says what happened. `queue` is the slot to hold while asking
     (a single-request server must not have a running debate's stream interrupted by the probe)."""
-    from webapp.providers.compatible import CompatibleProvider
-    from webapp.providers.netguard import guarded_client
+    from webapp.providers.compatible import CompatibleProvider  # late: the OpenAI adapter and httpx2 (see check_server)
+    from webapp.providers.netguard import guarded_client  # late: httpcore2, loaded on the first probe
 
     url = base_url.rstrip("/")
     route, refused_by = (policy or configured_policy()).url_rule(url)
     if route is None:  # the same guard as a debate's calls: no key, and only addresses it allows
         return StructuredCheck(url=url, model=model, problem=f"not asked: {refused_by}", checked_at=utcnow())
-    import httpx2  # loaded on the first probe, not at start-up (see check_server)
+    import httpx2  # late: loaded on the first probe, not at start-up (see check_server)
 
     client = guarded_client(url, route.allow_private, timeout=httpx2.Timeout(timeout, connect=CHECK_TIMEOUT_S))
     provider = CompatibleProvider(url, connect_timeout=CHECK_TIMEOUT_S, preset=preset, http_client=client)

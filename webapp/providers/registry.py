@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from webapp.models import JudgeSpec, Participant
 from webapp.providers import endpoints
 from webapp.providers.base import ErrorKind, Provider, ProviderError
+from webapp.providers.demo import DemoProvider
 from webapp.providers.endpoints import DEFAULT_KEY_ENVS, DEFAULT_URLS, EndpointPolicy, Problem, Route
 from webapp.providers.presets import PRESETS, Preset, get_preset
 from webapp.settings import Settings, get_settings, read_env_var
 
 Spec = Participant | JudgeSpec
 
-log = logging.getLogger(__name__)
 __all__ = ["DEFAULT_KEY_ENVS", "DEFAULT_URLS", "EndpointBook", "ProviderCache", "check_spec", "spec_problem"]
 TITLES = {"demo": "Demo (offline)", "openai": "OpenAI", "anthropic": "Anthropic", "compatible": "Compatible"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -124,57 +124,51 @@ def provider_status() -> list[dict[str, Any]]:
 
 
 def _create_demo(spec: Spec, settings: Settings | None = None) -> Provider:
-    from webapp.providers.demo import DemoProvider
-
     return DemoProvider(model=spec.model, settings=settings or get_settings())
 
 
 def _create(spec: Spec, route: Route, connect_timeout: float) -> Provider:
     """A new provider for a spec that `spec_problem` passed, on the route the policy gave it: its key (if
     any) and a client that connects only to that route's host, on addresses the route allows."""
+    # late: httpx2 and httpcore2 (the guarded client) are loaded when the first model provider is made,
+    # not at start-up (bench/README.md, "Start-up"); a demo-only server never loads them.
     import httpx2
 
-    from webapp.providers.netguard import guarded_client
+    from webapp.providers.netguard import guarded_client  # late: httpcore2, as above
 
     api_key = read_env_var(route.key_env) if route.key_env else None
     base_url = base_url_for(spec) or route.url  # as written (refusals are remembered per URL)
     client = guarded_client(route.url, route.allow_private, timeout=httpx2.Timeout(600.0, connect=connect_timeout))
     if spec.provider == "openai":
-        from webapp.providers.openai import OpenAIProvider
+        from webapp.providers.openai import OpenAIProvider  # late: the OpenAI SDK takes ~0.4 s to import
 
         return OpenAIProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout,
                               http_client=client)
     if spec.provider == "anthropic":
-        from webapp.providers.anthropic import AnthropicProvider
+        from webapp.providers.anthropic import AnthropicProvider  # late: the Anthropic SDK, as heavy
 
         return AnthropicProvider(api_key=api_key or "", base_url=base_url, connect_timeout=connect_timeout,
                                  http_client=client)
-    from webapp.providers.compatible import CompatibleProvider
+    from webapp.providers.compatible import CompatibleProvider  # late: built on the OpenAI SDK
 
     return CompatibleProvider(base_url, api_key, connect_timeout, preset=_preset(spec), http_client=client)
 
 
 class EndpointBook:
     """The endpoint rules of one process: the configuration's endpoints plus those admins registered in
-    Settings (read from the store by `refresh`, which the engine calls before it creates or starts a
-    debate, so every process sees an endpoint another one registered)."""
+    Settings, as the engine last handed them down (`use`: it reads them from the store before it creates
+    or starts a debate, so every process sees an endpoint another one registered)."""
 
-    def __init__(self, settings: Settings | None = None, store: Any = None) -> None:
+    def __init__(self, settings: Settings | None = None, stored: Iterable[endpoints.Endpoint] = ()) -> None:
         self.settings = settings
-        self.store = store
-        self.stored: tuple[endpoints.Endpoint, ...] = ()
+        self.stored: tuple[endpoints.Endpoint, ...] = tuple(stored)
 
     def policy(self) -> EndpointPolicy:
         return EndpointPolicy.build(self.settings or get_settings(), self.stored)
 
-    async def refresh(self) -> EndpointPolicy:
-        if self.store is not None:
-            from webapp.store.endpoints import EndpointStore
-
-            try:
-                self.stored = tuple(await EndpointStore(self.store).list())
-            except Exception as exc:  # a storage fault: the last list read stays (the write that follows reports it)
-                log.warning("could not read the registered endpoints, using the last list read: %s", exc)
+    def use(self, stored: Iterable[endpoints.Endpoint]) -> EndpointPolicy:
+        """Take the registered endpoints as they are now; returns the rules with them."""
+        self.stored = tuple(stored)
         return self.policy()
 
 

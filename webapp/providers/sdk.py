@@ -82,7 +82,7 @@ def _transport_message(exc: BaseException, base_url: str | None) -> str:
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    import openai  # imported when first needed, not at start-up (see `webapp.providers.openai._client`)
+    import openai  # late: imported when first needed, not at start-up (see `webapp.providers.openai._client`)
 
     return isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException | TimeoutError)
 

@@ -24,6 +24,9 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any, Literal
 
+from webapp.providers.endpoints import effective_url
+from webapp.providers.presets import get_preset
+
 if TYPE_CHECKING:
     from webapp.models import JudgeSpec, Participant
     from webapp.providers.base import ProviderRequest
@@ -103,10 +106,7 @@ def mode_for(spec: Participant | JudgeSpec) -> OutputMode:
         return "json_schema"  # the demo model writes exactly the fields of the schema
     if spec.provider == "anthropic":
         return "tool"
-    from webapp.providers.presets import get_preset
-    from webapp.providers.registry import base_url_for
-
-    mode = best_mode(spec.provider, base_url_for(spec))
+    mode = best_mode(spec.provider, effective_url(spec))
     preset = get_preset(spec.preset) if spec.provider == "compatible" else None
     if mode in JSON_OBJECT_MODES and preset is not None and not preset.supports_json_mode:
         return "prompt"

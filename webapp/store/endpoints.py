@@ -2,13 +2,14 @@
 
 An endpoint is a name, a base URL and optionally the name of the environment variable whose key is sent
 to it (never the key itself: keys stay in the environment). Names are unique without case. What an
-endpoint allows is decided in `webapp.providers.endpoints`; this module only keeps them.
+endpoint allows is decided in `webapp.providers.endpoints`; this module only keeps them (the model,
+`Endpoint`, is `webapp.endpoints`).
 """
 
 from __future__ import annotations
 
+from webapp.endpoints import Endpoint
 from webapp.models import utcnow
-from webapp.providers.endpoints import Endpoint
 from webapp.store.errors import DuplicateKey
 from webapp.store.protocol import EventStore
 from webapp.store.sql import runner

@@ -1,7 +1,9 @@
-"""Pydantic models at the boundaries: debate configuration, turns, usage, verdicts and log events.
+"""A debate's configuration and its records: participants, judges, budget, timeouts, turns, usage,
+verdicts, and the kinds of events its log holds.
 
 Everything that enters the engine (a form, a CLI spec, a config file) is validated into a
-`DebateConfig`; everything the engine records is one of the `DebateEvent` kinds below.
+`DebateConfig`; everything the engine records is a `DebateEvent` of one of the `EventKind`s below, its
+payload one of the models in `webapp.models.payloads`.
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -21,9 +22,6 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-
-if TYPE_CHECKING:
-    from webapp.engine.events import Payload
 
 TOPIC_MAX_CHARS = 2000
 PERSONA_MAX_CHARS = 4000
@@ -443,26 +441,3 @@ class EventKind(StrEnum):
     SUMMARY = "summary"
     NOTE = "note"
     ACTION = "action"  # a person's action that is not a transition (share link created, revoked)
-
-
-class DebateEvent(BaseModel):
-    """One committed record of the log; `seq` is its position within the debate.
-
-    Read it through `payload`: the typed model of its kind (`webapp.engine.events`), parsed once when
-    first read, or the very model the engine committed. `data` is the same as the JSON object stored,
-    for the JSON edges only (the store, exports, the wire)."""
-
-    debate_id: str
-    seq: int
-    kind: EventKind
-    at: datetime
-    data: dict[str, Any] = Field(default_factory=dict)
-
-    @cached_property
-    def payload(self) -> Payload:
-        """The typed payload; raises `pydantic.ValidationError` for data that does not fit its kind."""
-        from webapp.engine.events import parse_payload  # the payload models build on these models
-
-        payload = parse_payload(self.kind, self.data)
-        payload._logged_at = self.at
-        return payload
