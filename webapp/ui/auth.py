@@ -19,9 +19,10 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from nicegui import context, ui
 
-from webapp.access.gate import Gate, check_username
+from webapp.access.gate import Gate
 from webapp.access.passwords import new_token, token_digest
 from webapp.access.roles import LOCAL, Action, Principal, Role
+from webapp.access.users import check_username
 from webapp.models import utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store.accounts import Accounts, UserRow
