@@ -33,7 +33,7 @@ from webapp.models import DebateConfig
 from webapp.store import DebateRow
 from webapp.store.comments import CommentStore
 from webapp.tournament.plan import Tournament
-from webapp.tournament.runner import progress, standings
+from webapp.tournament.progress import progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
 from webapp.ui import runtime
 from webapp.ui.components.badges import STATUS_FILTERS
