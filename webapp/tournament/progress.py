@@ -3,11 +3,14 @@ held back for the debates still running, an estimate of the time left, the stand
 words of a budget stop (figures that add up: spent + reserved + left = budget).
 
 Nothing here changes anything; the tournament's page, the CLI, the HTTP API and the runner read it.
+`TournamentCompleted` is what a runner announces on `Engine.notices` when a tournament has played every
+debate (the webhook relay hears it and queues `tournament.completed`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from webapp.engine.machine import TERMINAL_STATES
 from webapp.settings import Settings
@@ -15,6 +18,18 @@ from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule
 from webapp.tournament.store import SlotDebate, TournamentRow, TournamentStore
 
 TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
+
+
+@dataclass(frozen=True)
+class TournamentCompleted:
+    """A tournament played every debate (a notice on `Engine.notices`): what its webhook says."""
+
+    tournament_id: str
+    name: str
+    at: datetime
+    debates: int
+    cost_usd: float
+    leader: str | None  # the first of the standings, if anyone played
 
 
 @dataclass

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -29,7 +28,7 @@ from webapp.engine.runner import DebateSession
 from webapp.models import utcnow
 from webapp.store.errors import DUPLICATE_KEYS
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
-from webapp.tournament.progress import TERMINAL, budget_words, standings
+from webapp.tournament.progress import TERMINAL, TournamentCompleted, budget_words, standings
 from webapp.tournament.store import (
     LEASE_S,
     SlotDebate,
@@ -38,7 +37,6 @@ from webapp.tournament.store import (
     TournamentStore,
     owner_name,
 )
-from webapp.webhooks import queue_tournament_completed
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +313,7 @@ class TournamentRunner:
         missing = [s for s in slots if s.key not in debates]
         if reason is None and not unfinished and not missing:
             await self.store.set_status(tournament.id, "completed")
-            await self._notify_completed(tournament, debates)
+            self._announce_completed(tournament, debates)
         else:
             if reason is None:
                 reason = (f"{len(unfinished)} debate(s) need a person (failed or waiting): {', '.join(unfinished)}"
@@ -325,18 +323,14 @@ class TournamentRunner:
         assert row is not None
         return row
 
-    async def _notify_completed(self, tournament: Tournament, debates: dict[str, SlotDebate]) -> None:
-        """Queue `tournament.completed` for the webhooks that want it (a failure to queue is logged: the
-        tournament has completed all the same)."""
+    def _announce_completed(self, tournament: Tournament, debates: dict[str, SlotDebate]) -> None:
+        """Tell this process the tournament completed (`Engine.notices`): its webhook relay queues
+        `tournament.completed` for the endpoints that want it, as it queues a debate's events."""
         table = standings(tournament, debates)
         leader = table[0].label if table and table[0].played else None
-        try:
-            await queue_tournament_completed(
-                self.engine.store, tournament.id, tournament.name or tournament.id, utcnow(),
-                self.engine.settings.base_url, len(debates), sum(d.row.cost_usd for d in debates.values()), leader,
-                time.time())
-        except Exception:
-            log.exception("tournament %s: queueing its webhooks failed", tournament.id)
+        self.engine.notices.emit(TournamentCompleted(
+            tournament.id, tournament.name or tournament.id, utcnow(), len(debates),
+            sum(d.row.cost_usd for d in debates.values()), leader))
 
 
 async def drive(session: DebateSession, actor: str) -> State:
