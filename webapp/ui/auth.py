@@ -172,7 +172,7 @@ def login_redirect(request: Request) -> RedirectResponse:
 
 def forbidden(principal: Principal, what: str) -> None:
     """A clear "not allowed" page (HTTP 403) inside the normal frame."""
-    from webapp.ui.layout import frame
+    from webapp.ui.layout import frame  # the layout imports this module (a cycle listed in ARCHITECTURE.md)
 
     context.client.status_code = 403
     with frame("", principal), ui.card().classes("w-full items-center py-10 gap-2").mark("forbidden"):
