@@ -43,6 +43,7 @@ from webapp.store.webhooks import WebhookStore
 from webapp.tournament.plan import Contender, Tournament, schedule, slot_config
 from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentStore
+from webapp.webhooks.relay import WebhookRelay
 
 
 def target(store: EventStore) -> str | Path:
@@ -614,9 +615,12 @@ async def test_a_completed_tournament_queues_its_webhook_once(any_store: EventSt
     stored = await TournamentStore(any_store).create(Tournament(
         models=[Contender.parse(m) for m in ("alpha", "beta")], topics=["Tea beats coffee"], format="round-limited",
         rounds=1))
+    relay = WebhookRelay(engine, engine.settings.base_url)  # what every process that plays tournaments wires
+    relay.start()
     try:
         await TournamentRunner(engine, stored.id).run()
     finally:
+        await relay.close()  # queues what it heard
         for running in list(engine.sessions.values()):
             await running.shutdown()
     rows, total = await hooks.deliveries(endpoint_id=endpoint.id)

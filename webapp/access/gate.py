@@ -3,20 +3,23 @@
 It checks the principal's role on the server for each command, records the action in the audit
 trail (allowed, refused or failed) and hands the engine the actor to record in the debate's log.
 A refusal raises `PermissionDenied` and is logged; nothing reaches the engine.
+
+Two parts live in modules of their own and are handed the gate's check (`authorize`): account
+management (`webapp.access.users.UserAdmin`) and the audience's votes and verdicts
+(`webapp.access.audience.AudienceDesk`); the gate's methods of the same names pass to them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from webapp.access.passwords import hash_password, new_token, token_digest
+from webapp.access.audience import AudienceDesk
+from webapp.access.passwords import new_token, token_digest
 from webapp.access.roles import Action, PermissionDenied, Principal, Role
+from webapp.access.users import UserAdmin
 from webapp.engine import audience
 from webapp.engine.api import Command, CommandResult, SeatDraft
 from webapp.engine.engine import Engine
@@ -25,8 +28,8 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.engine.series import check_can_rematch, rematch_config
 from webapp.models import DebateConfig, utcnow
-from webapp.store.accounts import Accounts, ShareLinkRow, UnknownUser, UserExists, UserRow
-from webapp.store.audience import AudienceStore, Choice, HumanVerdict, Stage
+from webapp.store.accounts import Accounts, ShareLinkRow, UserRow
+from webapp.store.audience import Choice, HumanVerdict, Stage
 from webapp.store.sign_ins import SignIns
 from webapp.tournament.plan import Tournament, sample_configs
 from webapp.tournament.runner import TournamentManager
@@ -45,17 +48,6 @@ COMMANDS: dict[Command, Action] = {
     Command.SEND_TURN: Action.SEND_TURN,
 }
 MAX_SHARE_HOURS = 24 * 365
-USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
-RESERVED_NAMES = {"cli", "system", "share-link", "local"}  # actors that are not people
-
-
-def check_username(name: str) -> str:
-    name = name.strip()
-    if not USERNAME.match(name):
-        raise ValueError("username: use 1-64 letters, digits and . _ @ + - (starting with a letter or digit)")
-    if name.lower() in RESERVED_NAMES:
-        raise ValueError(f"username: {name!r} is reserved for actions that are not a person's")
-    return name
 
 
 class SessionExpired(PermissionError):
@@ -75,6 +67,8 @@ class Gate:
         self.principal = principal
         self.accounts = Accounts(engine.store)
         self.daily_usd = daily_usd
+        self.users = UserAdmin(self.authorize, self.accounts)
+        self.audience_desk = AudienceDesk(self.authorize, self.accounts, engine.store)
 
     # --- checking ----------------------------------------------------------------------------
 
@@ -302,132 +296,39 @@ class Gate:
                                       detail={"link": link_id})
         return revoked
 
-    # --- accounts ----------------------------------------------------------------------------
+    # --- accounts (`webapp.access.users`) -----------------------------------------------------
 
     async def add_user(self, username: str, role: Role, password: str | None) -> UserRow:
-        """A new account (`password` None: it signs in only through the proxy's identity header).
-        A bad or taken name or a weak password raises ValueError naming the field; audited either way."""
-        principal = await self.authorize(Action.MANAGE_USERS)
-        try:
-            username = check_username(username)
-            hashed = await asyncio.to_thread(hash_password, password) if password is not None else None
-            try:
-                row = await self.accounts.add_user(username, role.value, hashed)
-            except UserExists as exc:  # names are compared without case: name the account that has it
-                existing = await self.accounts.user(username)
-                raise UserExists(f"username: a user named {existing.username!r} already exists" if existing
-                                 else f"username: {exc}") from None
-        except ValueError as exc:  # the reason only: never the password
-            await self.accounts.audit(principal.actor, "user_add", outcome="failed", detail=str(exc)[:300])
-            raise
-        await self.accounts.audit(principal.actor, "user_add", detail={"user": username, "role": role.value})
-        return row
-
-    async def _existing(self, username: str) -> UserRow:
-        row = await self.accounts.user(username)
-        if row is None:
-            raise UnknownUser(username)
-        return row
-
-    async def _keep_an_admin(self, row: UserRow, what: str) -> None:
-        if row.role == Role.ADMIN.value and not row.disabled and await self.accounts.count_admins() <= 1:
-            raise ValueError(f"{row.username} is the only active admin: {what} would leave nobody to manage "
-                             "users. Make another admin first.")
+        """A new account, audited; a bad or taken name or a weak password raises ValueError naming the field."""
+        return await self.users.add_user(username, role, password)
 
     async def set_role(self, username: str, role: Role) -> None:
-        principal = await self.authorize(Action.MANAGE_USERS)
-        row = await self._existing(username)
-        if role is not Role.ADMIN:
-            await self._keep_an_admin(row, "demoting them")
-        await self.accounts.set_role(row.username, role.value)
-        await self.accounts.audit(principal.actor, "user_set_role",
-                                  detail={"user": row.username, "role": role.value, "from": row.role})
+        await self.users.set_role(username, role)
 
     async def set_disabled(self, username: str, disabled: bool) -> None:
-        principal = await self.authorize(Action.MANAGE_USERS)
-        row = await self._existing(username)
-        if disabled:
-            await self._keep_an_admin(row, "disabling them")
-        await self.accounts.set_disabled(row.username, disabled)
-        await self.accounts.audit(principal.actor, "user_disable" if disabled else "user_enable",
-                                  detail={"user": row.username})
+        await self.users.set_disabled(username, disabled)
 
     async def set_password(self, username: str, password: str) -> None:
-        principal = await self.authorize(Action.MANAGE_USERS)
-        row = await self._existing(username)
-        await self.accounts.set_password_hash(row.username, await asyncio.to_thread(hash_password, password))
-        await self.accounts.audit(principal.actor, "user_passwd", detail={"user": row.username})
+        await self.users.set_password(username, password)
 
-    # --- the audience: votes, people's verdicts ------------------------------------------------
+    # --- the audience: votes, people's verdicts (`webapp.access.audience`) ------------------------
 
     def voter(self, principal: Principal, browser_id: str | None) -> str:
-        """Who counts once: a signed-in user by name; a share-link holder, or anyone on an instance
-        without sign-in, by their browser (its signed session cookie's id)."""
-        if principal.kind in ("user", "proxy"):
-            return f"user:{principal.name}"
-        if principal.kind in ("share-link", "local"):
-            if not browser_id:
-                raise ValueError("vote: this browser has no session; allow cookies and reload the page")
-            return f"browser:{browser_id}"
-        return principal.kind
-
-    async def _audience_state(self, session: DebateSession) -> tuple[float | None, float]:
-        return await AudienceStore(self.engine.store).after_closes(session.id), time.time()
+        """Who counts once in a vote: a user by name, anyone else by their browser."""
+        return self.audience_desk.voter(principal, browser_id)
 
     async def vote(self, session: DebateSession, stage: Stage, choice: Choice, browser_id: str | None = None,
                    after_minutes: float = audience.DEFAULT_AFTER_MINUTES) -> str:
         """Record this person's answer in the open stage `stage`; returns the voter key counted."""
-        principal = await self.authorize(Action.VOTE, session.id)
-        detail = {"stage": stage, "choice": choice}
-        try:
-            override, now = await self._audience_state(session)
-            if not audience.has_vote(session.state):
-                raise ValueError("vote: this debate has no pro and con sides to vote on")
-            if not audience.stage_open(session.state, stage, override, now, after_minutes):
-                raise ValueError(f"vote: the {stage} vote is closed")
-            voter = self.voter(principal, browser_id)
-            await AudienceStore(self.engine.store).vote(session.id, stage, voter, choice)
-        except ValueError as exc:
-            await self.accounts.audit(principal.actor, Action.VOTE.value, session.id, outcome="failed",
-                                      detail=str(exc)[:500])
-            raise
-        await self.accounts.audit(principal.actor, Action.VOTE.value, session.id, detail=detail)
-        return voter
+        return await self.audience_desk.vote(session, stage, choice, browser_id, after_minutes)
 
     async def judge(self, session: DebateSession, winner: str | None, scores: dict[str, Any], note: str = "",
                     browser_id: str | None = None,
                     after_minutes: float = audience.DEFAULT_AFTER_MINUTES) -> HumanVerdict:
         """Record (or change, while the after vote is open) this person's verdict on an ended debate."""
-        principal = await self.authorize(Action.JUDGE, session.id)
-        store = AudienceStore(self.engine.store)
-        try:
-            state = session.state
-            if audience.ended_at(state) is None:
-                raise ValueError("verdict: the debate has not ended yet")
-            voter = self.voter(principal, browser_id)
-            override, now = await self._audience_state(session)
-            closes = audience.after_closes_at(state, override, after_minutes)
-            mine = [v for v in await store.verdicts(session.id) if v.by == voter]
-            if mine and closes is not None and now >= closes:
-                raise ValueError("verdict: yours is given and can no longer be changed (the after vote closed)")
-            winner, clean, note = audience.check_human_verdict(state, winner, scores, note)
-            verdict = await store.set_verdict(session.id, voter, winner, clean, note)
-        except ValueError as exc:
-            await self.accounts.audit(principal.actor, Action.JUDGE.value, session.id, outcome="failed",
-                                      detail=str(exc)[:500])
-            raise
-        await self.accounts.audit(principal.actor, Action.JUDGE.value, session.id,
-                                  detail={"winner": winner or audience.TIE})
-        return verdict
+        return await self.audience_desk.judge(session, winner, scores, note, browser_id, after_minutes)
 
     async def set_after_vote(self, session: DebateSession, open_: bool,
                              after_minutes: float = audience.DEFAULT_AFTER_MINUTES) -> float:
         """Close the after vote now, or reopen it for `after_minutes`; returns when it closes."""
-        principal = await self.authorize(Action.MANAGE_VOTE, session.id)
-        if audience.ended_at(session.state) is None:
-            raise ValueError("after vote: the debate has not ended yet")
-        closes = time.time() + (after_minutes * 60 if open_ else 0)
-        await AudienceStore(self.engine.store).set_after_closes(session.id, closes, principal.actor)
-        await self.accounts.audit(principal.actor, Action.MANAGE_VOTE.value, session.id,
-                                  detail={"after_vote": "reopened" if open_ else "closed"})
-        return closes
+        return await self.audience_desk.set_after_vote(session, open_, after_minutes)

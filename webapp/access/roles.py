@@ -5,9 +5,10 @@ Enforced where commands enter (`webapp.access.gate`), never only by hiding butto
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -120,6 +121,13 @@ class PermissionDenied(PermissionError):
         self.debate_id = debate_id
         who = "a share link" if principal.kind == "share-link" else f"{principal.name} ({principal.role.value})"
         super().__init__(f"not allowed: {who} cannot {action.value.replace('_', ' ')}")
+
+
+class Authorize(Protocol):
+    """A gate's check (`Gate.authorize`), handed to the parts it delegates to: the principal as it stands
+    now if it may do `action`; otherwise the refusal is audited and `PermissionDenied` raised."""
+
+    def __call__(self, action: Action, debate_id: str | None = None, detail: str = "") -> Awaitable[Principal]: ...
 
 
 # Used when sign-in is off (a laptop bound to loopback): the one local person may do everything.

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from webapp.access.gate import USERNAME  # what can be a username: anything else is never an account
+from webapp.access.users import USERNAME  # what can be a username: anything else is never an account
 from webapp.store.protocol import EventStore
 from webapp.store.sign_ins import SignIns
 

@@ -24,16 +24,18 @@ from webapp.engine import audience
 from webapp.engine.api import Command, StopArgs
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.formats import FORMATS
+from webapp.engine.judge_health import judge_health
 from webapp.engine.machine import TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.engine.series import NotEnded
 from webapp.engine.state import DebateState
 from webapp.models import DebateConfig
+from webapp.results.leaderboard import LeaderboardFilters, leaderboard
 from webapp.store import DebateRow
 from webapp.store.comments import CommentStore
 from webapp.tournament.plan import Tournament
-from webapp.tournament.runner import progress, standings
+from webapp.tournament.progress import progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
 from webapp.ui import runtime
 from webapp.ui.components.badges import STATUS_FILTERS
@@ -235,8 +237,6 @@ async def rematch(debate_id: str, request: Request, api: CallerDep) -> Created:
 
 def board_filters(format: str | None, tag: str | None, judge: str | None, since: date | None, until: date | None,
                   series: bool) -> Any:
-    from webapp.results.leaderboard import LeaderboardFilters
-
     if format is not None and format not in FORMATS:
         raise HTTPException(422, [{"loc": ["query", "format"], "type": "value_error",
                                    "msg": f"unknown format {format!r}; choose one of: {', '.join(FORMATS)}"}])
@@ -255,8 +255,6 @@ async def board_query(format: str | None = None, tag: str | None = None,
 
 @router.get("/leaderboard", tags=["results"], summary="The leaderboard, with the page's filters")
 async def get_leaderboard(api: CallerDep, filters: Annotated[Any, Depends(board_query)]) -> dict[str, Any]:
-    from webapp.results.leaderboard import leaderboard  # numpy and scipy load when first needed
-
     await api.require(Action.LIST)
     return (await leaderboard(api.engine.store, filters)).public()
 
@@ -265,8 +263,6 @@ async def get_leaderboard(api: CallerDep, filters: Annotated[Any, Depends(board_
 async def head_to_head(api: CallerDep, a: Annotated[str, Query(description="provider:model")],
                        b: Annotated[str, Query(description="provider:model")],
                        filters: Annotated[Any, Depends(board_query)]) -> dict[str, Any]:
-    from webapp.results.leaderboard import leaderboard
-
     await api.require(Action.LIST)
     board = await leaderboard(api.engine.store, filters)
     pair = board.pair(a, b)
@@ -279,8 +275,6 @@ async def head_to_head(api: CallerDep, a: Annotated[str, Query(description="prov
 
 @router.get("/judges", tags=["results"], summary="Judge health, per judge model")
 async def judges(api: CallerDep) -> dict[str, Any]:
-    from webapp.engine.judge_health import judge_health
-
     await api.require(Action.LIST)
     return (await judge_health(api.engine.store).report()).public()
 

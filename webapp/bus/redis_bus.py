@@ -15,6 +15,8 @@ When Redis goes away, publishing drops what it cannot send (finished turns are i
 subscriber retries with backoff; pages keep following the store meanwhile. When it is back, the
 publisher first re-announces the turns it is streaming (their text so far), so live tokens resume in the
 middle of a turn, and subscribers read the streams again.
+
+What a message looks like on Redis, and how each side keeps the turns in flight, is `webapp.bus.redis_wire`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -34,17 +35,9 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from webapp.bus.protocol import BusHandler, Changed, DashboardHandler, RemoteItem
-from webapp.engine.events import TurnPayload
-from webapp.engine.stream import (
-    LiveChunk,
-    LiveEvent,
-    LiveMessage,
-    LiveStatus,
-    LiveTurn,
-    LiveTurnAborted,
-    LiveTurnStarted,
-)
+from webapp.bus.protocol import BusHandler, DashboardHandler
+from webapp.bus.redis_wire import DebateWatch, Outgoing
+from webapp.engine.stream import LiveMessage, LiveTurn
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +61,6 @@ def channel_name(debate_id: str) -> str:
     return f"{PREFIX}debate:{debate_id}"
 
 
-@dataclass
-class _Watch:
-    """One debate's subscription in this process: its handlers and what its stream says is in flight."""
-
-    handlers: list[BusHandler] = field(default_factory=list)
-    seen: dict[str, int] = field(default_factory=dict)  # publisher instance -> last counter applied
-    live: dict[str, LiveTurn] = field(default_factory=dict)
-
-
 class RedisBus:
     """A `LiveBus` on one Redis server (`redis://…` URL; never logged, it may hold a password)."""
 
@@ -89,10 +73,10 @@ class RedisBus:
         self._client: aioredis.Redis | None = None
         self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self._counter = 0
-        self._outgoing: dict[str, dict[str, LiveTurn]] = {}  # debate -> key -> the turn we are streaming
+        self._outgoing = Outgoing()  # the turns this process streams, to announce again after an outage
         self._sending = False  # a pipeline is being written
         self._resend = False  # a write failed: re-announce our turns in flight once Redis takes writes again
-        self._watches: dict[str, _Watch] = {}
+        self._watches: dict[str, DebateWatch] = {}
         self._dashboard: list[DashboardHandler] = []
         self._connected = False
         self._up = asyncio.Event()  # set while the subscriber is connected (`wait_connected`)
@@ -147,51 +131,13 @@ class RedisBus:
     def publish(self, message: LiveMessage) -> None:
         if self._closed or self._client is None:
             return
-        body = self._encode(message)
+        body = self._outgoing.encode(message)
         if body is not None:
             self._queue.put_nowait(self._entry(message.debate_id, body))
 
-    def _encode(self, message: LiveMessage) -> dict[str, Any] | None:
-        """The wire form of `message`; also keeps track of the turns this process is streaming."""
-        turns = self._outgoing.setdefault(message.debate_id, {})
-        if isinstance(message, LiveTurnStarted):
-            turns[message.key] = LiveTurn(message.key, message.speaker, message.phase, message.round,
-                                          message.act, message.attempt, queued=message.queued)
-            return _started(turns[message.key])
-        if isinstance(message, LiveChunk):
-            turn = turns.get(message.key)
-            if turn is None:  # began before this bus existed: nobody could make sense of it
-                return None
-            offset = len(turn.text)
-            turn.parts.append(message.text)
-            return {"t": "c", "k": message.key, "sp": message.speaker, "x": message.text, "o": offset}
-        if isinstance(message, LiveTurnAborted):
-            turns.pop(message.key, None)
-            if not turns:
-                self._outgoing.pop(message.debate_id, None)
-            return {"t": "a", "k": message.key, "why": message.reason}
-        if isinstance(message, LiveEvent):
-            payload = message.event.payload
-            key = payload.turn.key if isinstance(payload, TurnPayload) else None
-            if key is not None:
-                turns.pop(key, None)
-            if not turns:
-                self._outgoing.pop(message.debate_id, None)
-            return {"t": "e", "s": message.event.seq, "k": key}
-        if isinstance(message, LiveStatus):
-            return {"t": "x", "ch": message.change}
-        return None
-
     def _snapshot(self) -> list[tuple[str, dict[str, Any]]]:
         """Each turn this process streams, announced afresh with its text so far."""
-        out: list[tuple[str, dict[str, Any]]] = []
-        for debate_id, turns in self._outgoing.items():
-            for turn in turns.values():
-                out.append(self._entry(debate_id, _started(turn)))
-                if turn.text:
-                    out.append(self._entry(debate_id, {"t": "c", "k": turn.key, "sp": turn.speaker,
-                                                       "x": turn.text, "o": 0}))
-        return out
+        return [self._entry(debate_id, body) for debate_id, body in self._outgoing.snapshot()]
 
     async def _send_loop(self) -> None:
         assert self._client is not None
@@ -235,7 +181,7 @@ class RedisBus:
     def watch(self, debate_id: str, handler: BusHandler) -> Callable[[], None]:
         watch = self._watches.get(debate_id)
         if watch is None:
-            watch = self._watches[debate_id] = _Watch()
+            watch = self._watches[debate_id] = DebateWatch()
         watch.handlers.append(handler)
 
         def stop() -> None:
@@ -271,7 +217,7 @@ class RedisBus:
             pubsub = self._client.pubsub()
             try:
                 await pubsub.subscribe(DASHBOARD_CHANNEL)
-                current: dict[str, _Watch] = {}  # debate -> the watch its subscription was made for
+                current: dict[str, DebateWatch] = {}  # debate -> the watch its subscription was made for
                 while True:
                     for debate_id, watch in list(self._watches.items()):
                         if debate_id not in current:
@@ -318,18 +264,8 @@ class RedisBus:
         watch = self._watches.get(debate_id)
         if watch is None:
             return
-        watch.live.clear()
-        for _, fields in entries:
-            self._apply(debate_id, watch, fields.get("m", "{}"), replaying=True)
-        items: list[RemoteItem] = []
-        for turn in watch.live.values():
-            items.append(LiveTurnStarted(debate_id, turn.key, turn.speaker, turn.phase, turn.round, turn.act,
-                                         turn.attempt, turn.queued))
-            if turn.text:
-                items.append(LiveChunk(debate_id, turn.key, turn.speaker, turn.text))
-        items.append(Changed(debate_id))
-        for item in items:
-            self._hand(watch, item)
+        for item in watch.rebuild(debate_id, self.instance, [fields.get("m", "{}") for _, fields in entries]):
+            watch.hand(item)
 
     def _dispatch(self, channel: str, data: str) -> None:
         if channel == DASHBOARD_CHANNEL:
@@ -347,59 +283,6 @@ class RedisBus:
         debate_id = channel.removeprefix(f"{PREFIX}debate:")
         watch = self._watches.get(debate_id)
         if watch is not None:
-            item = self._apply(debate_id, watch, data, replaying=False)
+            item = watch.apply(debate_id, self.instance, data, replaying=False)
             if item is not None:
-                self._hand(watch, item)
-
-    @staticmethod
-    def _hand(watch: _Watch, item: RemoteItem) -> None:
-        for handler in list(watch.handlers):
-            try:
-                handler(item)
-            except Exception:  # one broken watcher must not starve the others
-                log.exception("live bus handler failed")
-
-    def _apply(self, debate_id: str, watch: _Watch, data: str, *, replaying: bool) -> RemoteItem | None:
-        """Fold one message into `watch`; returns what to hand the watchers (None: nothing new)."""
-        try:
-            body = json.loads(data)
-            instance, counter, kind = str(body["i"]), int(body["n"]), body["t"]
-        except (ValueError, KeyError, TypeError):
-            log.warning("live bus: ignoring a malformed message on debate %s", debate_id)
-            return None
-        if instance == self.instance:  # our own runner: local watchers heard it from the session
-            return None
-        if replaying:
-            watch.seen[instance] = max(counter, watch.seen.get(instance, 0))
-        elif counter <= watch.seen.get(instance, 0):
-            return None  # already applied (read from the stream when subscribing)
-        else:
-            watch.seen[instance] = counter
-        key = str(body.get("k") or "")
-        if kind == "s":
-            turn = LiveTurn(key, str(body["sp"]), str(body["ph"]), int(body["r"]), str(body["a"]),
-                            int(body["at"]), queued=bool(body.get("q")))
-            watch.live[key] = turn
-            return LiveTurnStarted(debate_id, key, turn.speaker, turn.phase, turn.round, turn.act, turn.attempt,
-                                   turn.queued)
-        if kind == "c":
-            live = watch.live.get(key)
-            if live is None or int(body["o"]) != len(live.text):  # a gap: wait for the next announcement
-                return None
-            live.parts.append(str(body["x"]))
-            return LiveChunk(debate_id, key, str(body["sp"]), str(body["x"]))
-        if kind == "a":
-            watch.live.pop(key, None)
-            return LiveTurnAborted(debate_id, key, str(body.get("why") or ""))
-        if kind == "e":
-            if key:
-                watch.live.pop(key, None)
-            return Changed(debate_id, seq=int(body["s"]), turn=key or None)
-        if kind == "x":
-            return Changed(debate_id, change=str(body.get("ch") or ""))
-        return None
-
-
-def _started(turn: LiveTurn) -> dict[str, Any]:
-    return {"t": "s", "k": turn.key, "sp": turn.speaker, "ph": turn.phase, "r": turn.round, "a": turn.act,
-            "at": turn.attempt, "q": turn.queued}
+                watch.hand(item)

@@ -8,9 +8,10 @@ import json
 import sys
 from typing import TextIO
 
-from webapp.access.gate import Gate, check_username
+from webapp.access.gate import Gate
 from webapp.access.passwords import WeakPassword, check_password
 from webapp.access.roles import CLI, Role
+from webapp.access.users import check_username
 from webapp.cli.common import EXIT_OK, UsageError, opened, settings_of
 from webapp.store.accounts import Accounts, UnknownUser, UserRow
 from webapp.terminal import exact_output, print_users

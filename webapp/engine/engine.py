@@ -21,11 +21,13 @@ from webapp.engine.calls import ProviderSource, TaskFactory
 from webapp.engine.endpoints import StoredEndpoints
 from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
+from webapp.engine.notices import Notices
 from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
 from webapp.models import DebateConfig, DebateEvent, utcnow
+from webapp.providers.registry import ProviderCache
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite
 from webapp.store.protocol import EventStore, open_store
@@ -53,8 +55,6 @@ class DebateNotFound(KeyError):
 
 
 def _default_providers(settings: Settings, endpoints: StoredEndpoints) -> ProviderSource:
-    from webapp.providers.registry import ProviderCache
-
     return ProviderCache(settings=settings, endpoints=endpoints)
 
 
@@ -89,6 +89,8 @@ class Engine:
         # Every message of every debate of this process, streamed text included, for whoever relays
         # them to other processes (the live bus); listening here does not count as watching a debate.
         self.all_live = Broadcaster()
+        # What layers above announce beside the debates (a tournament completed), for whoever passes it on.
+        self.notices = Notices()
         self._load_lock = asyncio.Lock()
         # Set by a web process with ROSTRUM_WORKERS=external: debates run on workers, not here.
         self.workers: RemoteRunner | None = None

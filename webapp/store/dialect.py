@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from webapp.store import migrations, pg_migrations
+from webapp.store import pg_migrations, sqlite_schema
 
 
 def _sqlite_path(column: str, path: tuple[str, ...]) -> str:
@@ -79,7 +79,7 @@ SQLITE = Dialect(
     has_tag="EXISTS (SELECT 1 FROM json_each(debates.config, '$.tags') t WHERE t.value = ?)",
     tags_json="json_extract({column}, '$.tags')",
     tournament_id="json_extract({column}, '$.tournament')",
-    digest_backfill=migrations.DIGEST_BACKFILL,
+    digest_backfill=sqlite_schema.DIGEST_BACKFILL,
 )
 POSTGRES = Dialect(
     name="postgresql", greatest="greatest", tournaments_newest="created_at DESC, id DESC",

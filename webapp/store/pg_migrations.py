@@ -20,7 +20,7 @@ from typing import Any
 
 from webapp.models import utcnow
 from webapp.store.errors import StoreTooNew
-from webapp.store.migrations import Migration
+from webapp.store.sqlite_schema import Migration
 
 # Any fixed number: the advisory lock the migrating process holds ("rostrum" in ASCII, as a bigint).
 MIGRATION_LOCK = 0x726F737472756D
@@ -192,7 +192,7 @@ MIGRATIONS: list[Migration] = [
         WHERE (config::jsonb ->> 'tournament') IS NOT NULL;
     """),
     # The digest of each debate's last verdict, kept by a trigger as SQLite's is (same JSON; see
-    # `webapp.store.migrations.VERDICT_DIGEST`), and back-filled from the stored verdicts.
+    # `webapp.store.sqlite_schema.VERDICT_DIGEST`), and back-filled from the stored verdicts.
     Migration("010_verdict_digests", f"""
     CREATE TABLE verdict_digests (
         debate_id TEXT PRIMARY KEY REFERENCES debates(id) ON DELETE CASCADE,

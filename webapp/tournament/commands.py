@@ -18,7 +18,8 @@ from webapp.engine.runner import DebateSession
 from webapp.engine.schedule import ConfigError
 from webapp.models import JudgeConfig, JudgeSpec
 from webapp.tournament.plan import Contender, Slot, Tournament, sample_configs, schedule
-from webapp.tournament.runner import TournamentRunner, progress, standings
+from webapp.tournament.progress import progress, standings
+from webapp.tournament.runner import TournamentRunner
 from webapp.tournament.store import TournamentBusy, TournamentRow, TournamentStore
 from webapp.wording import counted
 

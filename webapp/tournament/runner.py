@@ -18,19 +18,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.engine.api import Command
 from webapp.engine.engine import Engine, RemoteRunner
-from webapp.engine.machine import ACTIVE_STATES, TERMINAL_STATES, State, TransitionNotAllowed
+from webapp.engine.machine import ACTIVE_STATES, State, TransitionNotAllowed
 from webapp.engine.runner import DebateSession
 from webapp.models import utcnow
-from webapp.settings import Settings
 from webapp.store.errors import DUPLICATE_KEYS
 from webapp.tournament.plan import Slot, Tournament, estimate_debate, schedule, slot_config
+from webapp.tournament.progress import TERMINAL, TournamentCompleted, budget_words, standings
 from webapp.tournament.store import (
     LEASE_S,
     SlotDebate,
@@ -39,121 +37,14 @@ from webapp.tournament.store import (
     TournamentStore,
     owner_name,
 )
-from webapp.webhooks import queue_tournament_completed
 
 log = logging.getLogger(__name__)
 
-TERMINAL = frozenset(s.value for s in TERMINAL_STATES)
 # A debate handed to the workers is still theirs to play while its status is one of these (created and
 # not yet taken, or running); any other status means it ended or waits for a person.
 PLAYING = frozenset({*(s.value for s in ACTIVE_STATES), State.IDLE.value})
 FOLLOW_SECONDS = 1.0  # how often the store is read for the debates (and the stop) of a tournament on workers
 TaskFactory = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
-
-
-@dataclass
-class Standing:
-    """One model's results in the tournament's finished, judged debates."""
-
-    label: str
-    wins: int = 0
-    losses: int = 0
-    ties: int = 0
-
-    @property
-    def played(self) -> int:
-        return self.wins + self.losses + self.ties
-
-    @property
-    def points(self) -> float:
-        return self.wins + 0.5 * self.ties
-
-
-def budget_words(estimate: float, budget: float, spent: float, committed: float) -> str:
-    """The figures of a budget stop, named so that they add up: spent + reserved + left = budget."""
-    reserved = max(0.0, committed - spent)
-    left = max(0.0, budget - committed)
-    held = f", ${reserved:.4f} reserved for the debates still running" if reserved > 0 else ""
-    whole = f"${budget:.2f}" if budget >= 1 else f"${budget:.4f}"  # a budget under $1 keeps its fraction
-    return (f"the next debate may cost up to ${estimate:.4f}, and of the {whole} budget ${spent:.4f} is "
-            f"spent{held} and ${left:.4f} is left")
-
-
-@dataclass
-class Progress:
-    """Where a tournament stands, read from the store: for its page and the CLI."""
-
-    row: TournamentRow
-    slots: list[Slot]
-    debates: dict[str, SlotDebate]
-    done: int = 0
-    spent: float = 0.0
-    eta_seconds: float | None = None
-    live: list[SlotDebate] = field(default_factory=list)
-    committed: float = 0.0  # spent, plus what the running debates may still spend (their hard limits)
-    to_finish: float | None = None  # the most the debates not yet played may cost (None: unpriced)
-
-    @property
-    def total(self) -> int:
-        return len(self.slots)
-
-    @property
-    def reserved(self) -> float:
-        """Held back for the debates still running: part of the budget, not spent yet."""
-        return max(0.0, self.committed - self.spent)
-
-    def left(self, budget: float) -> float:
-        return max(0.0, budget - self.committed)
-
-    def add_to_finish(self, budget: float) -> float | None:
-        """What to add to the budget so that every debate not played yet fits (None: it fits, or unpriced)."""
-        if self.to_finish is None:
-            return None
-        more = self.to_finish - self.left(budget)
-        return more if more > 0 else None
-
-
-def standings(tournament: Tournament, debates: dict[str, SlotDebate]) -> list[Standing]:
-    """Wins, losses and ties per model (a verdict without a winner is a tie; no verdict, no result),
-    best first."""
-    table = {m.label: Standing(m.label) for m in tournament.models}
-    for debate in debates.values():
-        if debate.row.status not in TERMINAL or not debate.has_verdict:
-            continue
-        labels = {p.get("id"): f"{p.get('provider')}:{p.get('model')}" for p in debate.row.participants}
-        players = [label for label in labels.values() if label in table]
-        if debate.winner is None:
-            for label in players:
-                table[label].ties += 1
-            continue
-        winner = labels.get(debate.winner)
-        for label in players:
-            if label == winner:
-                table[label].wins += 1
-            else:
-                table[label].losses += 1
-    return sorted(table.values(), key=lambda s: (-s.points, -s.wins, s.label))
-
-
-async def progress(store: TournamentStore, row: TournamentRow, settings: Settings | None = None) -> Progress:
-    """Debates done out of all slots, money spent, the live debates and an estimate of the time left
-    (the mean length of the finished debates, times what is left, over the concurrency)."""
-    slots = schedule(row.tournament)
-    debates = await store.debates(row.id)
-    keys = {slot.key for slot in slots}
-    mine = {key: debate for key, debate in debates.items() if key in keys}
-    finished = [d for d in mine.values() if d.row.status in TERMINAL]
-    result = Progress(row=row, slots=slots, debates=mine, done=len(finished),
-                      spent=sum(d.row.cost_usd for d in mine.values()),
-                      live=[d for d in mine.values() if d.row.status not in TERMINAL],
-                      committed=await store.committed(row.id, TERMINAL))
-    if row.tournament.budget_usd is not None:
-        estimates = [estimate_debate(row.tournament, slot, settings) for slot in slots if slot.key not in mine]
-        result.to_finish = None if any(e is None for e in estimates) else sum(e or 0.0 for e in estimates)
-    if finished and result.done < result.total and row.status == "running":
-        mean = sum((d.row.updated_at - d.row.created_at).total_seconds() for d in finished) / len(finished)
-        result.eta_seconds = mean * (result.total - result.done) / row.tournament.concurrency
-    return result
 
 
 class TournamentRunner:
@@ -422,7 +313,7 @@ class TournamentRunner:
         missing = [s for s in slots if s.key not in debates]
         if reason is None and not unfinished and not missing:
             await self.store.set_status(tournament.id, "completed")
-            await self._notify_completed(tournament, debates)
+            self._announce_completed(tournament, debates)
         else:
             if reason is None:
                 reason = (f"{len(unfinished)} debate(s) need a person (failed or waiting): {', '.join(unfinished)}"
@@ -432,18 +323,14 @@ class TournamentRunner:
         assert row is not None
         return row
 
-    async def _notify_completed(self, tournament: Tournament, debates: dict[str, SlotDebate]) -> None:
-        """Queue `tournament.completed` for the webhooks that want it (a failure to queue is logged: the
-        tournament has completed all the same)."""
+    def _announce_completed(self, tournament: Tournament, debates: dict[str, SlotDebate]) -> None:
+        """Tell this process the tournament completed (`Engine.notices`): its webhook relay queues
+        `tournament.completed` for the endpoints that want it, as it queues a debate's events."""
         table = standings(tournament, debates)
         leader = table[0].label if table and table[0].played else None
-        try:
-            await queue_tournament_completed(
-                self.engine.store, tournament.id, tournament.name or tournament.id, utcnow(),
-                self.engine.settings.base_url, len(debates), sum(d.row.cost_usd for d in debates.values()), leader,
-                time.time())
-        except Exception:
-            log.exception("tournament %s: queueing its webhooks failed", tournament.id)
+        self.engine.notices.emit(TournamentCompleted(
+            tournament.id, tournament.name or tournament.id, utcnow(), len(debates),
+            sum(d.row.cost_usd for d in debates.values()), leader))
 
 
 async def drive(session: DebateSession, actor: str) -> State:

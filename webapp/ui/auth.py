@@ -19,9 +19,10 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from nicegui import context, ui
 
-from webapp.access.gate import Gate, check_username
+from webapp.access.gate import Gate
 from webapp.access.passwords import new_token, token_digest
 from webapp.access.roles import LOCAL, Action, Principal, Role
+from webapp.access.users import check_username
 from webapp.models import utcnow
 from webapp.settings import Settings, get_settings
 from webapp.store.accounts import Accounts, UserRow
@@ -171,7 +172,7 @@ def login_redirect(request: Request) -> RedirectResponse:
 
 def forbidden(principal: Principal, what: str) -> None:
     """A clear "not allowed" page (HTTP 403) inside the normal frame."""
-    from webapp.ui.layout import frame
+    from webapp.ui.layout import frame  # the layout imports this module (a cycle listed in ARCHITECTURE.md)
 
     context.client.status_code = 403
     with frame("", principal), ui.card().classes("w-full items-center py-10 gap-2").mark("forbidden"):

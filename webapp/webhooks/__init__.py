@@ -4,24 +4,21 @@ delivery (in the store), and a background sender POSTs it, signed, with retries 
 - `events`: which committed events are webhook events, and the JSON a delivery carries;
 - `signing`: secrets and the `X-Rostrum-Signature` / `X-Rostrum-Timestamp` headers;
 - `guard`: refuses endpoints on loopback or private addresses and pins the address it checked;
-- `relay`: taps the engine and queues deliveries; `sender`: sends them (once, across processes);
+- `relay`: taps the engine (a debate's committed events, a tournament's end) and queues deliveries;
+  `sender`: sends them (once, across processes);
 - `manage`: registering, listing, removing and redelivering, through the gate.
 `Webhooks` wires the relay and the sender into one process (the web app, a worker, a CLI command).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from webapp.engine.engine import Engine
 from webapp.settings import Settings
-from webapp.store.protocol import EventStore
-from webapp.store.webhooks import WebhookStore
-from webapp.webhooks.events import EVENTS, TOURNAMENT_COMPLETED, tournament_payload
+from webapp.webhooks.events import EVENTS
 from webapp.webhooks.relay import WebhookRelay
-from webapp.webhooks.sender import RETRY_WINDOW, WebhookSender
+from webapp.webhooks.sender import WebhookSender
 
-__all__ = ["EVENTS", "WebhookRelay", "WebhookSender", "Webhooks", "queue_tournament_completed"]
+__all__ = ["EVENTS", "WebhookRelay", "WebhookSender", "Webhooks"]
 
 
 class Webhooks:
@@ -45,11 +42,3 @@ class Webhooks:
                 await self.sender.drain(drain)
             await self.sender.close()
 
-
-async def queue_tournament_completed(store: EventStore, tournament_id: str, name: str, at: datetime,
-                                     base_url: str, debates: int, cost_usd: float, leader: str | None,
-                                     now: float) -> int:
-    """Queue `tournament.completed` for the endpoints that want it (once per tournament)."""
-    payload = tournament_payload(tournament_id, name, "completed", at, base_url, debates, cost_usd, leader)
-    return await WebhookStore(store).enqueue(TOURNAMENT_COMPLETED, f"tournament:{tournament_id}:completed", payload,
-                                             subject=tournament_id, now=now, window=RETRY_WINDOW)

@@ -2,9 +2,9 @@
 
 A webhook event is read off a committed event of a debate's log (`webhook_event`): the start, the end
 (completed or stopped), a failure, a spending warning, the end of a round. `tournament.completed` comes
-from the tournament runner when a tournament has played every debate. The payload is made when the
-event is queued, from the debate's state right after that event (so a redelivery sends the same body),
-and is one flat JSON object:
+from the tournament runner's notice (`Engine.notices`) when a tournament has played every debate. The
+payload is made when the event is queued, from the debate's state right after that event (so a
+redelivery sends the same body), and is one flat JSON object:
 
     {"event": "debate.completed", "occurred_at": "2026-…Z", "debate_id": "…", "url": "http://…/debate/…",
      "topic": "…", "status": "completed", "round": 3, "total_rounds": 3,

@@ -12,15 +12,20 @@ event (`<debate>:<seq>`), so an event seen twice is still delivered once.
 
 An event committed in the instant before the process dies may not be queued (the log has it; its
 webhook is lost): deliveries are at most once per event for that instant, and at least once after.
+
+A tournament has no log: when one plays its last debate here, its runner announces `TournamentCompleted`
+on the engine's notices (`Engine.notices`) and the relay queues `tournament.completed` the same way (once
+per tournament and endpoint).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from webapp.engine.engine import Engine
@@ -28,13 +33,16 @@ from webapp.engine.state import DebateState
 from webapp.engine.stream import LiveEvent, LiveMessage
 from webapp.models import DebateEvent
 from webapp.store.webhooks import WebhookStore
-from webapp.webhooks.events import debate_payload, webhook_event
+from webapp.tournament.progress import TournamentCompleted
+from webapp.webhooks.events import TOURNAMENT_COMPLETED, debate_payload, tournament_payload, webhook_event
 from webapp.webhooks.sender import RETRY_WINDOW
 
 log = logging.getLogger(__name__)
 
-# event, the log event, its payload (None: made from the log when storing)
-Tapped = tuple[str, DebateEvent, dict[str, Any] | None]
+Payload = dict[str, Any]
+PayloadSource = Payload | Callable[[], Awaitable[Payload]]  # the payload, or how to make it when storing
+# event, its key (unique per endpoint), its subject, its payload
+Tapped = tuple[str, str, str, PayloadSource]
 
 
 class WebhookRelay:
@@ -50,11 +58,11 @@ class WebhookRelay:
         self.clock = clock
         self._queue: asyncio.Queue[Tapped] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._drain(), name="webhook-relay")
-        self._unsubscribe = self.engine.all_live.subscribe(self._tap)
+        self._unsubscribe = [self.engine.all_live.subscribe(self._tap), self.engine.notices.subscribe(self._notice)]
 
     def _tap(self, message: LiveMessage) -> None:
         """On the debate's own path: a type check for every message; for a webhook event, its payload made
@@ -66,38 +74,52 @@ class WebhookRelay:
         if name is None:
             return
         session = self.engine.sessions.get(message.debate_id)
-        payload = None
         if session is not None and session.state.last_seq == event.seq:
-            payload = debate_payload(name, event, session.state, self.base_url)
-        self._queue.put_nowait((name, event, payload))
+            payload: PayloadSource = debate_payload(name, event, session.state, self.base_url)
+        else:  # the session is not at hand: its log up to the event says the same, read when storing
+            payload = functools.partial(self._from_log, name, event)
+        self._queue.put_nowait((name, f"{event.debate_id}:{event.seq}", event.debate_id, payload))
+
+    async def _from_log(self, name: str, event: DebateEvent) -> Payload:
+        """A debate event's payload made from its log up to the event (which says what the session did)."""
+        events = await self.engine.store.events(event.debate_id)
+        state = DebateState.from_events([e for e in events if e.seq <= event.seq])
+        return debate_payload(name, event, state, self.base_url)
+
+    def _notice(self, notice: object) -> None:
+        """A tournament completed in this process: its `tournament.completed`, queued like a debate's events."""
+        if not isinstance(notice, TournamentCompleted):
+            return
+        payload = tournament_payload(notice.tournament_id, notice.name, "completed", notice.at, self.base_url,
+                                     notice.debates, notice.cost_usd, notice.leader)
+        self._queue.put_nowait((TOURNAMENT_COMPLETED, f"tournament:{notice.tournament_id}:completed",
+                                notice.tournament_id, payload))
 
     async def _drain(self) -> None:
         while True:
-            name, event, payload = await self._queue.get()
+            tapped = await self._queue.get()
             try:
-                await self._store(name, event, payload)
+                await self._store(*tapped)
             finally:
                 self._queue.task_done()
 
-    async def _store(self, name: str, event: DebateEvent, payload: dict[str, Any] | None) -> None:
+    async def _store(self, name: str, key: str, subject: str, payload: PayloadSource) -> None:
         delay = 0.5
         for _ in range(5):  # a busy store: try a few times (the debate has long moved on)
             try:
-                if payload is None:  # (the session was not at hand: its log up to the event says the same)
-                    events = await self.engine.store.events(event.debate_id)
-                    state = DebateState.from_events([e for e in events if e.seq <= event.seq])
-                    payload = debate_payload(name, event, state, self.base_url)
-                queued = await self.webhooks.enqueue(name, f"{event.debate_id}:{event.seq}", payload,
-                                                     subject=event.debate_id, now=self.clock(), window=self.window)
+                if callable(payload):
+                    payload = await payload()
+                queued = await self.webhooks.enqueue(name, key, payload, subject=subject, now=self.clock(),
+                                                     window=self.window)
             except Exception:
-                log.exception("webhooks: queueing %s (%s:%s) failed", name, event.debate_id, event.seq)
+                log.exception("webhooks: queueing %s (%s) failed", name, key)
                 await asyncio.sleep(delay)
                 delay *= 2
                 continue
             if queued and self.on_queued is not None:
                 self.on_queued()
             return
-        log.error("webhooks: %s (%s:%s) was not queued: the store kept failing", name, event.debate_id, event.seq)
+        log.error("webhooks: %s (%s) was not queued: the store kept failing", name, key)
 
     async def flush(self) -> None:
         """Until everything tapped so far is in the store."""
@@ -105,9 +127,9 @@ class WebhookRelay:
 
     async def close(self, timeout: float = 5.0) -> None:
         """Stop tapping; write what was tapped (for up to `timeout` seconds), then stop."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
         if self._task is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.flush(), timeout)

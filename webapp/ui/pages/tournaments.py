@@ -3,7 +3,7 @@
 standings: wins, losses and ties per model, and the tournament's own leaderboard: Bradley-Terry
 ratings with intervals and the head-to-head over its judged debates, as `/leaderboard` draws them).
 
-The page reads everything from the store (`webapp.tournament.runner.progress`) and reads it again
+The page reads everything from the store (`webapp.tournament.progress.progress`) and reads it again
 every `REFRESH_S` seconds while open: a tournament's state is its debates' rows, which other
 processes may write too. Commands go through the gate; text from people (names, topics, model ids)
 is only ever shown as text.
@@ -20,7 +20,7 @@ from nicegui import ui
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal, actor_label
 from webapp.results.leaderboard import Leaderboard, LeaderboardFilters, leaderboard
-from webapp.tournament.runner import Progress, progress, standings
+from webapp.tournament.progress import Progress, progress, standings
 from webapp.tournament.store import TournamentRow, TournamentStore
 from webapp.ui import runtime
 from webapp.ui.auth import admit
