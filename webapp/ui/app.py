@@ -20,8 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webapp.settings import image_hosts
 from webapp.ui import runtime
-from webapp.ui.auth import FINISH_PATH, finish_sign_in
 from webapp.ui.layout import PRODUCT, install_head
+from webapp.ui.sign_in import FINISH_PATH, finish_sign_in
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
