@@ -25,7 +25,7 @@ from webapp.engine.schedule import ConfigError, prepare_config, provider_problem
 from webapp.engine.state import DebateState
 from webapp.engine.stream import Broadcaster, Listener, LiveEvent, LiveStatus
 from webapp.models import DebateConfig, DebateEvent, utcnow
-from webapp.providers.registry import EndpointBook
+from webapp.providers.registry import EndpointBook, ProviderCache
 from webapp.settings import Settings, get_settings
 from webapp.store import DebateRow, StaleWrite
 from webapp.store.protocol import EventStore, open_store
@@ -53,8 +53,6 @@ class DebateNotFound(KeyError):
 
 
 def _default_providers(settings: Settings, endpoints: EndpointBook) -> ProviderSource:
-    from webapp.providers.registry import ProviderCache
-
     return ProviderCache(settings=settings, endpoints=endpoints)
 
 
