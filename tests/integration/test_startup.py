@@ -1,7 +1,7 @@
 """What `python main.py` does before its first page: it does not import the vendor SDKs (over a second
-of start-up for a demo-only app) nor httpx/httpx2 nor markdown2, and it checks the database's integrity
-once, not twice (main.py's check before serving, then the app's own open of the same file). A fresh
-interpreter each time."""
+of start-up for a demo-only app) nor httpx/httpx2 nor markdown2 nor the HTTP API's routes, and it checks
+the database's integrity once, not twice (main.py's check before serving, then the app's own open of the
+same file). A fresh interpreter each time."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ async def app_start():  # the app's own start-up (webapp.ui.runtime): the engine
 asyncio.run(app_start())
 print(json.dumps({"sdks": sorted(m for m in ("openai", "anthropic") if m in sys.modules),
                   "http_clients": sorted(m for m in ("httpx", "httpx2") if m in sys.modules),
-                  "markdown": sorted(m for m in ("markdown2", "pygments") if m in sys.modules), "checks": len(checks)}))
+                  "markdown": sorted(m for m in ("markdown2", "pygments") if m in sys.modules),
+                  "api": sorted(m for m in ("webapp.api.routes", "webapp.api.events") if m in sys.modules),
+                  "checks": len(checks)}))
 """
 
 
@@ -59,7 +61,8 @@ def test_start_up_imports_no_sdk_and_checks_the_database_once(tmp_path: Path) ->
     db = tmp_path / "data" / "rostrum.sqlite3"
     first = _probe(tmp_path, db)  # a new database: nothing to check yet
     # nor the HTTP clients only "Test connection" and the server check use (a quarter second of imports)
-    # and not Markdown (NiceGUI's markdown element brings markdown2 and pygments; only a verdict uses it)
-    assert first == {"sdks": [], "http_clients": [], "markdown": [], "checks": 0}
+    # and not Markdown (NiceGUI's markdown element brings markdown2 and pygments; only a verdict uses it),
+    # nor the HTTP API's routes (built on the first /api/v1 request)
+    assert first == {"sdks": [], "http_clients": [], "markdown": [], "api": [], "checks": 0}
     second = _probe(tmp_path, db)  # an existing one: checked before serving, not again by the app
-    assert second == {"sdks": [], "http_clients": [], "markdown": [], "checks": 1}
+    assert second == {"sdks": [], "http_clients": [], "markdown": [], "api": [], "checks": 1}

@@ -7,7 +7,8 @@ those serve pages — browser sessions, a per-visitor user storage that NiceGUI 
 without a session cookie and keeps for good, cache headers — and an API client needs none of them; they
 would also pass every write of an event stream through three more layers.
 Requests are authenticated in `webapp.api.auth` (personal API tokens, `webapp.access.tokens`), the
-routes are in `webapp.api.routes`, the live event stream in `webapp.api.events`.
+routes are in `webapp.api.routes`, the live event stream in `webapp.api.events`. Those are imported, and the
+sub-application built, on the first API request (`OnFirstRequest`): the first page needs none of it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from swagger_ui_bundle import swagger_ui_path
-
-from webapp.api.routes import router
 
 PREFIX = "/api/v1"
 OPENAPI = f"{PREFIX}/openapi.json"
@@ -39,8 +38,28 @@ requests a minute (429 with `Retry-After` beyond it)."""
 def build() -> FastAPI:
     api = FastAPI(title="Rostrum API", version="1", description=DESCRIPTION, openapi_url="/openapi.json",
                   docs_url=None, redoc_url=None)
+    # late: the routes (and FastAPI's analysis of each) cost start-up time the first page does not need
+    from webapp.api.routes import router
+
     api.include_router(router)
     return api
+
+
+class OnFirstRequest:
+    """The API sub-application, built by `build()` when the first request reaches it: its routes are about a
+    fifth of what Rostrum imports before serving (bench/README.md, "Start-up"). Building takes no await, so
+    two first requests cannot both build it."""
+
+    def __init__(self) -> None:
+        self.app: FastAPI | None = None
+
+    def built(self) -> FastAPI:
+        if self.app is None:
+            self.app = build()
+        return self.app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.built()(scope, receive, send)
 
 
 async def docs() -> HTMLResponse:
@@ -73,7 +92,7 @@ def mount(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> Non
     app.router.routes[:] = [r for r in app.router.routes
                             if not (isinstance(r, Mount) and r.path in (PREFIX, DOCS_FILES))
                             and getattr(r, "path", None) != DOCS]
-    api = build()
+    api = OnFirstRequest()
     app.mount(PREFIX, api)  # what the front door does, for anything that builds the stack its own way
     app.add_api_route(DOCS, docs, include_in_schema=False, response_class=HTMLResponse)
     app.mount(DOCS_FILES, StaticFiles(directory=str(swagger_ui_path)), name="api-docs-files")

@@ -236,7 +236,7 @@ async def rematch(debate_id: str, request: Request, api: CallerDep) -> Created:
 
 
 def board_filters(format: str | None, tag: str | None, judge: str | None, since: date | None, until: date | None,
-                  series: bool) -> Any:
+                  series: bool) -> LeaderboardFilters:
     if format is not None and format not in FORMATS:
         raise HTTPException(422, [{"loc": ["query", "format"], "type": "value_error",
                                    "msg": f"unknown format {format!r}; choose one of: {', '.join(FORMATS)}"}])
@@ -249,12 +249,14 @@ def board_filters(format: str | None, tag: str | None, judge: str | None, since:
 async def board_query(format: str | None = None, tag: str | None = None,
                       judge: Annotated[str | None, Query(description="a judge model (provider:model)")] = None,
                       since: date | None = None, until: date | None = None,
-                      series: Annotated[bool, Query(description="only side-swapped series")] = False) -> Any:
+                      series: Annotated[bool, Query(description="only side-swapped series")] = False,
+                      ) -> LeaderboardFilters:
     return board_filters(format, tag, judge, since, until, series)
 
 
 @router.get("/leaderboard", tags=["results"], summary="The leaderboard, with the page's filters")
-async def get_leaderboard(api: CallerDep, filters: Annotated[Any, Depends(board_query)]) -> dict[str, Any]:
+async def get_leaderboard(api: CallerDep, filters: Annotated[LeaderboardFilters, Depends(board_query)],
+                          ) -> dict[str, Any]:
     await api.require(Action.LIST)
     return (await leaderboard(api.engine.store, filters)).public()
 
@@ -262,7 +264,7 @@ async def get_leaderboard(api: CallerDep, filters: Annotated[Any, Depends(board_
 @router.get("/leaderboard/head-to-head", tags=["results"], summary="Two models' record against each other")
 async def head_to_head(api: CallerDep, a: Annotated[str, Query(description="provider:model")],
                        b: Annotated[str, Query(description="provider:model")],
-                       filters: Annotated[Any, Depends(board_query)]) -> dict[str, Any]:
+                       filters: Annotated[LeaderboardFilters, Depends(board_query)]) -> dict[str, Any]:
     await api.require(Action.LIST)
     board = await leaderboard(api.engine.store, filters)
     pair = board.pair(a, b)

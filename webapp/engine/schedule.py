@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from webapp.engine.formats import Format, Phase, get_format
 from webapp.hygiene import has_visible_text
 from webapp.models import TEMPERATURE_IGNORED_BY, DebateConfig, Participant
+from webapp.providers.registry import spec_problem
 
 if TYPE_CHECKING:
     from webapp.providers.endpoints import EndpointPolicy
@@ -70,8 +71,6 @@ def provider_problem(config: DebateConfig, policy: EndpointPolicy | None = None)
     not bound to, an address not to be called…), as (field, message); checked when a debate is created
     and again each time it starts running, since the environment and the registered endpoints may have
     changed in between. `policy`: the endpoint rules (default: the configuration's alone)."""
-    from webapp.providers.registry import spec_problem  # the registry imports the providers; load late
-
     for field, spec in model_specs(config):
         problem = spec_problem(spec, policy)
         if problem:

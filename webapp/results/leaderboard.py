@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from itertools import pairwise
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -130,8 +131,6 @@ def pair_words(a: str, b: str, share: float | None, debates: int) -> PairWords:
     if share >= CLEAR:
         return PairWords(a=a, b=b, share=share, debates=debates, clear=True, more=None,
                          words=f"{a} beats {b} in {share:.0%} of bootstrap samples ({n})".replace("%", " %"))
-    from statistics import NormalDist
-
     z = NormalDist().inv_cdf(min(max(share, 0.55), 0.999))
     more = max(1, math.ceil(debates * (Z_CLEAR / z) ** 2) - debates)
     about = f"more than {MORE_CAP}" if more > MORE_CAP else f"about {more}"
@@ -254,7 +253,7 @@ def _style(u: _Unit) -> float:
 
 def _history(rated: list[_Unit], grid: Cells, models: list[str]) -> list[HistoryPoint]:
     """Point ratings on the comparisons up to each of a few moments (no intervals: a trend line)."""
-    from webapp.results.ratings import point_ratings
+    from webapp.results.ratings import point_ratings  # late: numpy and scipy, on the first board (see `compute`)
 
     if not rated:
         return []

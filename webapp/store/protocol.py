@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from webapp.models import DebateEvent, EventKind
 from webapp.store.leases import JobTable, LeaseTable
+from webapp.store.repository import Store
 from webapp.store.rows import DebateRow
 from webapp.store.targets import is_postgres_url, redacted
 from webapp.store.tournaments import TournamentTable
@@ -90,9 +91,8 @@ async def open_store(target: str | Path, **kwargs: Any) -> EventStore:
     """The store `target` names: a `postgresql://…` URL opens `PostgresStore`, anything else is the
     path of a SQLite file (`Store`, the embedded default). `kwargs` go to the SQLite store's `open`."""
     if is_postgres_url(target):
+        # late: asyncpg and the PostgreSQL store load only where ROSTRUM_DB names a PostgreSQL server
         from webapp.store.postgres import PostgresStore
 
         return await PostgresStore.open(str(target))
-    from webapp.store.repository import Store
-
     return await Store.open(target, **kwargs)

@@ -18,10 +18,26 @@ from nicegui import Client, app, ui
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webapp import api
 from webapp.settings import image_hosts
 from webapp.ui import runtime
-from webapp.ui.auth import FINISH_PATH, finish_sign_in
+from webapp.ui.auth import principal_for
 from webapp.ui.layout import PRODUCT, install_head
+from webapp.ui.pages import (
+    admin,
+    dashboard,
+    debate,
+    judges,
+    leaderboard,
+    login,
+    new_debate,
+    settings,
+    share,
+    tokens,
+    tournaments,
+    webhooks,
+)
+from webapp.ui.sign_in import FINISH_PATH, finish_sign_in
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
@@ -91,36 +107,17 @@ def _page_miss(request: Request, exception: Exception) -> bool:
 
 async def page_not_found(request: Request, exception: Exception) -> Response:
     """An unknown address: the "not found" page inside the shared frame, with HTTP 404."""
-    from webapp.ui.auth import principal_for
-    from webapp.ui.pages.debate import not_found
-
     if not _page_miss(request, exception):
         assert isinstance(exception, StarletteHTTPException)
         return await http_exception_handler(request, exception)
     principal = await principal_for(request)  # None (not signed in): the page shows no navigation
     with Client(ui.page("", title=f"{PRODUCT} · Page not found", language=LANGUAGE), request=request) as client:
-        not_found(principal, f"There is no page at {request.url.path}.", title="Page not found", back=True)
+        debate.not_found(principal, f"There is no page at {request.url.path}.", title="Page not found", back=True)
     return client.build_response(request, 404)
 
 
 def setup() -> None:
     """Register the pages, the static files and the engine's start and stop."""
-    from webapp import api
-    from webapp.ui.pages import (
-        admin,
-        dashboard,
-        debate,
-        judges,
-        leaderboard,
-        login,
-        new_debate,
-        settings,
-        share,
-        tokens,
-        tournaments,
-        webhooks,
-    )
-
     rt = runtime.reset()
     app.add_middleware(SecurityHeaders)
     app.add_api_route(FINISH_PATH, finish_sign_in, methods=["GET"], include_in_schema=False)

@@ -10,7 +10,9 @@ from html import escape
 from nicegui import Client, app, context, ui
 
 from webapp.access.roles import Action, Principal
-from webapp.ui.components.html_parts import shared_text
+from webapp.ui import runtime
+from webapp.ui.shared_values import shared_text
+from webapp.ui.sign_in import sign_out
 
 PRODUCT = "Rostrum"
 # label, target, icon, what the principal must be allowed to do to see it
@@ -70,8 +72,6 @@ def _theme_toggle() -> None:
 
 def _account_menu(principal: Principal) -> None:
     """Who is signed in, their role, and Sign out (a browser sign-in only: a proxy or a link cannot)."""
-    from webapp.ui.auth import sign_out
-
     async def leave() -> None:
         await sign_out(principal)  # ends this session everywhere (its other tabs are cut off)
         ui.navigate.to("/login")  # which gives this browser a fresh id
@@ -195,8 +195,6 @@ def frame(active: str = "/", principal: Principal | None = None) -> Iterator[ui.
             _account_menu(principal)
         _theme_toggle()
     if principal is not None and (principal.session_id or principal.link_id):
-        from webapp.ui import runtime
-
         rt = runtime.current()
         if rt.engine_ is not None:  # a signed-in page: cut off when its sign-in or link ends
             rt.cutoff.guard(principal, rt.engine_.store)

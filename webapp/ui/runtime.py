@@ -66,7 +66,7 @@ class Runtime:
             if settings.workers == "external":
                 # Debates run on workers: they hold the leases and take over a dead worker's debates;
                 # a web process pausing "interrupted" debates at start-up would fight them.
-                from webapp.workers import WorkerClient  # late: only with external workers, not at start-up
+                from webapp.workers import WorkerClient  # late: a single-process install never loads workers/
 
                 self.workers_ = self.engine_.workers = WorkerClient(self.engine_.store, settings.redis_url)
             else:

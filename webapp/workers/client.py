@@ -36,7 +36,7 @@ class WorkerClient:
         self.poll = poll
         self._redis: Any = None
         if redis_url:
-            import redis.asyncio as aioredis
+            import redis.asyncio as aioredis  # late: Redis is optional; without it the job table alone carries jobs
 
             self._redis = aioredis.from_url(redis_url, decode_responses=True, socket_connect_timeout=1.0)
 

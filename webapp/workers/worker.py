@@ -76,7 +76,7 @@ class Worker:
     async def start(self) -> None:
         self.client = WorkerClient(self.engine.store, self._redis_url)
         if self._redis_url:
-            import redis.asyncio as aioredis
+            import redis.asyncio as aioredis  # late: Redis is optional; without it the worker polls the job table
 
             self._redis = aioredis.from_url(self._redis_url, decode_responses=True, socket_connect_timeout=1.0)
             self._tasks.append(asyncio.create_task(self._listen(), name="worker-listen"))

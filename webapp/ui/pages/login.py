@@ -1,7 +1,7 @@
 """Sign in `/login`: username and password, the same message for an unknown user and a wrong
 password, and throttling after repeated attempts per username and per client address
 (`webapp.access.throttle`). A right password ends in `/login/finish`, which gives the browser its
-session (`webapp.ui.auth.finish_sign_in`)."""
+session (`webapp.ui.sign_in.finish_sign_in`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from webapp.access.throttle import user_key as throttle_user_key
 from webapp.settings import get_settings
 from webapp.store.accounts import Accounts
 from webapp.ui import runtime
-from webapp.ui.auth import begin_sign_in, client_address, principal_for, safe_next
+from webapp.ui.auth import principal_for
 from webapp.ui.layout import PRODUCT, frame, heading
+from webapp.ui.sign_in import begin_sign_in, client_address, safe_next
 
 log = logging.getLogger("rostrum.access")
 
