@@ -13,6 +13,7 @@ from webapp.terminal import exact_output
 
 async def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     """Check servers like Settings' "Check": their /models, then one tiny structured-output probe."""
+    # late: only `check` probes servers; the other commands never load the probe
     from webapp.providers.presets import PRESETS, get_preset
     from webapp.providers.probe import check_server, probe_structured
 

@@ -9,6 +9,7 @@ from webapp.cli.common import EXIT_FAILED, EXIT_OK, say_error
 
 
 async def cmd_migrate_store(args: argparse.Namespace, out: TextIO) -> int:
+    # late: only `migrate-store` opens two stores and copies between them
     from webapp.store.protocol import redacted
     from webapp.store.transfer import TransferError, migrate_store, parse_target
 

@@ -63,6 +63,7 @@ async def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _leaderboard_filters(args: argparse.Namespace) -> Any:
+    # late: the leaderboard (numpy/scipy behind it) only for the commands that rate
     from webapp.results.leaderboard import LeaderboardFilters
 
     if args.format is not None and args.format not in FORMATS:

@@ -13,6 +13,7 @@ from webapp.settings import get_settings
 
 async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     """Run debates for web processes: take debates by lease, answer their jobs, until SIGTERM/SIGINT."""
+    # late: only `worker` runs debates for web processes (redis and the lease loop stay unloaded otherwise)
     from webapp.workers import Worker
 
     settings = settings_of(args) or get_settings()

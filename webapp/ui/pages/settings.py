@@ -19,6 +19,8 @@ from nicegui import app, ui
 from webapp.access.gate import Gate
 from webapp.access.roles import Action, Principal
 from webapp.engine.formats import FORMATS
+from webapp.engine.limits import endpoint_key, limit_for
+from webapp.models import JudgeSpec
 from webapp.providers.demo import DEMO_MODELS
 from webapp.providers.endpoints import Endpoint, EndpointPolicy
 from webapp.providers.presets import PRESETS, Preset
@@ -153,9 +155,6 @@ class LocalServers:
     async def _probe(preset: Preset, model: str, words: ui.label, policy: EndpointPolicy) -> StructuredCheck:
         """The structured-output probe, queued behind this process's debates on the same endpoint (a
         server that serves one request at a time would otherwise have a running turn interrupted)."""
-        from webapp.engine.limits import endpoint_key, limit_for
-        from webapp.models import JudgeSpec
-
         engine = runtime.current().engine_
         spec = JudgeSpec(provider="compatible", preset=preset.name, model=model)
 
