@@ -54,7 +54,9 @@ def launch_server(workdir: Path, db: Path | None = None, extra_env: dict[str, st
     process = subprocess.Popen([sys.executable, str(ROOT / "main.py")], cwd=workdir, env=env, stdout=log,
                                stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # A bound for a hang, not a guess at the start-up time: the loop leaves as soon as the server answers
+    # (or its process ended). 30 s ran out at load 15 on 2 cores before the server had printed a line.
+    deadline = time.monotonic() + 120
     while True:
         try:
             with urllib.request.urlopen(base + "/", timeout=2) as response:
