@@ -29,6 +29,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-s
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 DEMO_SPEED = "60"  # tokens per second
 
+# Playwright's 5 s default for an `expect` is a bound for a hang, not a wait: every expect returns as soon
+# as its condition holds. With other suites beside it (load 20-28 on 2 cores) a page build, a sign-in's
+# argon2 check or a form's notice took more than 5 s with nothing wrong; 15 s still reports a hang soon.
+# (What a test waits for is a condition: a debate it acts on is held, never raced — see ROSTRUM_DEMO_FAIL.)
+expect.set_options(timeout=15_000)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
