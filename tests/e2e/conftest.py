@@ -1,8 +1,8 @@
 """End-to-end fixtures: `python main.py` on a free port (one server per module) and headless Chromium.
 
 The server runs in a subprocess without `PYTEST_CURRENT_TEST` in its environment (NiceGUI would
-otherwise behave as if under test), with its own temporary database and a demo speed fast enough
-for a short suite but slow enough to watch tokens stream and to pause mid-debate.
+otherwise behave as if under test), with its own temporary database and a fast demo speed (a test that acts on a
+running debate uses a server whose debates are held: `ROSTRUM_DEMO_FAIL`, never the demo's pace).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-DEMO_SPEED = "60"  # tokens per second
+DEMO_SPEED = "240"  # tokens per second: a quick demo in ~2 s
 
 # Playwright's 5 s default for an `expect` is a bound for a hang, not a wait: every expect returns as soon
 # as its condition holds. With other suites beside it (load 20-28 on 2 cores) a page build, a sign-in's

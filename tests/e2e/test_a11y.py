@@ -278,16 +278,23 @@ def test_navigation_links_work_by_keyboard_show_focus_and_fold_into_a_menu_on_a_
         phone.close()
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_the_sign_in_page_passes_axe(tmp_path: Path, browser: Browser, scheme: str) -> None:
+@pytest.fixture(scope="module")
+def auth_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server with sign-in on, for both colour schemes (one start-up, not one per scheme)."""
     if not AXE.exists():
         unavailable("axe", f"axe-core is not installed ({AXE}): run `make axe`")
-    with launch_server(tmp_path, extra_env={"ROSTRUM_AUTH": "on"}, log_name="a11y-login-server.log") as base:
-        context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
-        try:
-            found = {path: audit(context, base + path, "h1") for path in ("/login", "/no/such/page")}
-        finally:
-            context.close()
+    with launch_server(tmp_path_factory.mktemp("a11y-auth"), extra_env={"ROSTRUM_AUTH": "on"},
+                       log_name="a11y-login-server.log") as base:
+        yield base
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_sign_in_page_passes_axe(auth_base: str, browser: Browser, scheme: str) -> None:
+    context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
+    try:
+        found = {path: audit(context, auth_base + path, "h1") for path in ("/login", "/no/such/page")}
+    finally:
+        context.close()
     assert found == {path: [] for path in found}, json.dumps(found, indent=1)
 
 

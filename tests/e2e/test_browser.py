@@ -14,7 +14,7 @@ from tests.e2e.conftest import ARTIFACTS, launch_server, start_from_form
 
 pytestmark = pytest.mark.e2e
 
-LONG = 90_000  # ms: a whole demo debate at the test's demo speed takes ~15 s
+LONG = 90_000  # ms: a bound for a whole demo debate (a few seconds at the e2e demo speeds)
 
 
 
@@ -30,7 +30,8 @@ def held_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stopped it. The demo runs
     on a wall-clock schedule, so without this hold a loaded machine let the debate finish while the
     browser was still opening the second tab or pressing Pause (the late joiner's flake)."""
-    with launch_server(tmp_path_factory.mktemp("held"), extra_env={"ROSTRUM_DEMO_FAIL": "3:timeout"},
+    with launch_server(tmp_path_factory.mktemp("held"),
+                       extra_env={"ROSTRUM_DEMO_FAIL": "3:timeout", "ROSTRUM_DEMO_SPEED": "60"},
                        log_name="e2e-held-server.log") as base:
         yield base
 
