@@ -51,11 +51,12 @@ class Site:
         return self.find(topic)
 
     def start(self, topic: str, speed: str) -> subprocess.Popen[bytes]:
-        """A demo debate run by the CLI in the background, held running while it is audited: its second
-        turn stalls half-written on every attempt (the demo runs on a wall-clock schedule, so a debate
-        left to run could end on a loaded machine before its page was opened)."""
+        """A demo debate run by the CLI in the background, held running while it is audited: its fourth
+        turn (the second opening statement, after two parallel preparations) stalls half-written on every
+        attempt (the demo runs on a wall-clock schedule, so a debate left to run could end on a loaded
+        machine before its page was opened)."""
         command = [sys.executable, "-m", "webapp", "debate", topic, "--rounds", "3", "--db", str(self.db)]
-        return subprocess.Popen(command, cwd=self.workdir, env=self.env(speed) | {"ROSTRUM_DEMO_FAIL": "2:stall!"},
+        return subprocess.Popen(command, cwd=self.workdir, env=self.env(speed) | {"ROSTRUM_DEMO_FAIL": "4:stall!"},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def find(self, topic: str) -> str:
