@@ -51,10 +51,13 @@ class Site:
         return self.find(topic)
 
     def start(self, topic: str, speed: str) -> subprocess.Popen[bytes]:
-        """A demo debate run by the CLI in the background, slowly enough to be audited while it runs."""
+        """A demo debate run by the CLI in the background, held running while it is audited: its fourth
+        turn (the second opening statement, after two parallel preparations) stalls half-written on every
+        attempt (the demo runs on a wall-clock schedule, so a debate left to run could end on a loaded
+        machine before its page was opened)."""
         command = [sys.executable, "-m", "webapp", "debate", topic, "--rounds", "3", "--db", str(self.db)]
-        return subprocess.Popen(command, cwd=self.workdir, env=self.env(speed), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen(command, cwd=self.workdir, env=self.env(speed) | {"ROSTRUM_DEMO_FAIL": "4:stall!"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def find(self, topic: str) -> str:
         listing = subprocess.run([sys.executable, "-m", "webapp", "list", "--json", "--db", str(self.db)],
@@ -276,16 +279,23 @@ def test_navigation_links_work_by_keyboard_show_focus_and_fold_into_a_menu_on_a_
         phone.close()
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_the_sign_in_page_passes_axe(tmp_path: Path, browser: Browser, scheme: str) -> None:
+@pytest.fixture(scope="module")
+def auth_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server with sign-in on, for both colour schemes (one start-up, not one per scheme)."""
     if not AXE.exists():
         unavailable("axe", f"axe-core is not installed ({AXE}): run `make axe`")
-    with launch_server(tmp_path, extra_env={"ROSTRUM_AUTH": "on"}, log_name="a11y-login-server.log") as base:
-        context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
-        try:
-            found = {path: audit(context, base + path, "h1") for path in ("/login", "/no/such/page")}
-        finally:
-            context.close()
+    with launch_server(tmp_path_factory.mktemp("a11y-auth"), extra_env={"ROSTRUM_AUTH": "on"},
+                       log_name="a11y-login-server.log") as base:
+        yield base
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_sign_in_page_passes_axe(auth_base: str, browser: Browser, scheme: str) -> None:
+    context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
+    try:
+        found = {path: audit(context, auth_base + path, "h1") for path in ("/login", "/no/such/page")}
+    finally:
+        context.close()
     assert found == {path: [] for path in found}, json.dumps(found, indent=1)
 
 

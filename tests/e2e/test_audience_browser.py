@@ -84,7 +84,10 @@ def signed_in(browser: Browser, setup: Setup, name: str, debate_id: str) -> tupl
     page.get_by_label("Username").fill(name)
     page.get_by_label("Password").fill(setup.passwords[name])
     page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(rf".*/debate/{debate_id}$"))
+    # Bounded for a hang, as in test_team_access: an argon2id check, the store's writes, two redirects and
+    # a page build outlast Playwright's default 5 s on a loaded 2-core machine.
+    expect(page).to_have_url(re.compile(rf".*/debate/{debate_id}$"), timeout=30_000)
+    expect(card(page)).to_be_visible(timeout=30_000)  # the card's first read of the store is in
     return context, page
 
 

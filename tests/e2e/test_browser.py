@@ -14,7 +14,7 @@ from tests.e2e.conftest import ARTIFACTS, launch_server, start_from_form
 
 pytestmark = pytest.mark.e2e
 
-LONG = 90_000  # ms: a whole demo debate at the test's demo speed takes ~15 s
+LONG = 90_000  # ms: a bound for a whole demo debate (a few seconds at the e2e demo speeds)
 
 
 
@@ -25,11 +25,13 @@ def transcript(page: Page) -> list[str]:
 
 @pytest.fixture(scope="module")
 def held_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server whose demo model leaves the first attempt at turn 3 without a token until the first-token
-    timeout (60 s): the debate is running, yet cannot end before the test has paused it. The demo runs
+    """A server whose demo model leaves the first attempt at turn 3 of every debate without a token until
+    the first-token timeout (60 s): the debate is running, yet cannot end before the test has paused or
+    stopped it. The demo runs
     on a wall-clock schedule, so without this hold a loaded machine let the debate finish while the
     browser was still opening the second tab or pressing Pause (the late joiner's flake)."""
-    with launch_server(tmp_path_factory.mktemp("held"), extra_env={"ROSTRUM_DEMO_FAIL": "3:timeout"},
+    with launch_server(tmp_path_factory.mktemp("held"),
+                       extra_env={"ROSTRUM_DEMO_FAIL": "3:timeout", "ROSTRUM_DEMO_SPEED": "60"},
                        log_name="e2e-held-server.log") as base:
         yield base
 
@@ -139,10 +141,10 @@ def test_hostile_topic_and_model_output_render_as_text(server: str, browser: Bro
     context.close()
 
 
-def test_stop_opens_its_menu_and_stops_without_a_verdict(server: str, browser: Browser) -> None:
+def test_stop_opens_its_menu_and_stops_without_a_verdict(held_server: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    start_from_form(page, server, "Should a stop ask first?")
+    start_from_form(page, held_server, "Should a stop ask first?")  # held at turn 3: it cannot end first
     stop = page.get_by_role("button", name="Stop", exact=True)
     expect(stop).to_be_enabled()
     stop.click()  # a menu, not a command: with or without a verdict

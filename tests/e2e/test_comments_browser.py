@@ -165,12 +165,19 @@ def test_a_share_link_without_comments_reacts_but_cannot_comment(talk_server: tu
 def test_a_turn_that_finishes_while_watched_gets_its_comment_box_at_once(tmp_path: Path, browser: Browser) -> None:
     """A turn streamed on the open page (not in its snapshot) offers reactions and comments as soon as it
     is committed, without a reload, and a comment on it reaches the other tab."""
-    with launch_server(tmp_path, extra_env={"ROSTRUM_DEMO_SPEED": "20"}, log_name="e2e-comments-live.log") as base:
+    # The first turn stalls half-written until a pause and resume: the page is there before any turn ends
+    # (at the demo's wall-clock pace a loaded machine built the page when too few turns were left).
+    with launch_server(tmp_path, extra_env={"ROSTRUM_DEMO_SPEED": "20", "ROSTRUM_DEMO_FAIL": "1:stall"},
+                       log_name="e2e-comments-live.log") as base:
         context = browser.new_context()
         page = context.new_page()
         url = start_from_form(page, base, "Should a live turn take comments once it ends?")
         page.wait_for_selector(".rostrum-turn-live", timeout=30_000)
-        before = page.locator(".rostrum-turn-final").count()  # finished when the page was built, or soon after
+        before = page.locator(".rostrum-turn-final").count()
+        assert before == 0  # held at the first turn
+        page.get_by_role("button", name="Pause", exact=True).click()
+        expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
+        page.get_by_role("button", name="Resume", exact=True).click()
         # Two more turns finish while the page watches: the browser heard of them only live.
         page.wait_for_function(f"() => document.querySelectorAll('.rostrum-turn-final').length >= {before + 2}",
                                timeout=90_000)

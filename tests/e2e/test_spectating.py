@@ -28,6 +28,21 @@ def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
+@pytest.fixture(scope="module")
+def held_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Every debate is held at its third turn: the two opening statements end, then the first rebuttal
+    streams half its words and waits (until a pause or stop cancels it). A test that acts on a live turn
+    waits for that state, not for a moment of the demo's wall-clock schedule, which a loaded machine
+    let pass (the turn ended, or the debate did, before the click)."""
+    with launch_server(tmp_path_factory.mktemp("spectating-held"),
+                       extra_env={"ROSTRUM_DEMO_SPEED": "30", "ROSTRUM_DEMO_FAIL": "3:stall"},
+                       log_name="e2e-spectating-held-server.log") as base:
+        yield base
+
+
+# Held at the third turn: two finished turns, and a live one that has shown more than 40 characters.
+HELD = ("() => document.querySelectorAll('.rostrum-turn-final').length === 2 && [...document.querySelectorAll("
+        "'.rostrum-turn-live .rostrum-turn-text')].some(e => e.textContent.length > 40)")
 
 
 LIVE_IN_VIEW = """() => {
@@ -59,12 +74,11 @@ def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
     context.close()
 
 
-def test_pausing_mid_turn_keeps_the_text_shown_and_marks_it(slow_server: str, browser: Browser) -> None:
+def test_pausing_mid_turn_keeps_the_text_shown_and_marks_it(held_server: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    start(page, slow_server, "Should homework be banned in primary schools?")
-    page.wait_for_function("() => [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]"
-                           ".some(e => e.textContent.length > 40)", timeout=30_000)
+    start(page, held_server, "Should homework be banned in primary schools?")
+    page.wait_for_function(HELD, timeout=LONG)
     page.get_by_role("button", name="Pause").click()
     expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
     cut = page.locator(".rostrum-cut").first
@@ -158,17 +172,16 @@ def test_a_finished_debate_shows_its_outcome_without_scrolling(
     context.close()
 
 
-def test_a_late_joiner_lands_on_the_live_turn(slow_server: str, browser: Browser) -> None:
+def test_a_late_joiner_lands_on_the_live_turn(held_server: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1000, "height": 900})
     page = context.new_page()
-    start(page, slow_server, "Should libraries lend musical instruments?")
-    page.wait_for_function("() => document.querySelectorAll('.rostrum-turn-final').length >= 2 && "
-                           "document.querySelector('.rostrum-turn-live .rostrum-turn-text')", timeout=LONG)
+    start(page, held_server, "Should libraries lend musical instruments?")
+    page.wait_for_function(HELD, timeout=LONG)
     phone = browser.new_context(viewport={"width": 390, "height": 600})
     late = phone.new_page()
     late.goto(page.url)  # joins mid-turn, with finished turns above the live one
     late.wait_for_function(f"() => window.scrollY > 0 && ({LIVE_IN_VIEW})()", timeout=20_000, polling="raf")
-    # Already at the live turn: no "Jump to live" offered while the turn grows in view.
+    # Already at the live turn: no "Jump to live" offered while the turn is in view.
     late.wait_for_function("() => { const t = document.querySelector('.rostrum-turn-live .rostrum-turn-text'); "
                            "return t && t.textContent.length > 40; }", timeout=20_000)
     expect(late.get_by_role("button", name="Jump to live ↓")).to_be_hidden()
@@ -176,15 +189,14 @@ def test_a_late_joiner_lands_on_the_live_turn(slow_server: str, browser: Browser
     context.close()
 
 
-def test_a_late_joiner_sees_a_cut_off_turn_as_the_first_tab_does(slow_server: str, browser: Browser) -> None:
+def test_a_late_joiner_sees_a_cut_off_turn_as_the_first_tab_does(held_server: str, browser: Browser) -> None:
     """Tab A has Stop's menu open when tab B stops the debate mid-turn: A's menu closes with the debate,
     and a tab opened afterwards shows the cut-off text and its note exactly as A does (the streamed text
     of a cut attempt is never stored: the page's channel keeps it)."""
     context = browser.new_context(viewport={"width": 1000, "height": 900})
     first = context.new_page()
-    url = start(first, slow_server, "Should buses be free at night?")
-    first.wait_for_function("() => [...document.querySelectorAll('.rostrum-turn-live .rostrum-turn-text')]"
-                            ".some(e => e.textContent.length > 40)", timeout=LONG)
+    url = start(first, held_server, "Should buses be free at night?")
+    first.wait_for_function(HELD, timeout=LONG)
     first.get_by_role("button", name="Stop", exact=True).click()
     menu_item = first.get_by_role("menuitem", name="Stop and judge what was said")
     expect(menu_item).to_be_visible()

@@ -29,9 +29,13 @@ FAILED = "Wrong username or password."
 CONTROLS = ("Pause", "Resume", "Retry", "Stop")
 
 LOGIN_URL = re.compile(r".*/login(\?.*)?$")
-# Slower than the other e2e module's speed: a quick demo (four 60-word turns) then runs ~15 s, long
-# enough for a viewer to sign in and watch it stream while the operator could still pause it.
+# Slower than the other e2e module's speed: a turn then streams for seconds, to a page that is there.
 DEMO_SPEED = "20"
+# Every debate here is held running, not raced: the demo provider writes half of turn 1 (and later of
+# turn 3) and then nothing until the operator pauses and resumes (`release`), which redoes the turn.
+# The demo runs on a wall-clock schedule, so without the hold a loaded machine let the debate end
+# before a signed-in viewer or guest was there to watch it, or before the operator's Pause.
+HOLD = "1:stall,3:stall"
 
 
 @dataclass
@@ -77,7 +81,8 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
         hashes = dict(connection.execute("SELECT username, password_hash FROM users").fetchall())
     assert set(hashes) == {"ada", "olga", "vic"} and all(h.startswith("$argon2") for h in hashes.values())
     key = f"placeholder-e2e-key-{secrets.token_hex(16)}"
-    env = {"ROSTRUM_AUTH": "on", "OPENAI_API_KEY": key, "ROSTRUM_DEMO_SPEED": DEMO_SPEED}
+    env = {"ROSTRUM_AUTH": "on", "OPENAI_API_KEY": key, "ROSTRUM_DEMO_SPEED": DEMO_SPEED,
+           "ROSTRUM_DEMO_FAIL": HOLD}
     with launch_server(workdir, db=db, extra_env=env, log_name="e2e-team-server.log") as base:
         secret = (db.parent / SECRET_FILE_NAME).read_text(encoding="utf-8").strip()
         assert secret
@@ -117,6 +122,14 @@ def wait_for_growing_stream(page: Page) -> None:
     }""", timeout=20_000, polling=10)
 
 
+def release(operator: Page) -> None:
+    """Pause and resume the held debate: the held turn is redone and streams (to pages already there)."""
+    operator.get_by_role("button", name="Pause", exact=True).click()
+    expect(operator.locator(".q-badge", has_text="paused")).to_be_visible()
+    operator.get_by_role("button", name="Resume", exact=True).click()
+    expect(operator.locator(".q-badge", has_text="running")).to_be_visible()
+
+
 
 
 def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, browser: Browser) -> None:
@@ -136,8 +149,7 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
     expect(viewer).to_have_url(re.compile(r".*/login\?next=%2Fdebate%2F[0-9a-f]+$"))
     expect(viewer.get_by_role("link", name="New debate")).to_have_count(0)  # no navigation before sign-in
     sign_in(viewer, team, "vic", url)
-    expect(viewer.locator(".q-badge", has_text="running")).to_be_visible()
-    wait_for_growing_stream(viewer)
+    expect(viewer.locator(".q-badge", has_text="running")).to_be_visible()  # held at turn 1
 
     for name in CONTROLS:  # while the operator's Pause is live, the viewer has no command buttons at all
         expect(viewer.get_by_role("button", name=name, exact=True)).to_have_count(0)
@@ -147,6 +159,8 @@ def test_operator_starts_a_debate_that_a_viewer_watches_read_only(team: Team, br
     expect(viewer.get_by_role("link", name="Admin")).to_have_count(0)
     expect(viewer.get_by_role("link", name="Debates")).to_be_visible()
     expect(operator.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
+    release(operator)
+    wait_for_growing_stream(viewer)  # the viewer watches it stream
 
     with viewer.expect_download() as info:  # viewers may export
         viewer.get_by_role("button", name="Export").click()  # a menu of the three formats
@@ -262,8 +276,7 @@ def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) 
     sign_in(operator, team, "olga", re.compile(r".*/new$"))
     url = start_from_form(operator, team.base, "Should libraries lend tools as well as books?")
     debate_id = url.rsplit("/", 1)[1]
-    # Paused while the viewer signs in: the demo runs on a wall-clock schedule, and on a loaded machine
-    # the debate used to end before the viewer's page was there to see it stream.
+    # Paused while the viewer signs in (held at turn 1 until then).
     operator.get_by_role("button", name="Pause", exact=True).click()
     expect(operator.locator(".q-badge", has_text="paused")).to_be_visible()
 
@@ -273,7 +286,7 @@ def test_nothing_secret_reaches_a_viewers_browser(team: Team, browser: Browser) 
     page.goto(team.base + f"/debate/{debate_id}")
     sign_in(page, team, "vic", url)
     expect(page.locator(".q-badge", has_text="paused")).to_be_visible()
-    operator.get_by_role("button", name="Resume", exact=True).click()  # the cut-off turn streams again
+    operator.get_by_role("button", name="Resume", exact=True).click()  # the held turn is redone and streams
     wait_for_growing_stream(page)  # tokens arrived over the websocket while recording
     recorder.snapshot(page)
 
@@ -348,8 +361,9 @@ def test_pages_work_under_the_content_security_policy(team: Team, browser: Brows
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
     sign_in(page, team, "olga", re.compile(r".*/new$"))
     url = start_from_form(page, team.base, "Do headers make a site safer?")
+    release(page)  # commands work too
     wait_for_growing_stream(page)  # the websocket connected and streams under connect-src 'self'
-    expect(page.get_by_role("button", name="Pause", exact=True)).to_be_enabled()
+    expect(page.get_by_role("button", name="Pause", exact=True)).to_be_enabled()  # held at turn 3
     with page.expect_download() as info:
         page.get_by_role("button", name="Export").click()
         page.get_by_text("JSON (.json)").click()
@@ -434,6 +448,8 @@ def test_revoking_a_link_stops_the_open_shared_page(team: Team, browser: Browser
     guest_context, guest = new_page(browser)
     recorder.attach(guest_context)
     guest.goto(link)
+    expect(guest.get_by_role("button", name="Export")).to_be_visible()  # the guest's page is there
+    release(operator)
     wait_for_growing_stream(guest)
     expect(guest.get_by_role("button", name="Export")).to_be_visible()
     operator.get_by_role("button", name="Revoke").click()
@@ -441,7 +457,8 @@ def test_revoking_a_link_stops_the_open_shared_page(team: Team, browser: Browser
     expect(guest.get_by_role("button", name="Export")).to_have_count(0)
     streamed = sum(f.startswith('42["rl"') for f in recorder.frames)
     operator.evaluate("window.__watched = null")
-    wait_for_growing_stream(operator)  # the debate streams on, to the operator
+    release(operator)  # at turn 1's redo, turn 2, or held at turn 3: it streams on
+    wait_for_growing_stream(operator)  # to the operator
     assert sum(f.startswith('42["rl"') for f in recorder.frames) == streamed  # and no more to the guest
     recorder.close(guest_context)
     operator_context.close()

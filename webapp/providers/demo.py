@@ -4,7 +4,8 @@ It streams word by word at a configurable rate (`demo` ≈ 40 tokens/s, `demo-in
 the `demo_speed` setting, `ROSTRUM_DEMO_SPEED`, overrides both without changing a word) against a
 deadline schedule, so a stalled event loop delays words but does not slow the turn down; it stops at the
 request's `max_tokens` like a real model, reports token usage, answers judge requests with valid
-JSON worked out from the request, and can be told to fail at a chosen turn for tests. It keeps
+JSON worked out from the request, and can be told to fail at a chosen turn of every debate for tests
+(`ROSTRUM_DEMO_FAIL`; `stall` holds a turn half-written until it is paused or stopped). It keeps
 nothing of what it is asked (`RecordingDemoProvider`, a test double, does).
 
 Its simulated price is not here: it comes from the price table (`webapp.engine.budget`).
@@ -38,7 +39,10 @@ if TYPE_CHECKING:
     from webapp.settings import Settings
 
 DEMO_MODELS = {"demo": 40.0, "demo-instant": 0.0}
-FAILURE_KINDS = ("timeout", "rate_limit", "cut", "server", "auth")
+# `timeout`: no first token (the first-token timeout ends the attempt); `stall`: half the turn's words, then
+# nothing until the call is cancelled (a pause, a stop) or runs into the turn timeout — a debate held
+# running for a test, which a pause and resume release (the redone turn streams); the others raise.
+FAILURE_KINDS = ("timeout", "stall", "rate_limit", "cut", "server", "auth")
 
 _STANCE = {
     "pro": "in favour of the motion",
@@ -169,7 +173,7 @@ class DemoProvider:
             speed = settings.demo_speed
         self.speed = speed if speed is not None else DEMO_MODELS.get(model, 40.0)
         self.failures = failures if failures is not None else parse_failures(os.environ.get("ROSTRUM_DEMO_FAIL"))
-        self._failed: set[int] = set()
+        self._failed: set[tuple[str, int, int]] = set()  # (topic, seed, turn number) that failed once
         self._clock = clock
         self._sleep = sleep if sleep is not None else asyncio.sleep
 
@@ -184,6 +188,7 @@ class DemoProvider:
         words, finish_reason = _within(re.findall(r"\S+\s*", text), request.max_tokens)
         text = "".join(words)
         cut_at = len(words) // 2 if failure == "cut" else None
+        stall_at = len(words) // 2 if failure == "stall" else None
         # Word i is due at t0 + (i + 1) / speed: a schedule, not a delay per word, so time the loop
         # spent elsewhere (a stall, a slow consumer) is caught up rather than added to the turn.
         clock = self._clock or asyncio.get_running_loop().time
@@ -192,7 +197,7 @@ class DemoProvider:
         for i, word in enumerate(words):
             if i == cut_at:
                 raise ProviderError(ErrorKind.RETRYABLE, "demo", "stream ended before completion", reason="cut_stream")
-            if failure == "timeout":
+            if failure == "timeout" or i == stall_at:
                 await self._sleep(3600)
             wait = t0 + (i + 1) / self.speed - clock() if self.speed else 0.0
             if wait > 0:
@@ -214,9 +219,12 @@ class DemoProvider:
             return None
         if kind.endswith("!"):
             return kind[:-1]
-        if number in self._failed:
+        # Once per debate, not once per process: a server's provider is shared by every debate it runs,
+        # and each of them is to meet the failure (a debate is its topic and seed, as its text is).
+        debate = (str(request.context.get("topic", "")), int(request.context.get("seed") or 0), number)
+        if debate in self._failed:
             return None
-        self._failed.add(number)
+        self._failed.add(debate)
         return kind
 
     def _error(self, kind: str) -> ProviderError:
