@@ -24,8 +24,8 @@ from webapp.engine.machine import (
     State,
     Transition,
     TransitionNotAllowed,
-    to_mermaid,
 )
+from webapp.engine.mermaid import to_mermaid
 from webapp.wording import every
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)

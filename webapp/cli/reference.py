@@ -8,7 +8,7 @@ from typing import TextIO
 
 from webapp.cli.common import EXIT_OK, UsageError
 from webapp.engine.formats import FORMATS, get_format
-from webapp.engine.machine import to_mermaid
+from webapp.engine.public import to_mermaid
 from webapp.terminal import exact_output
 
 

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 from nicegui import ui
 
 from webapp.engine.formats import get_format
-from webapp.engine.machine import State, to_mermaid
+from webapp.engine.machine import State
+from webapp.engine.public import to_mermaid
 from webapp.engine.state import DebateState
 
 # Colours that read on a white and on a dark page: no background of its own, light boxes with dark
