@@ -147,7 +147,7 @@ async def test_state_rebuilt_from_the_log_equals_the_live_state(open_engine, for
     row = await engine.store.get_row(session.id)
     assert (row.status, row.turn_count, row.phase) == ("completed", len(live.turns), live.summary()["phase"])
     assert row.cost_usd == pytest.approx(live.ledger.total_usd, abs=1e-6) and row.cost_usd > 0
-    assert live.transitions[0]["event"] == "START" and live.transitions[-1]["to"] == "completed"
+    assert live.transitions[0].event == "START" and live.transitions[-1].to == "completed"
 
 
 async def test_every_event_is_committed_before_it_is_broadcast(open_engine, tmp_path: Path):

@@ -195,8 +195,9 @@ def report_end(state: DebateState, out: TextIO) -> int:
     if status is State.COMPLETED:
         return EXIT_OK
     if status is State.ERROR:
-        err = state.error or {}
-        out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
+        err = state.error
+        provider, message = (err.provider, err.message) if err is not None else ("?", "unknown error")
+        out.write(f"Error: {provider}: {message}\n")
     if status not in TERMINAL_STATES:
         out.write(f"The transcript so far ({counted(len(state.turns), 'turn')}) is saved. "
                   f"Continue with: python -m webapp resume {state.id}\n")

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from webapp.engine import budget as money
-from webapp.engine.events import CallCostNote, CallRecord, Payload, RetryNote, error_info
+from webapp.engine.events import CallCostNote, CallRecord, Payload, RetryNote
 from webapp.engine.limits import EndpointLimiter, endpoint_key, limit_for
+from webapp.engine.params import error_info
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.stream import LiveChunk, LiveTurn, LiveTurnAborted, LiveTurnStarted
 from webapp.models import JudgeSpec, Participant, Timeouts, Usage, utcnow

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from webapp.engine.params import ErrorInfo, Position, TransitionParams, typed_params
 from webapp.models import utcnow
 from webapp.wording import every, noun
 
@@ -74,15 +75,6 @@ TERMINAL_STATES = frozenset({State.COMPLETED, State.STOPPED})
 RETURN = "<return>"
 
 
-class Position(BaseModel):
-    """Exactly where in the format the debate is: kept across pause, error and restart."""
-
-    phase: str | None = None
-    round: int = 0
-    speaker: str | None = None
-    turn: int = 0
-
-
 class MachineContext(BaseModel):
     """Everything the machine remembers besides its state."""
 
@@ -91,7 +83,7 @@ class MachineContext(BaseModel):
     position: Position = Field(default_factory=Position)
     retries_used: int = 0  # automatic retries since the last one a person asked for
     max_retries: int = 3  # automatic retries allowed; a person's retry is always allowed and resets the count
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None  # the provider failure the debate stopped on (while in `error`)
     stopping: bool = False
     stop_reason: str | None = None
     interrupted: bool = False
@@ -106,39 +98,39 @@ class MachineContext(BaseModel):
     active_since: datetime | None = None
 
 
-Guard = Callable[[MachineContext, dict[str, Any]], bool]
+Guard = Callable[[MachineContext, TransitionParams], bool]
 
 
-def _retries_left(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _retries_left(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.retries_used < ctx.max_retries
 
 
-def _by_a_person(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _by_a_person(ctx: MachineContext, params: TransitionParams) -> bool:
     """A retry a person asked for (after fixing the cause): never refused for want of retries."""
-    return bool(params.get("manual"))
+    return bool(params.manual)
 
 
-def _with_verdict(ctx: MachineContext, params: dict[str, Any]) -> bool:
-    return bool(params.get("verdict", True)) and ctx.judge_enabled and ctx.has_turns
+def _with_verdict(ctx: MachineContext, params: TransitionParams) -> bool:
+    return params.verdict is not False and ctx.judge_enabled and ctx.has_turns
 
 
-def _stopping(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _stopping(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.stopping
 
 
-def _judge_enabled(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _judge_enabled(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.judge_enabled
 
 
-def _needs_clarification(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _needs_clarification(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.clarification
 
 
-def _has_preparation(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _has_preparation(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.preparation
 
 
-def _has_human_seat(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _has_human_seat(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.human_seat
 
 
@@ -240,8 +232,8 @@ class DebateMachine:
     def copy(self) -> DebateMachine:
         """An independent machine in the same state (`send` on it leaves this one untouched)."""
         ctx = self.context
-        return DebateMachine(ctx.model_copy(update={"phase_durations": dict(ctx.phase_durations),
-                                                    "error": dict(ctx.error) if ctx.error is not None else None}))
+        # The error is frozen (shared safely); the durations are the one container `send` changes in place.
+        return DebateMachine(ctx.model_copy(update={"phase_durations": dict(ctx.phase_durations)}))
 
     @property
     def state(self) -> State:
@@ -251,21 +243,21 @@ class DebateMachine:
         """Events `send` would accept now (guards evaluated with default parameters)."""
         allowed: list[Event] = []
         for event in Event:
-            if self._resolve(event, {}) is not None and event not in allowed:
+            if self._resolve(event, TransitionParams()) is not None and event not in allowed:
                 allowed.append(event)
         return allowed
 
-    def can(self, event: Event, **params: Any) -> bool:
-        return self._resolve(Event(event), params) is not None
+    def can(self, event: Event, params: TransitionParams | None = None, **given: Any) -> bool:
+        return self._resolve(Event(event), typed_params(params, given)) is not None
 
-    def require(self, event: Event, **params: Any) -> Transition:
+    def require(self, event: Event, params: TransitionParams | None = None, **given: Any) -> Transition:
         """The transition `event` would take now; raises `TransitionNotAllowed` (saying why) if none."""
-        transition = self._resolve(event, params)
+        transition = self._resolve(event, typed_params(params, given))
         if transition is None:
             raise TransitionNotAllowed(self.state, event, self._refusal_reason(event))
         return transition
 
-    def _resolve(self, event: Event, params: dict[str, Any]) -> Transition | None:
+    def _resolve(self, event: Event, params: TransitionParams) -> Transition | None:
         for transition in TRANSITIONS:
             if transition.source is self.state and transition.event is event:
                 guard = GUARDS[transition.guard] if transition.guard else None
@@ -273,23 +265,24 @@ class DebateMachine:
                     return transition
         return None
 
-    def send(self, event: Event | str, at: datetime | None = None, **params: Any) -> tuple[State, State]:
-        """Apply `event`; return (from, to). Raises `TransitionNotAllowed` and changes nothing."""
+    def send(self, event: Event | str, at: datetime | None = None, params: TransitionParams | None = None,
+             **given: Any) -> tuple[State, State]:
+        """Apply `event` with its parameters (`params`, or the same as keywords); return (from, to).
+        Raises `TransitionNotAllowed`, or pydantic's `ValidationError` for a bad parameter, and changes
+        nothing."""
         try:
             event = Event(event)
         except ValueError:
             raise TransitionNotAllowed(self.state, str(event), "unknown event") from None
-        transition = self.require(event, **params)
+        params = typed_params(params, given)  # validated before the context is touched
+        transition = self.require(event, params)
         at = at or utcnow()
         ctx = self.context
         source = ctx.state
         target = ctx.return_state if transition.target == RETURN else State(transition.target)
         if target is None:  # a suspended machine with nothing remembered cannot happen; be explicit
             raise TransitionNotAllowed(self.state, event, "no state to return to")
-        # Validate parameters before touching the context, so a bad one cannot leave it half-changed.
-        position = params.get("position")
-        new_position = Position.model_validate(position) if position is not None else None
-        error = dict(params.get("error") or {}) if event is Event.ERROR else None
+        new_position = params.position.model_copy() if params.position is not None else None
         # An event's position says where the work since the previous event was done (the turn just
         # completed, the turn a pause or an error cut off): that is where the time is booked. Only
         # logged events move the clock, so a state rebuilt from the log times phases identically.
@@ -302,20 +295,20 @@ class DebateMachine:
         elif transition.target == RETURN:
             ctx.return_state = None
         if event is Event.ERROR:
-            ctx.error = error
+            ctx.error = params.error
         if event is Event.RETRY:
             # A person's retry grants a fresh automatic budget; an automatic one uses it up.
             ctx.retries_used = 0 if transition.guard == "by_a_person" else ctx.retries_used + 1
             ctx.error = None
         if event is Event.PAUSE:
-            ctx.interrupted = bool(params.get("interrupted", False))
-            ctx.interruption = (params.get("reason") or None) if ctx.interrupted else None
+            ctx.interrupted = bool(params.interrupted)
+            ctx.interruption = (params.reason or None) if ctx.interrupted else None
         if event is Event.RESUME:
             ctx.interrupted = False
             ctx.interruption = None
         if event is Event.STOP:
             if not ctx.stopping:  # a second stop (e.g. during the final judging) keeps the first reason
-                ctx.stop_reason = params.get("reason") or "stopped by user"
+                ctx.stop_reason = params.reason or "stopped by user"
             ctx.stopping = True
             ctx.return_state = None
             ctx.interrupted = False

@@ -20,7 +20,6 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from webapp.engine.api import (
     Command,
@@ -42,6 +41,7 @@ from webapp.engine.machine import (
     Position,
     State,
 )
+from webapp.engine.params import ErrorInfo
 from webapp.engine.schedule import (
     provider_problem,
 )
@@ -185,7 +185,7 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
         return self._storage_problem
 
     @property
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> ErrorInfo | None:
         return self.state.error
 
     @property

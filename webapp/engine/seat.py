@@ -16,8 +16,9 @@ from typing import Any
 from webapp.engine import budget as money
 from webapp.engine.api import Command, CommandResult, SeatDraft
 from webapp.engine.discipline import truncate, word_count
-from webapp.engine.events import CallCostNote, SeatTurn, TurnPayload
+from webapp.engine.events import CallCostNote, TurnPayload
 from webapp.engine.machine import Event, Position, State, TransitionNotAllowed
+from webapp.engine.params import SeatTurn
 from webapp.engine.prompts import effective_word_limit
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.session_parts import SessionParts

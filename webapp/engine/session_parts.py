@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from webapp.engine.api import Command, CommandResult
     from webapp.engine.calls import CallResult, ProviderSource, TaskFactory
-    from webapp.engine.events import CallRecord, Payload, SeatTurn
+    from webapp.engine.events import CallRecord, Payload
     from webapp.engine.machine import Event
+    from webapp.engine.params import SeatTurn, TransitionParams
     from webapp.engine.schedule import TurnSlot
     from webapp.engine.spending import Spec
     from webapp.engine.state import DebateState
@@ -72,7 +73,8 @@ class SessionParts:
         # commit.py
         async def _commit(self, payload: Payload | Any, idem_key: str | None = None) -> DebateEvent | None: ...
 
-        async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None: ...
+        async def _transition(self, event: Event, actor: str | None = None, params: TransitionParams | None = None,
+                              **given: Any) -> DebateEvent | None: ...
 
         async def _reload(self) -> None: ...
 

@@ -19,11 +19,11 @@ from webapp.engine.events import (
     ClarificationDoneNote,
     ClarificationQuestionsPayload,
     OnTopicNote,
-    SeatTurn,
     TurnPayload,
 )
 from webapp.engine.formats import Phase
 from webapp.engine.machine import Event, Position, State
+from webapp.engine.params import SeatTurn
 from webapp.engine.prompts import effective_word_limit, turn_request
 from webapp.engine.schedule import Step, TurnSlot, phase_steps, post_phases, pre_phases, round_phases
 from webapp.engine.session_parts import SessionParts
