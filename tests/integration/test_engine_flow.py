@@ -332,7 +332,7 @@ async def test_fatal_error_stops_at_the_failed_step_and_retry_redoes_only_it(ope
     assert await session.join() is State.ERROR
     state = session.state
     ctx = state.machine.context
-    assert ctx.error["kind"] == "fatal" and ctx.error["reason"] == "auth"
+    assert ctx.error.kind == "fatal" and ctx.error.reason == "auth"
     assert ctx.return_state is State.DEBATING
     assert (ctx.position.phase, ctx.position.speaker) == ("opening", "affirmative")
     assert [t.phase for t in state.turns] == ["preparation", "preparation"]

@@ -136,7 +136,7 @@ async def test_a_provider_error_in_a_parallel_phase_keeps_the_providers_message(
         session = await engine.start(DebateConfig(topic=TOPIC, format="classic"))
         assert await session.join() is State.ERROR
         assert session.error is not None
-        assert session.error["message"] == "simulated invalid API key"  # not "unhandled errors in a TaskGroup"
+        assert session.error.message == "simulated invalid API key"  # not "unhandled errors in a TaskGroup"
         assert session.state.errors[-1].message == "simulated invalid API key"
     finally:
         await engine.close()

@@ -224,4 +224,4 @@ class Committing(SessionParts):
             state = self.state
             if state.status in ACTIVE_STATES or state.status is State.IDLE:
                 await self._transition(Event.PAUSE, interrupted=True, reason=f"storage was unavailable: {problem}",
-                                       position=state.machine.context.position.model_dump())
+                                       position=state.machine.context.position.model_copy())

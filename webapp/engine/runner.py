@@ -41,7 +41,7 @@ from webapp.engine.machine import (
     Position,
     State,
 )
-from webapp.engine.params import ErrorInfo
+from webapp.engine.params import ErrorInfo, error_info
 from webapp.engine.schedule import (
     provider_problem,
 )
@@ -323,8 +323,8 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
             return
         await self._commit(ErrorPayload(**exc.to_dict(), state=self.state.status,
                                         position=self.state.machine.context.position))
-        await self._transition(Event.ERROR, error=exc.to_dict(),
-                               position=self.state.machine.context.position.model_dump())
+        await self._transition(Event.ERROR, error=error_info(exc),
+                               position=self.state.machine.context.position.model_copy())
 
     async def _initialize(self) -> None:
         problem = provider_problem(self.state.config, self.endpoints.policy())
@@ -332,4 +332,4 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
             field, message = problem
             raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")
         first = self.state.format.phases[0]
-        await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1).model_dump())
+        await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from webapp.engine.calls import CallResult, ProviderSource, TaskFactory
     from webapp.engine.events import CallRecord, Payload
     from webapp.engine.machine import Event
-    from webapp.engine.params import SeatTurn, TransitionParams
+    from webapp.engine.params import Position, SeatTurn, TransitionParams
     from webapp.engine.schedule import TurnSlot
     from webapp.engine.spending import Spec
     from webapp.engine.state import DebateState
@@ -97,7 +97,7 @@ class SessionParts:
         async def _await_seat(self, slot: TurnSlot) -> None: ...
 
         @staticmethod
-        def _seat_position(seat: SeatTurn) -> dict[str, Any]: ...
+        def _seat_position(seat: SeatTurn) -> Position: ...
 
         # turns.py
         def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest: ...
