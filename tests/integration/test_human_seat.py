@@ -67,16 +67,16 @@ def test_a_human_participant_needs_no_model_and_judges_cannot_be_people() -> Non
 async def test_the_debate_waits_for_the_seat_then_takes_the_persons_turn(engine: Engine) -> None:
     session = await engine.start(config(word_limit=20))
     assert await session.join() is State.AWAITING_TURN
-    seat = session.state.awaiting
-    assert seat is not None and seat["speaker"] == session.state.config.participants[0].id
-    assert seat["word_limit"] == 20 and seat["time_limit_s"] == 600
+    seat = session.state.seat
+    assert seat is not None and seat.speaker == session.state.config.participants[0].id
+    assert seat.word_limit == 20 and seat.time_limit_s == 600
     assert session.state.seat_deadline is not None
     assert Command.SEND_TURN in session.allowed_commands and Command.PAUSE in session.allowed_commands
     assert not session.running  # nobody drives a waiting debate; the log holds it
 
     words = " ".join(f"w{i}" for i in range(30))
     await session.send(Command.SEND_TURN, actor="ada", text=words, assisted_by="demo:demo")
-    turn = next(t for t in session.state.turns if t.key == seat["key"])
+    turn = next(t for t in session.state.turns if t.key == seat.key)
     assert turn.by == "ada" and turn.assisted_by == "demo:demo" and turn.cost_usd == 0.0
     assert len(turn.text.split()) <= 21 and any("drafted with demo:demo" in n for n in turn.notes)
     status = await session.join()
@@ -100,19 +100,19 @@ async def test_a_named_seat_refuses_anyone_else(engine: Engine) -> None:
     assert session.seat_holder() == "ada" and not session.may_take_seat("bob")
     with pytest.raises(TransitionNotAllowed, match="ada's to fill"):
         await session.send(Command.SEND_TURN, actor="bob", text="hello")
-    owed = session.state.awaiting
+    owed = session.state.seat
     assert owed is not None and session.status is State.AWAITING_TURN
-    assert owed["key"] not in session.state.turn_keys
+    assert owed.key not in session.state.turn_keys
 
 
 async def test_the_turn_is_skipped_with_a_note_when_the_time_runs_out(engine: Engine) -> None:
     session = await engine.start(config(seconds=1))
     assert await session.join() is State.AWAITING_TURN
-    seat = session.state.awaiting
+    seat = session.state.seat
     assert seat is not None
     moved_on = entered(session, State.DEBATING)
     await asyncio.wait_for(moved_on, timeout=30)
-    turn = next(t for t in session.state.turns if t.key == seat["key"])
+    turn = next(t for t in session.state.turns if t.key == seat.key)
     assert turn.skipped and any("did not send this turn within 1 seconds" in n for n in turn.notes)
     assert "Ada" not in turn.text  # judges read turns anonymised
     assert session.state.transitions[-1].event == "TURN_TIMEOUT"
@@ -126,10 +126,10 @@ async def test_pause_resume_and_stop_while_waiting(engine: Engine) -> None:
     with pytest.raises(TransitionNotAllowed):
         await session.send(Command.SEND_TURN, actor="ada", text="too early")
     await session.send(Command.RESUME, actor="ada")
-    assert session.status is State.AWAITING_TURN and session.state.awaiting is not None
+    assert session.status is State.AWAITING_TURN and session.state.seat is not None
     await session.send(Command.STOP, actor="ada", verdict=False)
     assert await session.join() is State.STOPPED
-    assert session.state.awaiting is None and session.state.seat_deadline is None
+    assert session.state.seat is None and session.state.seat_deadline is None
 
 
 async def test_a_restarted_process_still_waits_and_keeps_the_clock(tmp_path: Path) -> None:
@@ -137,13 +137,13 @@ async def test_a_restarted_process_still_waits_and_keeps_the_clock(tmp_path: Pat
     first = await Engine.open(tmp_path / "db.sqlite3", providers=source)
     session = await first.start(config())
     assert await session.join() is State.AWAITING_TURN
-    debate_id, owed, since = session.id, session.state.awaiting, session.state.awaiting_since
+    debate_id, owed, since = session.id, session.state.seat, session.state.awaiting_since
     await first.close()  # like a crash: nothing recorded
     second = await Engine.open(tmp_path / "db.sqlite3", providers=source)
     try:
         assert await second.recover_interrupted() == []  # a waiting debate is not interrupted
         again = await second.session(debate_id)
-        assert again.status is State.AWAITING_TURN and again.state.awaiting == owed
+        assert again.status is State.AWAITING_TURN and again.state.seat == owed
         assert again.state.awaiting_since == since
         await again.send(Command.SEND_TURN, actor="ada", text="After the restart.")
         assert any(t.text == "After the restart." for t in again.state.turns)

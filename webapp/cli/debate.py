@@ -140,8 +140,7 @@ async def _take_seat(session: DebateSession, out: TextIO, lines: LineReader, int
     """A human seat's turn from the terminal; False when the debate must go on waiting (stdin closed,
     Ctrl-C, or the seat belongs to someone on the web app). The time running out meanwhile is fine."""
     state = session.state
-    seat = state.awaiting or {}
-    name = state.config.participant(str(seat.get("speaker", ""))).name
+    name = state.config.participant(state.seat.speaker if state.seat is not None else "").name
     holder = session.seat_holder()
     if holder is not None and holder != ACTOR:
         out.write(f"\nThe debate waits for {name}'s turn; the seat is {holder}'s, who sends it on the debate's page "

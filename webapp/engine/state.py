@@ -138,11 +138,6 @@ class DebateState:
         return self.machine.context.max_retries
 
     @property
-    def awaiting(self) -> dict[str, Any] | None:
-        """`seat` as the JSON it was stored as (for callers not yet reading the model)."""
-        return self.seat.model_dump() if self.seat is not None else None
-
-    @property
     def seat_deadline(self) -> datetime | None:
         """When the human seat's turn being waited for times out (None: not waiting, or no limit)."""
         if self.status is not State.AWAITING_TURN or self.seat is None or self.awaiting_since is None:
