@@ -93,10 +93,9 @@ def to_dict(state: DebateState, talk: Talk | None = None, people: dict[str, Any]
             for seq, turn in enumerate(state.turns, start=1)
         ],
         "transitions": [
-            {"from": t["from"], "to": t["to"], "event": t["event"], "at": t["at"], "actor": t["actor"]}
-            for t in state.transitions
+            {key: value for key, value in t.to_data().items() if key != "params"} for t in state.transitions
         ],
-        "actions": [dict(a) for a in state.actions],
+        "actions": [a.to_data() for a in state.actions],
         "verdict": None if verdict is None else {
             "available": verdict.available,
             # The winner by the one panel rule (`webapp.engine.panel`), and how it was decided.

@@ -104,7 +104,7 @@ async def engine(tmp_path: Path, server: FakeLLMServer) -> AsyncIterator[Engine]
 
 
 def transitions(state: Any, event: str) -> int:
-    return sum(1 for t in state.transitions if t["event"] == event)
+    return sum(1 for t in state.transitions if t.event == event)
 
 
 # --- warn-at ------------------------------------------------------------------------------------

@@ -267,8 +267,8 @@ async def test_the_turn_timeout_names_itself(engine: Engine) -> None:
         assert await session.join() is State.ERROR
         never.set()
     error = session.state.machine.context.error
-    assert error["reason"] == "timeout"
-    assert error["message"] == "timed out: the turn took longer than the turn timeout of 0.3 s; no token had come"
+    assert error.reason == "timeout"
+    assert error.message == "timed out: the turn took longer than the turn timeout of 0.3 s; no token had come"
 
 
 # --- clarification calls ------------------------------------------------------------------------
@@ -325,7 +325,7 @@ async def test_a_failed_clarification_call_cancels_the_others(engine: Engine) ->
             assert await asyncio.to_thread(ada.client_left.wait, 5)
         finally:
             never.set()
-    assert session.state.machine.context.error["reason"] == "auth"
+    assert session.state.machine.context.error.reason == "auth"
 
 
 async def test_a_turn_cut_off_by_a_pause_is_billed_for_what_it_streamed(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ async def test_a_persistent_fatal_failure_errors_then_retry_needs_the_cause_fixe
         session = await engine.start(DebateConfig(topic="Is a hot dog a sandwich?", format="oxford", rounds=1))
         assert await session.join() is State.ERROR
         state = session.state
-        assert len(state.turns) == 1 and state.machine.context.error["message"] == "simulated invalid API key"
+        assert len(state.turns) == 1 and state.machine.context.error.message == "simulated invalid API key"
         provider.failures.clear()  # the user fixed the key
         await session.retry()
         assert await session.join() is State.COMPLETED

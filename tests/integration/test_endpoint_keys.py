@@ -102,7 +102,7 @@ async def test_a_debate_stored_before_the_rule_is_refused_before_its_first_call(
     session = await engine.session("old1")
     session.ensure_running()
     assert await session.join() is State.ERROR
-    assert "OPENROUTER_API_KEY is only sent to openrouter.ai" in session.state.machine.context.error["message"]
+    assert "OPENROUTER_API_KEY is only sent to openrouter.ai" in session.state.machine.context.error.message
     assert stolen(trap) == []
 
 

@@ -239,7 +239,7 @@ async def test_two_empty_replies_fail_the_turn_with_a_clear_reason(server: FakeL
     state = session.state
     assert state.status is State.ERROR
     assert EMPTY_TWICE == "the model returned an empty reply twice"
-    assert state.error is not None and state.error["message"] == EMPTY_TWICE
+    assert state.error is not None and state.error.message == EMPTY_TWICE
     assert state.turns == []
     await session.retry(actor="tester")  # a person's retry asks again
     await session.join()

@@ -147,7 +147,7 @@ async def test_state_rebuilt_from_the_log_equals_the_live_state(open_engine, for
     row = await engine.store.get_row(session.id)
     assert (row.status, row.turn_count, row.phase) == ("completed", len(live.turns), live.summary()["phase"])
     assert row.cost_usd == pytest.approx(live.ledger.total_usd, abs=1e-6) and row.cost_usd > 0
-    assert live.transitions[0]["event"] == "START" and live.transitions[-1]["to"] == "completed"
+    assert live.transitions[0].event == "START" and live.transitions[-1].to == "completed"
 
 
 async def test_every_event_is_committed_before_it_is_broadcast(open_engine, tmp_path: Path):
@@ -332,7 +332,7 @@ async def test_fatal_error_stops_at_the_failed_step_and_retry_redoes_only_it(ope
     assert await session.join() is State.ERROR
     state = session.state
     ctx = state.machine.context
-    assert ctx.error["kind"] == "fatal" and ctx.error["reason"] == "auth"
+    assert ctx.error.kind == "fatal" and ctx.error.reason == "auth"
     assert ctx.return_state is State.DEBATING
     assert (ctx.position.phase, ctx.position.speaker) == ("opening", "affirmative")
     assert [t.phase for t in state.turns] == ["preparation", "preparation"]

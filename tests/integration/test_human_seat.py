@@ -115,7 +115,7 @@ async def test_the_turn_is_skipped_with_a_note_when_the_time_runs_out(engine: En
     turn = next(t for t in session.state.turns if t.key == seat.key)
     assert turn.skipped and any("did not send this turn within 1 seconds" in n for n in turn.notes)
     assert "Ada" not in turn.text  # judges read turns anonymised
-    assert session.state.transitions[-1]["event"] == "TURN_TIMEOUT"
+    assert session.state.transitions[-1].event == "TURN_TIMEOUT"
 
 
 async def test_pause_resume_and_stop_while_waiting(engine: Engine) -> None:

@@ -314,7 +314,7 @@ async def test_timeout_twice_puts_the_debate_in_error_after_exactly_one_retry(
     state = session.state
     assert state.status is State.ERROR
     assert request_counts(server) == Counter({TURN_ORDER[0]: 1, TURN_ORDER[1]: 2})
-    assert state.machine.context.error["reason"] == "timeout"
+    assert state.machine.context.error.reason == "timeout"
     assert [t.key for t in state.turns] == [state.turns[0].key] and len(state.turns) == 1
     assert server.pending_scripts == 1  # the third held script was never asked for
     server.reset()  # the server answers normally again
@@ -333,8 +333,8 @@ async def test_persistent_server_errors_exhaust_the_automatic_retries(
     assert state.status is State.ERROR
     assert request_counts(server)[TURN_ORDER[1]] == 1 + AUTO_RETRIES
     assert len([n for n in state.notes if n.type == "retry"]) == AUTO_RETRIES
-    assert state.machine.context.error["message"] == "upstream exploded"
-    assert state.machine.context.error["status"] == 500
+    assert state.machine.context.error.message == "upstream exploded"
+    assert state.machine.context.error.status == 500
     server.reset()
     await session.retry()
     await session.join()
@@ -383,8 +383,8 @@ async def test_fatal_error_keeps_the_transcript_and_retry_redoes_only_the_failed
     # No automatic retry of a fatal error: one request for the failed turn, nothing after it.
     assert request_counts(server) == Counter({key: 1 for key in TURN_ORDER[: at + 1]})
     error = state.machine.context.error
-    assert error["message"] == script.error_message and error["status"] == status
-    assert error["kind"] == "fatal" and error["provider"] == protocol
+    assert error.message == script.error_message and error.status == status
+    assert error.kind == "fatal" and error.provider == protocol
     assert state.errors[-1].message == script.error_message
     assert state.machine.context.position.speaker == ("ada" if protocol == "openai" else "brook")
     # The finished turns are intact, in memory and in the log.
@@ -405,7 +405,7 @@ async def test_a_key_echoed_in_an_error_is_redacted(server: FakeLLMServer, engin
     server.enqueue(Script.unauthorized(message=f"Incorrect API key provided: {KEY_ECHO}."))
     session = await run_debate(engine, make_config(url=server.url))
     assert session.state.status is State.ERROR
-    assert session.state.machine.context.error["message"] == "Incorrect API key provided: ***."
+    assert session.state.machine.context.error.message == "Incorrect API key provided: ***."
     assert KEY_ECHO not in await stored_text(engine, session.id)
 
 
@@ -461,5 +461,5 @@ async def test_the_network_guard_stops_a_debate_that_would_reach_a_real_provider
     config.participants[0].base_url = None  # the SDK's default: api.openai.com
     session = await run_debate(engine, config)
     assert session.state.status is State.ERROR
-    assert "a test tried to reach api.openai.com" in session.state.machine.context.error["message"]
+    assert "a test tried to reach api.openai.com" in session.state.machine.context.error.message
     assert server.model_requests == []

@@ -136,7 +136,7 @@ async def test_a_provider_error_in_a_parallel_phase_keeps_the_providers_message(
         session = await engine.start(DebateConfig(topic=TOPIC, format="classic"))
         assert await session.join() is State.ERROR
         assert session.error is not None
-        assert session.error["message"] == "simulated invalid API key"  # not "unhandled errors in a TaskGroup"
+        assert session.error.message == "simulated invalid API key"  # not "unhandled errors in a TaskGroup"
         assert session.state.errors[-1].message == "simulated invalid API key"
     finally:
         await engine.close()
@@ -284,8 +284,8 @@ async def test_storage_failing_at_the_start_leaves_a_debate_that_can_be_started(
     assert session.status is State.PAUSED and session.interrupted
     await session.send(Command.RESUME, actor="bo")
     assert await session.join() is State.COMPLETED
-    starts = [t for t in session.state.transitions if t["event"] == "START"]
-    assert [t["actor"] for t in starts] == ["ada"]  # started on behalf of its creator
+    starts = [t for t in session.state.transitions if t.event == "START"]
+    assert [t.actor for t in starts] == ["ada"]  # started on behalf of its creator
 
 
 async def test_a_failed_write_leaves_the_state_exactly_as_it_was(flaky) -> None:
@@ -341,7 +341,7 @@ async def test_a_debate_never_started_is_recovered_and_can_be_started(tmp_path: 
         assert Command.RESUME in session.allowed_commands and Command.STOP in session.allowed_commands
         await session.send(Command.RESUME, actor="bo")
         assert await session.join() is State.COMPLETED
-        assert [(t["event"], t["actor"]) for t in session.state.transitions[:3]] == [
+        assert [(t.event, t.actor) for t in session.state.transitions[:3]] == [
             ("PAUSE", "system"), ("RESUME", "bo"), ("START", "ada")]
     finally:
         await engine.close()
@@ -356,7 +356,7 @@ async def test_a_debate_that_was_not_started_here_can_be_started_with_resume(tmp
         result = await session.send(Command.RESUME, actor="bo")
         assert (result.event, result.message) == (Event.START, "Started by bo.")
         assert await session.join() is State.COMPLETED
-        assert session.state.transitions[0]["actor"] == "bo"
+        assert session.state.transitions[0].actor == "bo"
     finally:
         await engine.close()
 
@@ -380,8 +380,8 @@ async def test_a_persons_retry_runs_the_step_after_the_automatic_retries_are_use
         assert "Its 1 automatic retry had been used up" in result.message and "fresh budget of 1" in result.message
         assert session.state.retries_used == 0
         assert await session.join() is State.COMPLETED
-        retry = [t for t in session.state.transitions if t["event"] == "RETRY"][-1]
-        assert (retry["actor"], retry["params"]) == ("cli", {"manual": True})
+        retry = [t for t in session.state.transitions if t.event == "RETRY"][-1]
+        assert (retry.actor, retry.params.to_data()) == ("cli", {"manual": True})
         assert DebateState.from_events(await engine.events(session.id)).machine.context.model_dump() == \
             session.state.machine.context.model_dump()
     finally:
@@ -573,7 +573,7 @@ async def test_commands_are_typed_and_say_what_they_did(tmp_path: Path) -> None:
         stopped = await session.send(Command.STOP, actor="bo", verdict=False)
         assert stopped.message == "Stopped by bo without a verdict."
         assert session.status is State.STOPPED and session.allowed_commands == frozenset()
-        assert [(a["action"], a["actor"]) for a in session.state.actions] == [("pause", "ada"), ("stop", "bo")]
+        assert [(a.action, a.actor) for a in session.state.actions] == [("pause", "ada"), ("stop", "bo")]
     finally:
         held.gate.set()
         await engine.close()

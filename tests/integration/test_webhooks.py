@@ -76,7 +76,7 @@ def _target(store: EventStore) -> str | Path:
 
 
 def _rounds_completed(session: DebateSession) -> int:
-    return sum(1 for t in session.state.transitions if t["event"] == "ROUND_COMPLETE")
+    return sum(1 for t in session.state.transitions if t.event == "ROUND_COMPLETE")
 
 
 # --- signed deliveries of a real debate ------------------------------------------------------------

@@ -203,8 +203,8 @@ async def test_pause_from_the_page_by_role(user: User, auth_on: None, role: str,
     else:
         await user.should_see(marker="paused-note", retries=50)  # the command runs in the background
         assert session.state.status is State.PAUSED
-        pause = [t for t in session.state.transitions if t["event"] == "PAUSE"]
-        assert pause[-1]["actor"] == "pat"
+        pause = [t for t in session.state.transitions if t.event == "PAUSE"]
+        assert pause[-1].actor == "pat"
         assert [(r.actor, r.outcome) for r in await audit_rows("pause")] == [("pat", "ok")]
         await user.should_see("paused by pat")  # the activity timeline
 
@@ -337,7 +337,7 @@ async def test_share_link_watch_export_only_then_revoked(user: User, auth_on: No
     await user.should_see("revoked")
     response = await guest.http_client.get(f"/s/{token}")
     assert response.status_code == 410 and "revoked" in response.text
-    actions = [a["action"] for a in session.state.actions]
+    actions = [a.action for a in session.state.actions]
     assert actions[-2:] == ["share_link_created", "share_link_revoked"]
     assert (await guest.http_client.get("/s/not-a-real-token")).status_code == 404
 

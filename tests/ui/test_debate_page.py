@@ -23,8 +23,9 @@ from tests.ui.helpers import (
     transcript,
     turn_notes,
 )
-from webapp.engine.events import ErrorInfo, RetryNote
+from webapp.engine.events import RetryNote
 from webapp.engine.machine import Event, State
+from webapp.engine.params import ErrorInfo
 from webapp.models import DebateConfig, Verdict
 from webapp.ui import runtime
 from webapp.ui.components.presets import apply_preset, blank_form, form_to_config
@@ -171,7 +172,7 @@ async def test_two_tabs_pausing_together_cannot_corrupt_the_state(user: User,
     await asyncio.wait_for(refused.wait(), 5)  # the refused click reports back
     assert user.notify.contains("PAUSE is not allowed while the debate is paused") or \
         other.notify.contains("PAUSE is not allowed while the debate is paused")
-    pauses = [t for t in session.state.transitions if t["event"] == Event.PAUSE.value]
+    pauses = [t for t in session.state.transitions if t.event == Event.PAUSE.value]
     assert len(pauses) == 1
     # the other tab's Resume works and both tabs follow
     press(other, "resume")
@@ -356,8 +357,8 @@ async def test_a_person_can_retry_after_the_automatic_retries_are_used(
     assert one(user, "error-retry").enabled and enabled(user)["retry"]
     user.find(marker="error-retry").click()
     await user.should_see(marker="winner", retries=50)
-    retry = [t for t in session.state.transitions if t["event"] == "RETRY"]
-    assert retry and retry[-1]["actor"] == "local"  # a person's retry, recorded as theirs
+    retry = [t for t in session.state.transitions if t.event == "RETRY"]
+    assert retry and retry[-1].actor == "local"  # a person's retry, recorded as theirs
 
 
 async def test_retry_notes_of_a_turn_that_never_finished_are_shown_after_a_reload(

@@ -13,6 +13,7 @@ from tests.fakellm import FakeLLMServer, Script
 from tests.provider_helpers import register_in_store
 from tests.ui.helpers import assert_nowhere_on_page, demo_speed, engine, html_text, one, start_demo
 from webapp.engine.machine import State
+from webapp.engine.params import ErrorInfo
 from webapp.models import DebateConfig
 from webapp.ui.components.failure import explain_error, retry_label
 from webapp.ui.components.presets import quick_demo_config
@@ -97,7 +98,7 @@ def test_kinds_of_error_get_their_own_advice() -> None:
     spec = {"provider": "demo", "status": 429, "message": "slow down"}
     for reason, words in (("rate_limit", "Wait a minute and Retry"), ("not_found", "Re-run with edits"),
                           ("timeout", "Check that the server is running")):
-        story = explain_error(state, {**spec, "reason": reason}, left=2)
+        story = explain_error(state, ErrorInfo.model_validate({**spec, "reason": reason}), left=2)
         assert words in story.advice, reason
     assert retry_label("the judge", 0) == "Retry the judge's verdict (0 left)"
     assert retry_label(None, 1) == "Retry the failed step (1 left)"

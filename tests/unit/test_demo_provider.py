@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from webapp.engine import budget
-from webapp.engine.judge import parse_ruling
+from webapp.engine.judge_reply import parse_ruling
 from webapp.models import Participant, Usage
 from webapp.providers.base import Completion, Message, ProviderError, ProviderRequest, TextDelta, estimate_tokens
 from webapp.providers.demo import DemoProvider, RecordingDemoProvider

@@ -20,6 +20,8 @@ from webapp.engine.events import (
     parse_payload,
 )
 from webapp.engine.machine import Event, State
+from webapp.engine.params import ErrorInfo, Position
+from webapp.engine.records import ActionRecord, TransitionRecord
 from webapp.engine.state import HANDLERS, DebateState
 from webapp.models import DebateConfig, DebateEvent, EventKind
 
@@ -100,6 +102,27 @@ def test_a_log_written_before_typed_payloads_loads_and_round_trips_unchanged() -
     assert state.verdict is not None and state.verdict.winner == "pro"
 
 
+def test_the_fold_keeps_typed_records_whose_json_is_what_the_exports_always_had() -> None:
+    events = _events(OLD_LOG[:11])  # up to the ERROR transition: the debate is in `error`
+    state = DebateState.from_events(events)
+    assert state.status is State.ERROR
+    assert isinstance(state.error, ErrorInfo) and state.error.message == "x" and state.error.kind == "fatal"
+    with pytest.raises(ValidationError):  # frozen: a reader cannot change what the machine remembers
+        state.error.message = "changed"  # type: ignore[misc]
+    first, entered = state.transitions[1], state.transitions[-1]
+    assert isinstance(first, TransitionRecord) and first.event is Event.INIT_COMPLETE
+    assert first.params.position == Position(phase="opening", round=1) and first.actor == "system"
+    assert entered.from_ is State.DEBATING and entered.to is State.ERROR and entered.at == events[10].at
+    assert first.to_data() == {"from": "initializing", "to": "debating", "event": "INIT_COMPLETE",
+                               "at": events[2].at.isoformat(), "actor": "system",
+                               "params": {"position": {"phase": "opening", "round": 1, "speaker": None, "turn": 0}}}
+    log = [*OLD_LOG[:2], (EventKind.TRANSITION, {**_transition("PAUSE", "initializing", "paused", interrupted=False),
+                                                 "actor": "bo"})]
+    (paused,) = DebateState.from_events(_events(log)).actions
+    assert isinstance(paused, ActionRecord) and paused.at == _events(log)[2].at
+    assert paused.to_data()["params"] == {"interrupted": False} and (paused.action, paused.actor) == ("pause", "bo")
+
+
 def test_the_team_access_fields_are_kept() -> None:
     log = [
         (EventKind.CREATED, {"config": CONFIG, "actor": "ada"}),
@@ -114,7 +137,7 @@ def test_the_team_access_fields_are_kept() -> None:
     assert isinstance(transition, TransitionPayload) and transition.event is Event.PAUSE and transition.actor == "bo"
     state = DebateState.from_events(events)
     assert state.created_by == "ada"
-    assert [(a["action"], a["actor"]) for a in state.actions] == [
+    assert [(a.action, a.actor) for a in state.actions] == [
         ("start", "ada"), ("share_link_created", "ada"), ("pause", "bo")]
     for event in events:
         assert event.payload.to_data() == event.data

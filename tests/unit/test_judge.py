@@ -12,16 +12,14 @@ import pytest
 from webapp.engine.answers import verdict_model
 from webapp.engine.formats import get_format
 from webapp.engine.judge import (
-    VerdictInvalid,
     anonymised_transcript,
     assign_labels,
     combine,
-    extract_json,
     judge_debate,
-    parse_ruling,
     rule_one,
     verdict_request,
 )
+from webapp.engine.judge_reply import VerdictInvalid, extract_json, parse_ruling
 from webapp.models import DebateConfig, JudgeConfig, JudgeRuling, JudgeSpec, Participant, Turn, utcnow
 from webapp.providers.base import ErrorKind, ProviderError, ProviderRequest
 

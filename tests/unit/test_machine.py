@@ -24,8 +24,9 @@ from webapp.engine.machine import (
     State,
     Transition,
     TransitionNotAllowed,
-    to_mermaid,
 )
+from webapp.engine.mermaid import to_mermaid
+from webapp.engine.params import ErrorInfo
 from webapp.wording import every
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -246,7 +247,7 @@ def test_error_keeps_the_failed_step_and_retry_returns_to_it():
     failure = {"kind": "retryable", "reason": "rate_limit", "message": "slow down", "provider": "demo"}
     machine.send(Event.ERROR, at=at(1), error=failure, position=where.model_dump())
     assert machine.state is State.ERROR
-    assert machine.context.error == failure
+    assert machine.context.error == ErrorInfo.model_validate(failure)
     assert machine.context.position == where
     assert machine.context.return_state is State.DEBATING
     machine.send(Event.RETRY, at=at(2))

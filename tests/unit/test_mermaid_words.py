@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from webapp.engine.formats import FORMATS
-from webapp.engine.machine import HUMAN_EVENTS, HUMAN_STATES, Event, State, to_mermaid
+from webapp.engine.machine import Event, State
+from webapp.engine.mermaid import HUMAN_EVENTS, HUMAN_STATES, to_mermaid
 
 
 def human(format_id: str, **kwargs: object) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from webapp.engine.judge import reveal_names
-from webapp.engine.machine import TRANSITIONS, to_mermaid
+from webapp.engine.machine import TRANSITIONS
+from webapp.engine.mermaid import to_mermaid
 from webapp.models import CriterionScore, JudgeRuling, Verdict
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from webapp.cli import build_parser
-from webapp.engine.machine import to_mermaid
+from webapp.engine.mermaid import to_mermaid
 from webapp.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

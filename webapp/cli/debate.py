@@ -138,8 +138,7 @@ async def _take_seat(session: DebateSession, out: TextIO, lines: LineReader, int
     """A human seat's turn from the terminal; False when the debate must go on waiting (stdin closed,
     Ctrl-C, or the seat belongs to someone on the web app). The time running out meanwhile is fine."""
     state = session.state
-    seat = state.seat
-    name = state.config.participant(seat.speaker if seat is not None else "").name
+    name = state.config.participant(state.seat.speaker if state.seat is not None else "").name
     holder = session.seat_holder()
     if holder is not None and holder != ACTOR:
         out.write(f"\nThe debate waits for {name}'s turn; the seat is {holder}'s, who sends it on the debate's page "
@@ -193,8 +192,9 @@ def report_end(state: DebateState, out: TextIO) -> int:
     if status is State.COMPLETED:
         return EXIT_OK
     if status is State.ERROR:
-        err = state.error or {}
-        out.write(f"Error: {err.get('provider', '?')}: {err.get('message', 'unknown error')}\n")
+        err = state.error
+        provider, message = (err.provider, err.message) if err is not None else ("?", "unknown error")
+        out.write(f"Error: {provider}: {message}\n")
     if status not in TERMINAL_STATES:
         out.write(f"The transcript so far ({counted(len(state.turns), 'turn')}) is saved. "
                   f"Continue with: python -m webapp resume {state.id}\n")

@@ -10,7 +10,8 @@ Nothing here reaches into the machine: callers never need `session.state.machine
 
 The log's typed payloads are part of the surface too (re-exported from `webapp.engine.events`): a
 reader of an event (`event.payload`) or of the fold (`state.notes`, `state.warnings`, …) tells them
-apart with `isinstance` and reads their fields.
+apart with `isinstance` and reads their fields. So are the fold's own records (`state.transitions`:
+`TransitionRecord`, `state.actions`: `ActionRecord`) and the error a debate stopped on (`ErrorInfo`).
 """
 
 from __future__ import annotations
@@ -29,24 +30,25 @@ from webapp.engine.events import (
     CostLimit,
     CostWarning,
     CreatedPayload,
-    ErrorInfo,
     ErrorPayload,
     OnTopicNote,
     Payload,
     RetryNote,
     RoundDecisionPayload,
     RoundScoresPayload,
-    SeatTurn,
     SummaryPayload,
     TransitionPayload,
     TurnPayload,
     VerdictPayload,
 )
 from webapp.engine.machine import TERMINAL_STATES, Event, Position, State
+from webapp.engine.params import ErrorInfo, SeatTurn
+from webapp.engine.records import ActionRecord, TransitionRecord
 
 __all__ = [
     "COMMAND_EVENTS",
     "TERMINAL_STATES",
+    "ActionRecord",
     "AnswerArgs",
     "CallCostNote",
     "CallRecord",
@@ -71,6 +73,7 @@ __all__ = [
     "StopArgs",
     "SummaryPayload",
     "TransitionPayload",
+    "TransitionRecord",
     "TurnPayload",
     "VerdictPayload",
     "parse_args",
@@ -172,7 +175,7 @@ class SessionView:
     interrupted: bool
     interruption: str | None
     storage_problem: str | None
-    error: dict[str, Any] | None
+    error: ErrorInfo | None  # the provider failure it stopped on (frozen), while in `error`
     retries_used: int
     max_retries: int
     allowed: frozenset[Command]

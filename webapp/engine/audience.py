@@ -66,10 +66,9 @@ def ended_at(state: DebateState) -> datetime | None:
     """When the debate ended (its last move to a terminal state), or None while it has not."""
     if state.status not in TERMINAL_STATES:
         return None
-    terminal = {s.value for s in TERMINAL_STATES}
     for move in reversed(state.transitions):
-        if move["to"] in terminal:
-            return datetime.fromisoformat(move["at"])
+        if move.to in TERMINAL_STATES:
+            return move.at
     return state.created_at
 
 

@@ -24,6 +24,7 @@ from webapp.engine.api import (
 from webapp.engine.commit import is_storage_error
 from webapp.engine.events import ClarificationAnswerPayload
 from webapp.engine.machine import ACTIVE_STATES, Event, State, TransitionNotAllowed
+from webapp.engine.params import TransitionParams
 from webapp.engine.session_parts import SessionParts
 from webapp.engine.state import SYSTEM_ACTOR
 from webapp.wording import counted
@@ -41,11 +42,11 @@ class Commands(SessionParts):
         machine = self.state.machine
         if command is Command.RESUME and self.state.status is State.IDLE:
             return "it is starting" if self.running else None
-        params = {"manual": True} if command is Command.RETRY else {}
-        if machine.can(COMMAND_EVENTS[command], **params):
+        params = TransitionParams(manual=True) if command is Command.RETRY else TransitionParams()
+        if machine.can(COMMAND_EVENTS[command], params):
             return None
         try:
-            machine.require(COMMAND_EVENTS[command], **params)
+            machine.require(COMMAND_EVENTS[command], params)
         except TransitionNotAllowed as exc:
             return exc.reason or str(exc)
         return None  # pragma: no cover - `can` and `require` agree
@@ -110,10 +111,9 @@ class Commands(SessionParts):
         async with self._command_lock:
             self._check(Command.PAUSE)
             await self._halt()
-            params: dict[str, Any] = {"interrupted": interrupted,
-                                      "position": self.state.machine.context.position.model_dump()}
-            if reason:
-                params["reason"] = reason
+            where = self.state.machine.context.position.model_copy()
+            params = (TransitionParams(interrupted=interrupted, position=where, reason=reason) if reason
+                      else TransitionParams(interrupted=interrupted, position=where))
             await self._halted_transition(Event.PAUSE, actor, params)
         return CommandResult(Command.PAUSE, Event.PAUSE,
                              "Marked interrupted." if interrupted else f"Paused by {actor or SYSTEM_ACTOR}.")
@@ -137,8 +137,8 @@ class Commands(SessionParts):
             # cancel and pay for the same judging twice.
             if not (verdict and self.state.status is State.JUDGING):
                 await self._halt()
-            await self._halted_transition(Event.STOP, actor, {
-                "verdict": verdict, "reason": reason, "position": self.state.machine.context.position.model_dump()})
+            await self._halted_transition(Event.STOP, actor, TransitionParams(
+                verdict=verdict, reason=reason, position=self.state.machine.context.position.model_copy()))
             self.ensure_running()
             judged = self.state.status is State.JUDGING
         who = actor or SYSTEM_ACTOR
@@ -156,11 +156,10 @@ class Commands(SessionParts):
             else:
                 state.machine.require(Event.RETRY)
             exhausted = not state.machine.can(Event.RETRY)  # the automatic budget was used up
-            error = state.error or {}
-            params: dict[str, Any] = {"manual": True} if manual else {}
-            await self._transition(Event.RETRY, actor=actor, **params)
+            error = state.error
+            await self._transition(Event.RETRY, actor, TransitionParams(manual=True) if manual else TransitionParams())
             self.ensure_running()
-        what = f" ({error.get('provider') or 'error'}: {error.get('message')})" if error.get("message") else ""
+        what = f" ({error.provider or 'error'}: {error.message})" if error is not None and error.message else ""
         if not manual:
             message = f"Retrying the failed step automatically{what}."
         elif exhausted:
@@ -192,11 +191,11 @@ class Commands(SessionParts):
         return CommandResult(Command.ANSWER_CLARIFICATION, Event.CLARIFICATION_ANSWERED,
                              "Answers recorded; the debate continues.")
 
-    async def _halted_transition(self, event: Event, actor: str | None, params: dict[str, Any]) -> None:
+    async def _halted_transition(self, event: Event, actor: str | None, params: TransitionParams) -> None:
         """A transition sent after the runner was halted: if storage fails, nobody drives the debate
         any more, so it is interrupted until the record can be finished."""
         try:
-            await self._transition(event, actor=actor, **params)
+            await self._transition(event, actor, params)
         except Exception as exc:
             if is_storage_error(exc) and self.state.status in ACTIVE_STATES:
                 self._storage_failed(exc)

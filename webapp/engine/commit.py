@@ -18,6 +18,7 @@ from typing import Any
 
 from webapp.engine.events import ActionPayload, Payload, TransitionPayload, TurnPayload, logged
 from webapp.engine.machine import ACTIVE_STATES, Event, State, TransitionNotAllowed
+from webapp.engine.params import TransitionParams, typed_params
 from webapp.engine.session_parts import SessionParts
 from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.engine.stream import LiveEvent, LiveStatus
@@ -51,10 +52,11 @@ class Move:
     """A transition to commit: the machine decides its source and target under the commit lock."""
 
     event: Event
-    params: dict[str, Any]
+    params: TransitionParams
     actor: str | None = None
 
     def payload(self, source: State, target: State) -> TransitionPayload:
+        # Stored sparse: the parameters given, each model inside them whole (`events._whole`).
         data: dict[str, Any] = {"event": self.event, "from": source, "to": target, "params": self.params}
         if self.actor and self.actor != SYSTEM_ACTOR:  # the runner's own transitions are the system's (the default)
             data["actor"] = self.actor
@@ -117,7 +119,8 @@ class Committing(SessionParts):
             new = state.fork()
             move = payload if isinstance(payload, Move) else None
             if isinstance(payload, Move):
-                source, target = new.machine.send(payload.event, at=at, **payload.params)  # raises, changing nothing
+                # raises, changing nothing
+                source, target = new.machine.send(payload.event, at=at, params=payload.params)
                 payload = payload.payload(source, target)
             record = logged(state.id, state.last_seq + 1, at, payload)
             new.apply(record, sent=move is not None)
@@ -130,7 +133,7 @@ class Committing(SessionParts):
             if stored is None:  # already in the log (a replay): the log wins
                 await self._reload()
                 return None
-            if move is None or "position" not in move.params:
+            if move is None or "position" not in move.params.model_fields_set:
                 # where the debate is may have been noted meanwhile (a turn just started): keep it
                 new.machine.context.position = state.machine.context.position
             state.adopt(new)  # the swap: no await between the commit and it
@@ -168,8 +171,11 @@ class Committing(SessionParts):
             await self._reload()
         return True
 
-    async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None:
-        return await self._commit(Move(event, params, actor))
+    async def _transition(self, event: Event, actor: str | None = None, params: TransitionParams | None = None,
+                          **given: Any) -> DebateEvent | None:
+        """Commit `event` with its parameters: `params`, or the same as keywords (validated here, before
+        anything changes)."""
+        return await self._commit(Move(event, typed_params(params, given), actor))
 
     def _storage_failed(self, exc: BaseException) -> None:
         """Storage failed while nobody else will write for this debate: interrupt it in memory and
@@ -218,4 +224,4 @@ class Committing(SessionParts):
             state = self.state
             if state.status in ACTIVE_STATES or state.status is State.IDLE:
                 await self._transition(Event.PAUSE, interrupted=True, reason=f"storage was unavailable: {problem}",
-                                       position=state.machine.context.position.model_dump())
+                                       position=state.machine.context.position.model_copy())

@@ -1,22 +1,22 @@
 """The debate life cycle as data: states, events, transitions and named guards.
 
 `DebateMachine.send(event)` either moves the machine or raises `TransitionNotAllowed` and changes
-nothing. The Mermaid diagram (`to_mermaid`) is generated from the same `TRANSITIONS` declaration,
-so the picture in the UI and README cannot drift from the behaviour. The words it is declared in
-(`State`, `Event`, `Position`) are recorded in the log, so they live with the stored models
-(`webapp.models.lifecycle`) and are named here too.
+nothing. The Mermaid diagram (`webapp.engine.mermaid.to_mermaid`) is generated from the same
+`TRANSITIONS` declaration, so the picture in the UI and README cannot drift from the behaviour. The words
+it is declared in (`State`, `Event`, `Position`) are recorded in the log, so they live with the stored
+models (`webapp.models.lifecycle`) and are named here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from webapp.engine.params import ErrorInfo, TransitionParams, typed_params
 from webapp.models import utcnow
 from webapp.models.lifecycle import Event, Position, State
 from webapp.wording import every, noun
@@ -41,7 +41,7 @@ class MachineContext(BaseModel):
     position: Position = Field(default_factory=Position)
     retries_used: int = 0  # automatic retries since the last one a person asked for
     max_retries: int = 3  # automatic retries allowed; a person's retry is always allowed and resets the count
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None  # the provider failure the debate stopped on (while in `error`)
     stopping: bool = False
     stop_reason: str | None = None
     interrupted: bool = False
@@ -56,39 +56,39 @@ class MachineContext(BaseModel):
     active_since: datetime | None = None
 
 
-Guard = Callable[[MachineContext, dict[str, Any]], bool]
+Guard = Callable[[MachineContext, TransitionParams], bool]
 
 
-def _retries_left(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _retries_left(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.retries_used < ctx.max_retries
 
 
-def _by_a_person(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _by_a_person(ctx: MachineContext, params: TransitionParams) -> bool:
     """A retry a person asked for (after fixing the cause): never refused for want of retries."""
-    return bool(params.get("manual"))
+    return bool(params.manual)
 
 
-def _with_verdict(ctx: MachineContext, params: dict[str, Any]) -> bool:
-    return bool(params.get("verdict", True)) and ctx.judge_enabled and ctx.has_turns
+def _with_verdict(ctx: MachineContext, params: TransitionParams) -> bool:
+    return params.verdict is not False and ctx.judge_enabled and ctx.has_turns
 
 
-def _stopping(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _stopping(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.stopping
 
 
-def _judge_enabled(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _judge_enabled(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.judge_enabled
 
 
-def _needs_clarification(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _needs_clarification(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.clarification
 
 
-def _has_preparation(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _has_preparation(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.preparation
 
 
-def _has_human_seat(ctx: MachineContext, params: dict[str, Any]) -> bool:
+def _has_human_seat(ctx: MachineContext, params: TransitionParams) -> bool:
     return ctx.human_seat
 
 
@@ -190,8 +190,8 @@ class DebateMachine:
     def copy(self) -> DebateMachine:
         """An independent machine in the same state (`send` on it leaves this one untouched)."""
         ctx = self.context
-        return DebateMachine(ctx.model_copy(update={"phase_durations": dict(ctx.phase_durations),
-                                                    "error": dict(ctx.error) if ctx.error is not None else None}))
+        # The error is frozen (shared safely); the durations are the one container `send` changes in place.
+        return DebateMachine(ctx.model_copy(update={"phase_durations": dict(ctx.phase_durations)}))
 
     @property
     def state(self) -> State:
@@ -201,21 +201,21 @@ class DebateMachine:
         """Events `send` would accept now (guards evaluated with default parameters)."""
         allowed: list[Event] = []
         for event in Event:
-            if self._resolve(event, {}) is not None and event not in allowed:
+            if self._resolve(event, TransitionParams()) is not None and event not in allowed:
                 allowed.append(event)
         return allowed
 
-    def can(self, event: Event, **params: Any) -> bool:
-        return self._resolve(Event(event), params) is not None
+    def can(self, event: Event, params: TransitionParams | None = None, **given: Any) -> bool:
+        return self._resolve(Event(event), typed_params(params, given)) is not None
 
-    def require(self, event: Event, **params: Any) -> Transition:
+    def require(self, event: Event, params: TransitionParams | None = None, **given: Any) -> Transition:
         """The transition `event` would take now; raises `TransitionNotAllowed` (saying why) if none."""
-        transition = self._resolve(event, params)
+        transition = self._resolve(event, typed_params(params, given))
         if transition is None:
             raise TransitionNotAllowed(self.state, event, self._refusal_reason(event))
         return transition
 
-    def _resolve(self, event: Event, params: dict[str, Any]) -> Transition | None:
+    def _resolve(self, event: Event, params: TransitionParams) -> Transition | None:
         for transition in TRANSITIONS:
             if transition.source is self.state and transition.event is event:
                 guard = GUARDS[transition.guard] if transition.guard else None
@@ -223,23 +223,24 @@ class DebateMachine:
                     return transition
         return None
 
-    def send(self, event: Event | str, at: datetime | None = None, **params: Any) -> tuple[State, State]:
-        """Apply `event`; return (from, to). Raises `TransitionNotAllowed` and changes nothing."""
+    def send(self, event: Event | str, at: datetime | None = None, params: TransitionParams | None = None,
+             **given: Any) -> tuple[State, State]:
+        """Apply `event` with its parameters (`params`, or the same as keywords); return (from, to).
+        Raises `TransitionNotAllowed`, or pydantic's `ValidationError` for a bad parameter, and changes
+        nothing."""
         try:
             event = Event(event)
         except ValueError:
             raise TransitionNotAllowed(self.state, str(event), "unknown event") from None
-        transition = self.require(event, **params)
+        params = typed_params(params, given)  # validated before the context is touched
+        transition = self.require(event, params)
         at = at or utcnow()
         ctx = self.context
         source = ctx.state
         target = ctx.return_state if transition.target == RETURN else State(transition.target)
         if target is None:  # a suspended machine with nothing remembered cannot happen; be explicit
             raise TransitionNotAllowed(self.state, event, "no state to return to")
-        # Validate parameters before touching the context, so a bad one cannot leave it half-changed.
-        position = params.get("position")
-        new_position = Position.model_validate(position) if position is not None else None
-        error = dict(params.get("error") or {}) if event is Event.ERROR else None
+        new_position = params.position.model_copy() if params.position is not None else None
         # An event's position says where the work since the previous event was done (the turn just
         # completed, the turn a pause or an error cut off): that is where the time is booked. Only
         # logged events move the clock, so a state rebuilt from the log times phases identically.
@@ -252,20 +253,20 @@ class DebateMachine:
         elif transition.target == RETURN:
             ctx.return_state = None
         if event is Event.ERROR:
-            ctx.error = error
+            ctx.error = params.error
         if event is Event.RETRY:
             # A person's retry grants a fresh automatic budget; an automatic one uses it up.
             ctx.retries_used = 0 if transition.guard == "by_a_person" else ctx.retries_used + 1
             ctx.error = None
         if event is Event.PAUSE:
-            ctx.interrupted = bool(params.get("interrupted", False))
-            ctx.interruption = (params.get("reason") or None) if ctx.interrupted else None
+            ctx.interrupted = bool(params.interrupted)
+            ctx.interruption = (params.reason or None) if ctx.interrupted else None
         if event is Event.RESUME:
             ctx.interrupted = False
             ctx.interruption = None
         if event is Event.STOP:
             if not ctx.stopping:  # a second stop (e.g. during the final judging) keeps the first reason
-                ctx.stop_reason = params.get("reason") or "stopped by user"
+                ctx.stop_reason = params.reason or "stopped by user"
             ctx.stopping = True
             ctx.return_state = None
             ctx.interrupted = False
@@ -316,149 +317,3 @@ class DebateMachine:
                     "a person can retry after fixing the cause")
         failed = ", ".join(t.guard or "" for t in candidates if t.guard)
         return f"guard failed ({failed})"
-
-
-# Words for people (the debate page's "How this debate runs"); the developer diagram keeps the names.
-HUMAN_STATES: dict[str, str] = {
-    State.IDLE.value: "Not started",
-    State.INITIALIZING.value: "Getting ready",
-    State.CLARIFYING.value: "Asking you questions",
-    State.AWAITING_CLARIFICATION.value: "Waiting for your answers",
-    State.AWAITING_TURN.value: "Waiting for a person's turn",
-    State.PREPARATION.value: "Preparing",
-    State.DEBATING.value: "Debate",
-    State.JUDGING.value: "Judging",
-    State.PAUSED.value: "Paused",
-    State.AWAITING_ACK.value: "Waiting for your OK to spend more",
-    State.ERROR.value: "Failed (can be retried)",
-    State.COMPLETED.value: "Finished",
-    State.STOPPED.value: "Stopped",
-}
-HUMAN_EVENTS: dict[Event, str] = {
-    Event.START: "start",
-    Event.INIT_COMPLETE: "ready",
-    Event.QUESTIONS_READY: "questions asked",
-    Event.CLARIFICATION_ANSWERED: "you answer",
-    Event.CLARIFICATION_COMPLETE: "no more questions",
-    Event.TURN_COMPLETE: "turn done",
-    Event.PHASE_COMPLETE: "phase done",
-    Event.ROUND_COMPLETE: "round done",
-    Event.ALL_ROUNDS_COMPLETE: "last phase done",
-    Event.VERDICT_READY: "verdict given",
-    Event.PAUSE: "pause",
-    Event.RESUME: "resume",
-    Event.STOP: "stop",
-    Event.ERROR: "provider error",
-    Event.RETRY: "retry",
-    Event.COST_WARNING: "spending warning",
-    Event.ACKNOWLEDGE_WARNING: "you accept",
-    Event.TURN_DUE: "a person's turn",
-    Event.TURN_SENT: "turn sent",
-    Event.TURN_TIMEOUT: "time is up (skipped)",
-}
-HUMAN_GUARDS: dict[str, str] = {
-    "by_a_person": "",  # a retry is a retry, whoever asks for it
-    "retries_left": "",
-    "with_verdict": "with a verdict",
-    "stopping": "after a stop",
-    "judge_enabled": "with a judge",
-    "needs_clarification": "with questions",
-    "has_preparation": "with preparation",
-    "has_human_seat": "with a human seat",
-}
-
-
-def _mermaid_text(text: str) -> str:
-    """A title safe inside a Mermaid label (no colon, no double quote, no markup)."""
-    return text.replace(":", " -").replace('"', "'").replace("<", "(").replace(">", ")")
-
-
-def to_mermaid(
-    phases: list[tuple[str, str]] | None = None, highlight: State | str | None = None, compact: bool = False,
-    *, human: bool = False, repeat: Collection[str] = (), current_phase: str | None = None,
-    omit: Collection[State] = (),
-) -> str:
-    """A Mermaid `stateDiagram-v2` of `TRANSITIONS`; `phases` (id, title) are drawn inside debating.
-
-    `compact` draws an edge that leaves many states (PAUSE, ERROR, STOP…) once, from a pseudo-state
-    standing for the group, which keeps the picture readable in the UI; the full form draws every edge.
-    `human` (implies `compact`) labels states and edges in words instead of engine names, drops the
-    per-turn and per-phase loops the phase picture shows, draws a "next round" loop over the phases
-    whose ids are in `repeat`, and highlights `current_phase` too. States in `omit` (ones a debate
-    never visits: no questions, no preparation, no judge) are left out with their edges.
-    """
-    compact = compact or human
-    lines = ["stateDiagram-v2", "    [*] --> idle"]
-    groups: dict[tuple[Event, str, str | None], list[State]] = {}
-    left_out = {State(s) for s in omit}
-    active_states = ACTIVE_STATES - left_out
-    for t in TRANSITIONS:
-        if t.source in left_out or (t.target != RETURN and State(t.target) in left_out):
-            continue
-        groups.setdefault((t.event, str(t.target), t.guard), []).append(t.source)
-    pseudo = {"active": "any running state", "unfinished": "any unfinished state"}
-    if human:
-        pseudo = {"active": "While it runs", "unfinished": "Any time before it ends"}
-    used: set[str] = set()
-    seen: set[tuple[str, str, str]] = set()
-    for (event, target, guard), sources in groups.items():
-        if human:
-            label = HUMAN_EVENTS[event] + (" (back to where it was)" if target == RETURN else "")
-            label += f" ({HUMAN_GUARDS[guard]})" if guard and HUMAN_GUARDS[guard] else ""
-        else:
-            label = event.value + (" (back to where it was)" if target == RETURN else "")
-            if guard:
-                label += f" [{guard}]"
-        if target == RETURN:
-            # One edge stands for "back to the remembered state"; drawing all of them clutters.
-            target = "active" if compact else State.DEBATING.value
-            used.add("active") if compact else None
-        names = [src.value for src in sources]
-        if compact and len(sources) >= 3:
-            unfinished = set(State) - TERMINAL_STATES - left_out
-            if set(sources) != unfinished and set(sources) > active_states:
-                # every running state and a few others (idle can pause): the group, then the others
-                used.add("active")
-                names = ["active", *(src.value for src in sources if src not in active_states)]
-            else:
-                group = "active" if set(sources) <= active_states else "unfinished"
-                used.add(group)
-                names = [group]
-        for name in names:
-            key = (name, target, label)
-            if key in seen or (name == target and event is Event.TURN_COMPLETE and phases):
-                continue
-            if human and name == target and phases:  # turns, phases and rounds: the picture inside
-                continue
-            seen.add(key)
-            lines.append(f"    {name} --> {target}: {label}")
-    for name in sorted(used):
-        lines.insert(1, f'    state "{pseudo[name]}" as {name}')
-    if human:
-        for value, words in reversed(HUMAN_STATES.items()):
-            if State(value) not in left_out:
-                lines.insert(1, f'    state "{words}" as {value}')
-    lines += ["    completed --> [*]", "    stopped --> [*]"]
-    if phases:
-        lines.append("    state debating {")
-        ids = [f"phase_{i}" for i in range(len(phases))]
-        for pid, (_, title) in zip(ids, phases, strict=True):
-            safe = _mermaid_text(title) if human else title.replace(":", " -").replace('"', "'")
-            lines.append(f'        state "{safe}" as {pid}' if human else f'        {pid}: {safe}')
-        lines.append(f"        [*] --> {ids[0]}")
-        for a, b in pairwise(ids):
-            lines.append(f"        {a} --> {b}" if human else f"        {a} --> {b}: PHASE_COMPLETE")
-        looped = [pid for pid, (phase_id, _) in zip(ids, phases, strict=True) if phase_id in repeat]
-        if human and looped:
-            lines.append(f"        {looped[-1]} --> {looped[0]}: next round")
-        lines.append(f"        {ids[-1]} --> [*]")
-        lines.append("    }")
-    if highlight:
-        lines.append("    classDef current fill:#f59e0b,color:#111,stroke:#b45309,stroke-width:3px")
-        lines.append(f"    class {State(highlight).value} current")
-        if human and phases and current_phase and State(highlight) in (State.PREPARATION, State.DEBATING):
-            index = [phase_id for phase_id, _ in phases].index(current_phase) \
-                if current_phase in [phase_id for phase_id, _ in phases] else -1
-            if index >= 0:
-                lines.append(f"    class phase_{index} current")
-    return "\n".join(lines)

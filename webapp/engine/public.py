@@ -28,8 +28,8 @@ from webapp.engine.machine import (
     Position,
     State,
     TransitionNotAllowed,
-    to_mermaid,
 )
+from webapp.engine.mermaid import to_mermaid
 from webapp.engine.runner import DebateSession
 from webapp.engine.state import SYSTEM_ACTOR, DebateState
 from webapp.engine.stream import (

@@ -20,7 +20,6 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from webapp.engine.api import (
     Command,
@@ -30,9 +29,7 @@ from webapp.engine.calls import ProviderCalls, ProviderSource, TaskFactory
 from webapp.engine.commands import Commands
 from webapp.engine.commit import Committing, is_storage_error
 from webapp.engine.endpoints import StoredEndpoints
-from webapp.engine.events import (
-    ErrorPayload,
-)
+from webapp.engine.events import ErrorPayload, error_info
 from webapp.engine.judging import Judging
 from webapp.engine.limits import EndpointLimiter
 from webapp.engine.machine import (
@@ -43,6 +40,7 @@ from webapp.engine.machine import (
     Position,
     State,
 )
+from webapp.engine.params import ErrorInfo
 from webapp.engine.schedule import (
     provider_problem,
 )
@@ -185,7 +183,7 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
         return self._storage_problem
 
     @property
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> ErrorInfo | None:
         return self.state.error
 
     @property
@@ -323,8 +321,8 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
             return
         await self._commit(ErrorPayload(**exc.to_dict(), state=self.state.status,
                                         position=self.state.machine.context.position))
-        await self._transition(Event.ERROR, error=exc.to_dict(),
-                               position=self.state.machine.context.position.model_dump())
+        await self._transition(Event.ERROR, error=error_info(exc),
+                               position=self.state.machine.context.position.model_copy())
 
     async def _initialize(self) -> None:
         problem = provider_problem(self.state.config, self.endpoints.policy())
@@ -332,4 +330,4 @@ class DebateSession(Commands, TurnTaking, Judging, Seats, Committing, ProviderCa
             field, message = problem
             raise ProviderError(ErrorKind.FATAL, "rostrum", f"{field}: {message}", reason="config")
         first = self.state.format.phases[0]
-        await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1).model_dump())
+        await self._transition(Event.INIT_COMPLETE, position=Position(phase=first.id, round=1))

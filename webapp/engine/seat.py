@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from webapp.engine import budget as money
 from webapp.engine.api import Command, CommandResult, SeatDraft
 from webapp.engine.discipline import truncate, word_count
-from webapp.engine.events import CallCostNote, SeatTurn, TurnPayload
+from webapp.engine.events import CallCostNote, TurnPayload
 from webapp.engine.machine import Event, Position, State, TransitionNotAllowed
+from webapp.engine.params import SeatTurn
 from webapp.engine.prompts import effective_word_limit
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.session_parts import SessionParts
@@ -80,8 +80,8 @@ class Seats(SessionParts):
         return seat
 
     @staticmethod
-    def _seat_position(seat: SeatTurn) -> dict[str, Any]:
-        return Position(phase=seat.phase, round=seat.round, speaker=seat.speaker, turn=seat.index).model_dump()
+    def _seat_position(seat: SeatTurn) -> Position:
+        return Position(phase=seat.phase, round=seat.round, speaker=seat.speaker, turn=seat.index)
 
     async def _commit_seat_turn(self, seat: SeatTurn, text: str, notes: list[str], *, by: str | None = None,
                                 assisted_by: str | None = None, skipped: bool = False) -> None:
@@ -206,4 +206,4 @@ class Seats(SessionParts):
         seat = SeatTurn(key=slot.key, phase=slot.phase, round=slot.round, speaker=slot.speaker, act=slot.act,
                         index=slot.index, visible=slot.visible, word_limit=limit or None,
                         time_limit_s=state.config.human_turn_seconds)
-        await self._transition(Event.TURN_DUE, position=self._seat_position(seat), seat=seat.model_dump())
+        await self._transition(Event.TURN_DUE, position=self._seat_position(seat), seat=seat)

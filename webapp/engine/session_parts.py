@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from webapp.engine.api import Command, CommandResult
     from webapp.engine.calls import CallResult, ProviderSource, TaskFactory
     from webapp.engine.endpoints import StoredEndpoints
-    from webapp.engine.events import CallRecord, Payload, SeatTurn
+    from webapp.engine.events import CallRecord, Payload
     from webapp.engine.machine import Event
+    from webapp.engine.params import Position, SeatTurn, TransitionParams
     from webapp.engine.schedule import TurnSlot
     from webapp.engine.spending import Spec
     from webapp.engine.state import DebateState
@@ -72,7 +73,8 @@ class SessionParts:
         # commit.py
         async def _commit(self, payload: Payload | Any, idem_key: str | None = None) -> DebateEvent | None: ...
 
-        async def _transition(self, event: Event, actor: str | None = None, **params: Any) -> DebateEvent | None: ...
+        async def _transition(self, event: Event, actor: str | None = None, params: TransitionParams | None = None,
+                              **given: Any) -> DebateEvent | None: ...
 
         async def _reload(self) -> None: ...
 
@@ -95,7 +97,7 @@ class SessionParts:
         async def _await_seat(self, slot: TurnSlot) -> None: ...
 
         @staticmethod
-        def _seat_position(seat: SeatTurn) -> dict[str, Any]: ...
+        def _seat_position(seat: SeatTurn) -> Position: ...
 
         # turns.py
         def _request_for(self, slot: TurnSlot, offset: int) -> ProviderRequest: ...

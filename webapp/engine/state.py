@@ -32,14 +32,15 @@ from webapp.engine.events import (
     RetryNote,
     RoundDecisionPayload,
     RoundScoresPayload,
-    SeatTurn,
     SummaryPayload,
     TransitionPayload,
     TurnPayload,
     VerdictPayload,
 )
 from webapp.engine.formats import Format, get_format
-from webapp.engine.machine import DebateMachine, Event, MachineContext, Position, State
+from webapp.engine.machine import DebateMachine, Event, MachineContext, State
+from webapp.engine.params import ErrorInfo, Position, SeatTurn
+from webapp.engine.records import ActionRecord, TransitionRecord
 from webapp.engine.schedule import total_rounds
 from webapp.models import DebateConfig, DebateEvent, EventKind, Turn, Verdict
 
@@ -76,8 +77,8 @@ class DebateState:
         )
         self.turns: list[Turn] = []
         self.turn_keys: set[str] = set()
-        self.transitions: list[dict[str, Any]] = []
-        self.actions: list[dict[str, Any]] = []  # what people did: commands and other actions, by whom
+        self.transitions: list[TransitionRecord] = []
+        self.actions: list[ActionRecord] = []  # what people did: commands and other actions, by whom
         # The payloads of the log's events themselves (each knows when it was logged: `logged_at`).
         self.warnings: list[CostWarning | CostLimit] = []
         self.errors: list[ErrorPayload] = []
@@ -123,10 +124,9 @@ class DebateState:
         return self.machine.context.interruption if self.interrupted else None
 
     @property
-    def error(self) -> dict[str, Any] | None:
-        """The provider error the debate stopped on (while in `error`), as recorded."""
-        error = self.machine.context.error
-        return dict(error) if error is not None else None
+    def error(self) -> ErrorInfo | None:
+        """The provider error the debate stopped on (while in `error`), as recorded (frozen)."""
+        return self.machine.context.error
 
     @property
     def retries_used(self) -> int:
@@ -258,9 +258,9 @@ class DebateState:
         self.created_by = payload.actor or ""
 
     def _on_transition(self, event: DebateEvent, payload: TransitionPayload, sent: bool = False) -> None:
-        params = payload.params.for_machine()
+        params = payload.params
         if not sent:
-            self.machine.send(payload.event, at=event.at, **params)
+            self.machine.send(payload.event, at=event.at, params=params)
         if payload.event is Event.TURN_DUE and payload.params.seat is not None:
             self.seat = payload.params.seat
         if self.status is State.AWAITING_TURN:
@@ -274,16 +274,12 @@ class DebateState:
             self._own("round_marks").add(int(payload.params.round))
         actor = payload.actor or SYSTEM_ACTOR
         self._own("transitions").append(
-            {"from": payload.from_.value, "to": payload.to.value, "event": payload.event.value,
-             "at": event.at.isoformat(), "params": params, "actor": actor}
-        )
+            TransitionRecord(payload.event, payload.from_, payload.to, event.at, actor, params))
         if actor != SYSTEM_ACTOR:
-            self._own("actions").append({"action": payload.event.value.lower(), "actor": actor,
-                                         "at": event.at.isoformat(), "params": params})
+            self._own("actions").append(ActionRecord(payload.event.value.lower(), actor, event.at, params.to_data()))
 
     def _on_action(self, event: DebateEvent, payload: ActionPayload) -> None:
-        self._own("actions").append({"action": payload.action, "actor": payload.actor, "at": event.at.isoformat(),
-                                     "params": dict(payload.detail)})
+        self._own("actions").append(ActionRecord(payload.action, payload.actor, event.at, dict(payload.detail)))
 
     def _on_turn(self, event: DebateEvent, payload: TurnPayload) -> None:
         turn = payload.turn

@@ -28,14 +28,8 @@ from webapp.engine.answers import (
     validate,
 )
 from webapp.engine.events import CallRecord, RoundDecisionPayload, RoundScoresPayload
-from webapp.engine.judge import (
-    VerdictInvalid,
-    anonymised_transcript,
-    assign_labels,
-    extract_json,
-    judge_debate,
-    repair_request,
-)
+from webapp.engine.judge import anonymised_transcript, assign_labels, judge_debate
+from webapp.engine.judge_reply import VerdictInvalid, extract_json, repair_request
 from webapp.engine.prompts import render_history
 from webapp.engine.schedule import TurnSlot
 from webapp.engine.spending import BudgetExceeded

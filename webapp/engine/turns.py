@@ -19,11 +19,11 @@ from webapp.engine.events import (
     ClarificationDoneNote,
     ClarificationQuestionsPayload,
     OnTopicNote,
-    SeatTurn,
     TurnPayload,
 )
 from webapp.engine.formats import Phase
 from webapp.engine.machine import Event, Position, State
+from webapp.engine.params import SeatTurn
 from webapp.engine.prompts import effective_word_limit, turn_request
 from webapp.engine.schedule import Step, TurnSlot, phase_steps, post_phases, pre_phases, round_phases
 from webapp.engine.session_parts import SessionParts
@@ -93,11 +93,11 @@ class TurnTaking(SessionParts):
                 if self.state.status is State.PREPARATION and any(s.act != "prepare" for s in phase.speakers):
                     continue
                 await self._transition(Event.PHASE_COMPLETE, phase=phase.id, round=round_no,
-                                       position=self.state.machine.context.position.model_dump())
+                                       position=self.state.machine.context.position.model_copy())
             last_of_block = phase.id in block and phase.id == round_phases(fmt)[-1].id
             if last_of_block and round_no not in self.state.round_marks:
                 await self._transition(Event.ROUND_COMPLETE, round=round_no,
-                                       position=self.state.machine.context.position.model_dump())
+                                       position=self.state.machine.context.position.model_copy())
             if self.state.status is not State.DEBATING and self.state.status is not State.PREPARATION:
                 return
 
@@ -135,7 +135,7 @@ class TurnTaking(SessionParts):
                 await self._transition(Event.PHASE_COMPLETE)
             if self.state.status is State.DEBATING:
                 await self._transition(Event.ALL_ROUNDS_COMPLETE,
-                                       position=self.state.machine.context.position.model_dump())
+                                       position=self.state.machine.context.position.model_copy())
             return
         if self.state.status is State.PREPARATION and all(t.act != "prepare" for t in step.turns):
             await self._transition(Event.PHASE_COMPLETE, phase=step.phase, round=step.round)
@@ -233,4 +233,4 @@ class TurnTaking(SessionParts):
         self.live.pop(slot.key, None)
         await self._commit(TurnPayload(turn=turn, cost_source=result.cost_source), idem_key=slot.key)
         await self._transition(Event.TURN_COMPLETE, position=Position(
-            phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index).model_dump())
+            phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index))

@@ -18,7 +18,8 @@ The engine builds events as these models (`DebateSession._commit(payload)`), fol
 (`DebateState` keeps the payloads themselves) and everyone reads them as these models
 (`DebateEvent.payload`); `to_data()` and `DebateEvent.data` are the JSON edge (the log's storage, exports,
 the wire). A model given to a payload in code (a `Turn`, a `Verdict`, a `Usage`) is stored whole, every
-field, as the dicts it replaced were; `TransitionParams` and nested payloads keep only what was given.
+field, as the dicts it replaced were; `TransitionParams` (`webapp.models.params`, with the records it
+carries) and nested payloads keep only what was given.
 
 Adding an `EventKind` without a payload model here fails at import (`PAYLOADS` must cover every
 kind), and `DebateState` refuses to import without a handler for it: nothing is silently ignored.
@@ -35,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, mod
 
 from webapp.models.debate import DebateConfig, EventKind, Turn, Usage, Verdict
 from webapp.models.lifecycle import Event, Position, State
+from webapp.models.params import ErrorInfo, SeatTurn, Sparse, TransitionParams
 
 __all__ = ["PAYLOADS", "ActionPayload", "CallCostNote", "CallRecord", "ClarificationAnswerPayload",
            "ClarificationDoneNote", "ClarificationQuestionsPayload", "CostLimit", "CostWarning", "CreatedPayload",
@@ -59,10 +61,6 @@ def _whole(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _whole(item) for key, item in value.items()}
     return value
-
-
-class Sparse(BaseModel):
-    """A model stored with only the fields that were given (no invented defaults)."""
 
 
 class Payload(Sparse):
@@ -95,20 +93,6 @@ class Payload(Sparse):
     def to_data(self) -> dict[str, Any]:
         """The JSON object stored in the log (what was given, validated; no invented defaults)."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-
-class ErrorInfo(BaseModel):
-    """A provider failure as recorded (`ProviderError.to_dict()`; `webapp.engine.events.error_info`)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: str = "fatal"  # "retryable" | "fatal"
-    provider: str = ""
-    message: str = ""
-    status: int | None = None
-    request_id: str | None = None
-    retry_after: float | None = None
-    reason: str = "error"
 
 
 class CallRecord(BaseModel):
@@ -150,39 +134,6 @@ class CreatedPayload(Payload):
         if self._stored_config is not None:
             data["config"] = copy.deepcopy(self._stored_config)
         return data
-
-
-class SeatTurn(BaseModel):
-    """The turn a human seat owes (TURN_DUE): which slot, its word limit and the time allowed."""
-
-    key: str
-    phase: str
-    round: int
-    speaker: str
-    act: str = "speak"
-    index: int = 0
-    visible: bool = True
-    word_limit: int | None = None
-    time_limit_s: int = 0  # 0: no limit
-
-
-class TransitionParams(Sparse):
-    """Parameters of a transition, as given to `DebateMachine.send` (only those given are stored)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    position: Position | None = None
-    interrupted: bool | None = None
-    reason: str | None = None
-    verdict: bool | None = None
-    error: ErrorInfo | None = None
-    phase: str | None = None
-    round: int | None = None
-    manual: bool | None = None  # RETRY: asked for by a person (fresh automatic budget)
-    seat: SeatTurn | None = None  # TURN_DUE: the turn a person owes
-
-    def for_machine(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class TransitionPayload(Payload):

@@ -34,11 +34,8 @@ def _resumes_in(state: DebateState) -> State | None:
 def _stopped_from(state: DebateState) -> State | None:
     """The state the debate was in when it moved to `stopped` (judging, for a stop during the verdict)."""
     for transition in reversed(state.transitions):
-        if transition.get("to") == State.STOPPED.value:
-            try:
-                return State(transition.get("from"))
-            except ValueError:
-                return None
+        if transition.to is State.STOPPED:
+            return transition.from_
     return None
 
 

@@ -111,7 +111,8 @@ def _detail(name: str, event: DebateEvent, state: DebateState) -> dict[str, Any]
     if name == DEBATE_ROUND:
         return {"round": (data.get("params") or {}).get("round")}
     if name == DEBATE_ERROR:
-        error = (data.get("params") or {}).get("error") or state.error or {}
+        recorded = state.error.model_dump(exclude_unset=True) if state.error is not None else {}
+        error = (data.get("params") or {}).get("error") or recorded
         return {"error": {k: error[k] for k in ("kind", "provider", "message", "status") if k in error}}
     if name == DEBATE_COMPLETED:
         return {"ended_because": state.ended_because}

@@ -69,7 +69,8 @@ def _rerun_links(debate_id: str, marker: str) -> None:
 
 
 def _error_panel(view: SessionView, state: DebateState, run: Command, clone: bool) -> None:
-    error: dict[str, Any] = view.error or (state.errors[-1].to_data() if state.errors else {})
+    error = view.error or (state.errors[-1] if state.errors else None)
+    recorded = error.model_dump(exclude_unset=True) if error is not None else {}  # as logged, no defaults
     left = max(0, view.max_retries - view.retries_used)
     story = explain_error(state, error, left)
     with ui.card().classes("w-full bg-red-50 dark:bg-red-950").props("flat bordered role=alert").mark("error-panel"):
@@ -77,9 +78,9 @@ def _error_panel(view: SessionView, state: DebateState, run: Command, clone: boo
             ui.icon("error").classes("text-2xl text-negative")
             ui.label(story.headline).classes("font-semibold").mark("error-headline")
         ui.label(story.advice).classes("text-sm").mark("error-advice")
-        ui.label(str(error.get("message") or "unknown error")).classes("font-mono text-sm whitespace-pre-wrap") \
+        ui.label(str(recorded.get("message") or "unknown error")).classes("font-mono text-sm whitespace-pre-wrap") \
             .mark("error-message")
-        details = [f"{k}: {error[k]}" for k in ("kind", "status", "reason", "request_id") if error.get(k)]
+        details = [f"{k}: {recorded[k]}" for k in ("kind", "status", "reason", "request_id") if recorded.get(k)]
         if details:
             ui.label(" · ".join(details)).classes("text-xs text-grey-7")
         with ui.row().classes("items-center gap-2"):

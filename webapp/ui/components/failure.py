@@ -10,10 +10,9 @@ a page. The error panel, the Retry buttons and the stopped note (`banners`, `con
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from webapp.access.roles import actor_label
-from webapp.engine.public import SYSTEM_ACTOR, DebateState, State
+from webapp.engine.public import SYSTEM_ACTOR, DebateState, ErrorInfo, State, TransitionRecord
 from webapp.models import JudgeSpec, Participant
 from webapp.providers.presets import get_preset
 from webapp.providers.registry import DEFAULT_KEY_ENVS, TITLES, base_url_for, key_env_for
@@ -38,16 +37,16 @@ def _title(spec: Participant | JudgeSpec) -> str:
     return TITLES.get(spec.provider, spec.provider)
 
 
-def _failed_call(state: DebateState, error: dict[str, Any]) -> tuple[str | None, Participant | JudgeSpec | None]:
+def _failed_call(state: DebateState, error: ErrorInfo) -> tuple[str | None, Participant | JudgeSpec | None]:
     """Who made the call that failed: the participant whose turn it was, or the judge."""
     recorded = state.errors[-1] if state.errors else None
     if recorded is not None and recorded.state is State.JUDGING:
         judges = state.config.judge.judges
-        match = [j for j in judges if j.provider == error.get("provider")] or judges
+        match = [j for j in judges if j.provider == error.provider] or judges
         return "the judge", match[0] if match else None
     recorded_at = recorded.position if recorded is not None else None
     speaker = (recorded_at.speaker if recorded_at is not None else None) or state.position.speaker
-    by_provider = [p for p in state.config.participants if p.provider == error.get("provider")]
+    by_provider = [p for p in state.config.participants if p.provider == error.provider]
     try:
         participant = state.config.participant(speaker) if speaker else None
     except (KeyError, ValueError):
@@ -66,14 +65,15 @@ def retry_label(who: str | None, left: int) -> str:
     return f"Retry {what} ({left} left)"
 
 
-def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -> Failure:
-    """The error the debate stopped on, in words, with the advice its kind calls for."""
-    error = error or (state.errors[-1].to_data() if state.errors else {})
-    reason = str(error.get("reason") or "error")
-    message = str(error.get("message") or "unknown error").strip()
+def explain_error(state: DebateState, error: ErrorInfo | None, left: int) -> Failure:
+    """The error the debate stopped on (else the last one recorded), in words, with the advice its kind
+    calls for."""
+    error = error or (state.errors[-1] if state.errors else ErrorInfo())
+    reason = error.reason or "error"
+    message = (error.message or "unknown error").strip()
     who, spec = _failed_call(state, error)
     label = retry_label(who, left)
-    provider = str(error.get("provider") or "")
+    provider = error.provider
     if provider == "rostrum" or (spec is None and provider not in TITLES):
         if reason == "config":
             return Failure(f"The debate could not start its calls: {message}.",
@@ -89,7 +89,7 @@ def explain_error(state: DebateState, error: dict[str, Any] | None, left: int) -
         model_name = "its model"
     name = who or "a participant"
     url = url or ""
-    status = f" (HTTP {error['status']})" if error.get("status") else ""
+    status = f" (HTTP {error.status})" if error.status else ""
     if reason == "auth":
         if env:
             return Failure(f"The {title} API rejected the key for {name} ({model}){status}.",
@@ -131,44 +131,44 @@ STAGES = {State.JUDGING.value: "during the verdict", State.CLARIFYING.value: "du
           State.IDLE.value: "before it started"}
 
 
-def _stopped_in(state: DebateState, stop: dict[str, Any]) -> str | None:
+def _stopped_in(state: DebateState, stop: TransitionRecord) -> State:
     """The state a debate was stopped in, looking through a pause (or a cost warning) to what it paused."""
     index = next(i for i, t in enumerate(state.transitions) if t is stop)
-    origin = stop.get("from")
+    origin = stop.from_
     for earlier in reversed(state.transitions[:index]):
-        if origin not in (State.PAUSED.value, State.AWAITING_ACK.value):
+        if origin not in (State.PAUSED, State.AWAITING_ACK):
             break
-        origin = earlier.get("from")
-    return str(origin) if origin else None
+        origin = earlier.from_
+    return origin
 
 
 def explain_stop(state: DebateState, names: bool = True) -> str | None:
     """"Stopped by ada at Rebuttal, round 2" for a debate a person (or a limit) stopped; None otherwise."""
-    stop = next((t for t in reversed(state.transitions) if t.get("event") == "STOP"), None)
+    stop = next((t for t in reversed(state.transitions) if t.event == "STOP"), None)
     if stop is None:
         return None
-    params = stop.get("params") or {}
-    position = params.get("position") or state.position.model_dump()
+    params = stop.params
+    position = params.position or state.position
     where = ""
-    phase_id = position.get("phase")
+    phase_id = position.phase
     if phase_id:
         try:
             phase = state.format.phase(phase_id)
             where = f" at {phase.title}"
         except (KeyError, ValueError):
             where = f" at {phase_id}"
-        if state.format.has_rounds and position.get("round"):
-            where += f", round {position['round']}"
+        if state.format.has_rounds and position.round:
+            where += f", round {position.round}"
     # The position still names the last phase debated once the debate has moved on to its verdict (or
     # has not reached a phase yet): the state it was stopped in says where it really was.
-    stage = STAGES.get(_stopped_in(state, stop) or "")
+    stage = STAGES.get(_stopped_in(state, stop).value)
     if stage:
         where = f" {stage}" + (f" (after{where.removeprefix(' at')})" if where and "verdict" in stage else "")
-    actor = stop.get("actor") or SYSTEM_ACTOR
+    actor = stop.actor or SYSTEM_ACTOR
     if not names and actor != SYSTEM_ACTOR:
         actor = "a team member"  # a share link shows the debate, not who is on the team
     text = f"Stopped automatically{where}" if actor == SYSTEM_ACTOR else f"Stopped by {actor_label(actor)}{where}"
-    reason = params.get("reason")
-    if reason and str(reason) != "stopped by user":
+    reason = params.reason
+    if reason and reason != "stopped by user":
         text += f" ({reason})"
     return text + "."

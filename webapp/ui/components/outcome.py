@@ -99,12 +99,12 @@ def _agreement(state: DebateState) -> Outcome | None:
 
 def _error_note(state: DebateState) -> str | None:
     """The error a stopped debate had failed on, when it was stopped from the error state."""
-    stops = [t for t in state.transitions if t.get("event") == "STOP"]
-    if not stops or stops[0].get("from") != State.ERROR.value:
+    stops = [t for t in state.transitions if t.event == "STOP"]
+    if not stops or stops[0].from_ is not State.ERROR:
         return None
-    error = state.error or (state.errors[-1].to_data() if state.errors else {})
-    message = str(error.get("message") or "").strip()
-    provider = str(error.get("provider") or "a provider")
+    error = state.error or (state.errors[-1] if state.errors else None)
+    message = (error.message if error is not None else "").strip()
+    provider = (error.provider if error is not None else "") or "a provider"
     return f"after an error from {provider}: {message}" if message else f"after an error from {provider}"
 
 

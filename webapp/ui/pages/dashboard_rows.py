@@ -149,8 +149,7 @@ def row_outcome(row: DebateRow, state: DebateState | None) -> RowOutcome:
                 stopped = stopped.rstrip(".")
                 if outcome.kind == "ended":  # no verdict: who stopped it, where, and after which error
                     text = stopped + " · no verdict"
-                    if any(t.get("event") == "STOP" and t.get("from") == State.ERROR.value
-                           for t in state.transitions):
+                    if any(t.event == "STOP" and t.from_ is State.ERROR for t in state.transitions):
                         text += f" · after the error: {explain_error(state, None, 0).headline.rstrip('.')}"
                 else:
                     text += f" · {stopped}"

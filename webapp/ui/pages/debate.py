@@ -22,7 +22,7 @@ from webapp.access.roles import Action, Principal, actor_label
 from webapp.engine.api import Command, SessionView
 from webapp.engine.engine import DebateNotFound
 from webapp.engine.judge_health import unreliable_judges
-from webapp.engine.public import DebateSession, DebateState, LiveEvent, LiveStatus, State
+from webapp.engine.public import ActionRecord, DebateSession, DebateState, LiveEvent, LiveStatus, State
 from webapp.ui import runtime
 from webapp.ui.auth import admit
 from webapp.ui.auth import gate as auth_gate
@@ -55,7 +55,7 @@ def unasked_cost_warning(state: DebateState) -> str | None:
     """The cost warning in words when the debate could not stop to ask about it — spending crossed warn-at
     during the verdict, which is not interrupted (without this, a tinted badge was its only sign)."""
     warn_at, spent = state.config.budget.warn_at, state.ledger.total_usd
-    if warn_at is None or any(t.get("event") == "COST_WARNING" for t in state.transitions):
+    if warn_at is None or any(t.event == "COST_WARNING" for t in state.transitions):
         return None  # no threshold, or the debate waited for it (the acknowledgement panel and dialog said it)
     warning = last_cost_warning(state)
     if warning is None and spent < warn_at:
@@ -89,11 +89,11 @@ ACTION_WORDS = {
 SOMEONE = "a team member"
 
 
-def describe_action(action: dict[str, Any], names: bool = True) -> str:
+def describe_action(action: ActionRecord, names: bool = True) -> str:
     """'paused by ada' — one line of the debate's activity timeline (without `names`: 'paused by a
     team member'; the engine's own steps stay 'system')."""
-    verb = ACTION_WORDS.get(action.get("action", ""), str(action.get("action", "")).replace("_", " "))
-    actor = action.get("actor")
+    verb = ACTION_WORDS.get(action.action, action.action.replace("_", " "))
+    actor = action.actor
     actor = SOMEONE if not names and actor != "system" else actor_label(actor)  # "this computer (no sign-in)"
     if verb.startswith(("created", "revoked", "accepted", "answered")):
         return f"{actor} {verb}"
@@ -107,7 +107,7 @@ def activity_html(state: DebateState, names: bool = True) -> str:
     items = []
     if state.created_by:
         items.append(f"{state.created_at:%H:%M:%S} · created by {actor_label(state.created_by) if names else SOMEONE}")
-    items += [f"{action.get('at', '')[11:19]} · {describe_action(action, names)}" for action in state.actions]
+    items += [f"{action.at:%H:%M:%S} · {describe_action(action, names)}" for action in state.actions]
     lines = "".join(f'<li class="text-sm">{escape(item)}</li>' for item in items)
     return (f'<details class="rostrum-activity"><summary class="text-base font-medium">Activity</summary>'
             f'<ul>{lines}</ul></details>')
