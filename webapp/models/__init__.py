@@ -1,5 +1,6 @@
 """Pydantic models at the boundaries: a debate's configuration and records (`debate.py`), the words of
-its life cycle (`lifecycle.py`), what a transition carries (`params.py`), and its log's events with their typed payloads (`payloads.py`).
+its life cycle (`lifecycle.py`), what a transition carries (`params.py`), and its log's events with their typed
+payloads (`payloads.py`).
 
 Everything that enters the engine (a form, a CLI spec, a config file) is validated into a
 `DebateConfig`; everything the engine records is a `DebateEvent` whose payload is one of the models
