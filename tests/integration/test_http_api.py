@@ -99,6 +99,7 @@ class Transcript:
     committed: dict[str, str] = field(default_factory=dict)  # turn key -> the committed text
     streamed: dict[str, str] = field(default_factory=dict)  # turn key -> text of its current attempt
     final_streams: dict[str, str] = field(default_factory=dict)  # turn key -> what was streamed at commit
+    aborted: set[str] = field(default_factory=set)  # turns with an attempt cut off (redone from the start)
     last_id: str = ""
     ended: bool = False
 
@@ -119,6 +120,7 @@ class Transcript:
             self.streamed[m.data["key"]] = have + m.data["text"]
         elif m.event == "turn_aborted":
             self.streamed.pop(m.data["key"], None)
+            self.aborted.add(m.data["key"])
         elif m.event == "end":
             self.ended = True
 
@@ -192,8 +194,13 @@ def test_a_reconnect_in_the_middle_of_a_turn_loses_and_repeats_nothing(server: S
     seqs = first.seqs + second.seqs
     assert seqs == list(range(1, len(seqs) + 1))  # every committed event exactly once
     assert {**first.committed, **second.committed} == stored
-    # the turn cut in the middle was continued from its character: its pieces add up to what is stored
-    assert second.final_streams[cut_key] == stored[cut_key]
+    # the turn cut in the middle was continued from its character: its pieces add up to what is stored.
+    # Unless the attempt itself was cut off meanwhile (a slow first token under load is timed out and the
+    # turn redone): then the client was told to drop it, and the redone turn arrives whole at its commit.
+    if cut_key in second.aborted:
+        assert second.committed[cut_key] == stored[cut_key]
+    else:
+        assert second.final_streams[cut_key] == stored[cut_key]
 
 
 def test_commands_go_through_the_state_machine_and_the_roles(server: Server) -> None:

@@ -67,7 +67,10 @@ async def test_the_event_stream_follows_a_worker_run_debate_on_any_instance(
         seqs = first.seqs + second.seqs
         assert seqs == list(range(1, len(seqs) + 1))
         assert {**first.committed, **second.committed} == stored
-        assert second.final_streams[cut] == stored[cut]
+        if cut in second.aborted:  # the attempt was cut off and redone meanwhile: it comes whole at commit
+            assert second.committed[cut] == stored[cut]
+        else:
+            assert second.final_streams[cut] == stored[cut]
         streamed = {**first.final_streams, **second.final_streams}
         assert len(streamed) >= 3 and all(stored[key] == text for key, text in streamed.items())
         # Commands reach the worker running the debate, from either instance, refused the same way.

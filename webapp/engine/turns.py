@@ -230,7 +230,10 @@ class TurnTaking(SessionParts):
             first_token_s=result.first_token_s, finish_reason=result.finish_reason, notes=notes,
             visible=slot.visible,
         )
-        self.live.pop(slot.key, None)
+        # The turn stays among the live ones until its commit is in the log: a stream (re)joining while the
+        # commit is being written finds it either live or committed, never neither (which an API client was
+        # told meant "cut off while you were away", and its text then came only whole at the commit).
         await self._commit(TurnPayload(turn=turn, cost_source=result.cost_source), idem_key=slot.key)
+        self.live.pop(slot.key, None)
         await self._transition(Event.TURN_COMPLETE, position=Position(
             phase=slot.phase, round=slot.round, speaker=slot.speaker, turn=slot.index))
