@@ -307,7 +307,9 @@ class ProviderCalls:
         return result.text, entry
 
     def _abort_live(self, key: str, reason: str) -> None:
-        if self.live.pop(key, None) is not None:
+        # A turn whose commit is in the log stays live until the commit returns (turns.py); a pause or stop
+        # heard in between (a listener of that very commit) must not call it cut off.
+        if self.live.pop(key, None) is not None and key not in self.state.turn_keys:
             self.broadcaster.emit(LiveTurnAborted(self.id, key, reason))
 
 
