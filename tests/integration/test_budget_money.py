@@ -321,8 +321,10 @@ async def test_a_failed_clarification_call_cancels_the_others(engine: Engine) ->
         session = await engine.start(clarifying(ada.url, brook.url))
         try:
             assert await asyncio.wait_for(session.join(), 20) is State.ERROR
-            # Ada's call is not left running (and billing) after the debate errored
-            assert await asyncio.to_thread(ada.client_left.wait, 5)
+            # Ada's call is not left running (and billing) after the debate errored: it left its held stream,
+            # or (Brook's refusal came first, as under load) it was cancelled before it reached the server
+            left = await asyncio.to_thread(ada.client_left.wait, 5)
+            assert left or not ada.model_requests
         finally:
             never.set()
     assert session.state.machine.context.error.reason == "auth"
