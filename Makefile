@@ -81,7 +81,7 @@ test: install chromium postgres redis axe
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
-	ROSTRUM_REQUIRE_SERVICES="$(REQUIRED_SERVICES)" $(PY) -m pytest -q -rs -n 2 --dist loadfile --durations=15 --reruns 1 --only-rerun '[Tt]imeout'
+	ROSTRUM_REQUIRE_SERVICES="$(REQUIRED_SERVICES)" $(PY) -m pytest -q -rs -n 2 --dist loadfile --durations=15
 
 bench: install
 	$(PY) bench/run.py

@@ -101,6 +101,16 @@ def vote(page: Page, choice: str) -> None:
     expect(button).to_have_attribute("aria-pressed", "true")
 
 
+def open_verdict_form(page: Page) -> None:
+    """Opens "Your verdict" and waits until it has slid open: a click on Winner while the expansion was
+    still growing once left the Winner menu closed (a clean-clone run; its options never appeared)."""
+    form = card(page).locator(".q-expansion-item").filter(has_text="Your verdict")
+    form.get_by_text("Your verdict").click()
+    expect(form).to_have_class(re.compile(r"q-expansion-item--expanded"))
+    expect(form.get_by_label("Winner")).to_be_visible()
+    form.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")  # a cancelled one ends too
+
+
 def stage(page: Page, name: str) -> Locator:
     return card(page).locator(f"[data-stage='{name}']")
 
@@ -155,8 +165,9 @@ def test_a_viewer_votes_and_judges_but_cannot_control(setup: Setup, browser: Bro
         vote(page, "Against")
         expect(stage(page, "after")).to_contain_text("Against 1")  # (the share-link test votes For only)
         expect(card(page)).to_contain_text("No one has given a verdict yet.")
-        card(page).get_by_text("Your verdict").click()
+        open_verdict_form(page)
         card(page).get_by_label("Winner").click()
+        expect(page.get_by_role("listbox")).to_be_visible()
         page.get_by_role("option", name="Bo").click()
         card(page).get_by_label("evidence (0–100)").fill("70")
         card(page).get_by_label("Note (optional)").fill("Bo answered every point")

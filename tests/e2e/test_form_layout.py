@@ -92,7 +92,7 @@ def test_a_long_error_at_a_narrow_field_stays_clear_of_what_follows(server: str,
     # The failed start scrolls its first error into view and focuses it, and Quasar slides the message in:
     # measured once both are over, all in one go (boxes read one by one straddled the scroll once).
     expect(page.locator(".q-field--error input").first).to_be_focused()
-    message.evaluate("e => Promise.all(e.getAnimations({subtree: true}).map(a => a.finished))")
+    message.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
     said, others = page.evaluate(BOXES_JS, "Advanced: persona, temperature, colour, tokens")
     assert others, "no field measured"
     for box in others:
