@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from webapp.engine.formats import Format, Phase, get_format
 from webapp.hygiene import has_visible_text
 from webapp.models import TEMPERATURE_IGNORED_BY, DebateConfig, Participant
+from webapp.models.lifecycle import TurnPlace
 from webapp.providers.registry import spec_problem
 
 if TYPE_CHECKING:
@@ -33,15 +34,9 @@ class ConfigError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-class TurnSlot(BaseModel):
+class TurnSlot(TurnPlace):
     """One turn to be taken: who speaks, where, and doing what."""
 
-    key: str
-    phase: str
-    round: int
-    speaker: str
-    act: str
-    index: int
     visible: bool = True
 
 

@@ -23,6 +23,8 @@ from pydantic import (
     model_validator,
 )
 
+from webapp.models.lifecycle import TurnPlace
+
 TOPIC_MAX_CHARS = 2000
 PERSONA_MAX_CHARS = 4000
 MAX_PARTICIPANTS = 8
@@ -352,15 +354,9 @@ class Usage(BaseModel):
         )
 
 
-class Turn(BaseModel):
+class Turn(TurnPlace):
     """A finished turn, exactly as stored in the log."""
 
-    key: str
-    phase: str
-    round: int
-    speaker: str
-    act: str = "speak"
-    index: int = 0
     text: str
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None

@@ -1,5 +1,5 @@
-"""The words of a debate's life cycle: its states, the events that move it, and where in the format it
-is (`Position`).
+"""The words of a debate's life cycle: its states, the events that move it, where in the format it
+is (`Position`) and which turn a record is about (`TurnPlace`).
 
 They are recorded in the log (a transition's event, from and to; an error's state and position), so
 they sit beside the other stored models, below the engine: the log's payload models name them without
@@ -54,6 +54,19 @@ class Event(StrEnum):
     TURN_DUE = "TURN_DUE"  # a human seat is to speak
     TURN_SENT = "TURN_SENT"  # the person sent their turn
     TURN_TIMEOUT = "TURN_TIMEOUT"  # the person's time ran out: the turn is skipped with a note
+
+
+class TurnPlace(BaseModel):
+    """Which turn: its key and where it sits (phase, round, speaker, what it does, its index). The turn
+    the schedule plans (`TurnSlot`), the turn a human seat owes (`SeatTurn`) and the finished turn in the
+    log (`Turn`) all start with these fields, in this order."""
+
+    key: str
+    phase: str
+    round: int
+    speaker: str
+    act: str = "speak"
+    index: int = 0
 
 
 class Position(BaseModel):

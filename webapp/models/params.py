@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from webapp.models.lifecycle import Position
+from webapp.models.lifecycle import Position, TurnPlace
 
 __all__ = ["ErrorInfo", "Position", "SeatTurn", "Sparse", "TransitionParams", "typed_params"]
 
@@ -42,15 +42,9 @@ class ErrorInfo(BaseModel):
     reason: str = "error"
 
 
-class SeatTurn(BaseModel):
+class SeatTurn(TurnPlace):
     """The turn a human seat owes (TURN_DUE): which slot, its word limit and the time allowed."""
 
-    key: str
-    phase: str
-    round: int
-    speaker: str
-    act: str = "speak"
-    index: int = 0
     visible: bool = True
     word_limit: int | None = None
     time_limit_s: int = 0  # 0: no limit
