@@ -50,8 +50,11 @@ async def test_the_event_stream_follows_a_worker_run_debate_on_any_instance(
             start_web(children, "api-web-b", tmp_path / "b", pg_dsn, own_redis.url),
             start_worker(children, "api-worker", pg_dsn, own_redis.url))
         async with httpx.AsyncClient(base_url=base_a + "/api/v1", timeout=TIMEOUT) as a:
+            # Four exchanges and a verdict: enough turns to cut one and resume (a classic debate's twelve
+            # turns made this the suite's longest test, 53 s, and showed nothing more).
             created = await a.post("/debates", json={"topic": "Night buses pay for themselves",
-                                                     "format": "classic", "clarification": False})
+                                                     "format": "round-limited", "rounds": 2,
+                                                     "clarification": False})
             assert created.status_code == 201, created.text
             debate_id = created.json()["id"]
         first = Transcript()
