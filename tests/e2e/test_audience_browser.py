@@ -108,7 +108,8 @@ def open_verdict_form(page: Page) -> None:
     form.get_by_text("Your verdict").click()
     expect(form).to_have_class(re.compile(r"q-expansion-item--expanded"))
     expect(form.get_by_label("Winner")).to_be_visible()
-    form.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")  # a cancelled one ends too
+    # allSettled: a cancelled animation (the header's ripple) has ended too
+    form.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
 
 
 def stage(page: Page, name: str) -> Locator:

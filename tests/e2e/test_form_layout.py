@@ -27,10 +27,15 @@ OVERFLOW_JS = """() => {
 # The first error message's box and those of every field's control and of the "Advanced" toggle with
 # text `arguments[0]`, read in one evaluation so that no scroll can fall between them.
 BOXES_JS = """(advanced) => {
-  const box = e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
-  const said = [...document.querySelectorAll('.q-field__messages')].find(e => e.textContent.includes('Two participants are called'));
+  const box = e => {
+    const r = e.getBoundingClientRect();
+    return {x: r.x, y: r.y, width: r.width, height: r.height};
+  };
+  const said = [...document.querySelectorAll('.q-field__messages')]
+    .find(e => e.textContent.includes('Two participants are called'));
+  const leaves = [...document.querySelectorAll('*')].filter(e => e.childElementCount === 0);
   const others = [...document.querySelectorAll('.q-field__control')]
-    .concat([...document.querySelectorAll('*')].filter(e => e.childElementCount === 0 && e.textContent.trim() === advanced))
+    .concat(leaves.filter(e => e.textContent.trim() === advanced))
     .filter(e => e.getClientRects().length > 0);
   return [box(said), others.map(box)];
 }"""
