@@ -5,6 +5,7 @@ revoked (its address gone from the page), and the admin, tokens and webhooks pag
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,7 +52,12 @@ def clipboard(page: Page) -> str:
 
 def create_share_link(page: Page) -> str:
     """Open the debate page's share card, make a link, return its address (a write to the debate's log
-    and the audit trail first: on a loaded machine that takes more than Playwright's default 5 s)."""
+    and the audit trail first: on a loaded machine that takes more than Playwright's default 5 s).
+
+    The debate on the page ends first: its verdict appears above the share card, and a click while the
+    page grew landed where the button had been (a clean-clone run beside a CPU-bound process made no link)."""
+    expect(page.get_by_role("status").filter(has_text=re.compile(r"^Debate completed$"))).to_be_visible(
+        timeout=90_000)
     page.get_by_text("Share read-only").click()
     create = page.get_by_role("button", name="Create link")
     expect(create).to_be_visible(timeout=15_000)
@@ -121,6 +127,7 @@ def test_a_share_link_is_copied_then_revoked_and_its_address_leaves_the_page(sit
         expect(page.get_by_text(f"· by {LOCAL_WORDS} ·")).to_be_visible()  # the link's row
 
         page.get_by_role("button", name="Revoke").click()
+        expect(page.get_by_text(re.compile(r"^Share link \w+ revoked$"))).to_be_visible()  # the confirmation
         expect(page.get_by_text("revoked", exact=True)).to_be_visible()
         expect(page.get_by_text("it no longer opens the debate")).to_be_visible()
         expect(page.get_by_role("textbox", name="Share link")).to_have_count(0)
