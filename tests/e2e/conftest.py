@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -114,6 +114,20 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 
 DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
+
+def open_expansion(page: Page, title: str) -> Locator:
+    """Open the collapsible section `title` and return it once it has finished opening. NiceGUI opens it
+    when the server's answer arrives (its content may be made then, like the share card's), and Quasar
+    slides it open: a click inside it before the slide ended was lost several times in loaded runs (no
+    event left the page for the "Create link" or "Winner" click)."""
+    section = page.locator(".q-expansion-item").filter(has=page.get_by_text(title, exact=True))
+    section.get_by_text(title, exact=True).click()
+    expect(section.locator(".q-expansion-item__container > [aria-expanded=true]")).to_have_count(1)
+    expect(section.locator(".q-expansion-item__content")).to_be_visible()
+    # allSettled: a cancelled animation (the header's ripple) has ended too
+    section.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
+    return section
 
 
 def start_from_form(page: Page, base: str, topic: str) -> str:

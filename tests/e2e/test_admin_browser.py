@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import launch_server, start_from_form
+from tests.e2e.conftest import launch_server, open_expansion, start_from_form
 from tests.e2e.test_a11y import AXE, RULES
 from tests.services import unavailable
 from webapp.access.passwords import verify_password
@@ -58,8 +58,7 @@ def create_share_link(page: Page) -> str:
     page grew landed where the button had been (a clean-clone run beside a CPU-bound process made no link)."""
     expect(page.get_by_role("status").filter(has_text=re.compile(r"^Debate completed$"))).to_be_visible(
         timeout=90_000)
-    page.get_by_text("Share read-only").click()
-    create = page.get_by_role("button", name="Create link")
+    create = open_expansion(page, "Share read-only").get_by_role("button", name="Create link")
     expect(create).to_be_visible(timeout=15_000)
     create.click()
     field = page.get_by_role("textbox", name="Share link")

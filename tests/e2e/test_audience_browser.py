@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
-from tests.e2e.conftest import launch_server
+from tests.e2e.conftest import launch_server, open_expansion
 from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -101,17 +101,6 @@ def vote(page: Page, choice: str) -> None:
     expect(button).to_have_attribute("aria-pressed", "true")
 
 
-def open_verdict_form(page: Page) -> None:
-    """Opens "Your verdict" and waits until it has slid open: a click on Winner while the expansion was
-    still growing once left the Winner menu closed (a clean-clone run; its options never appeared)."""
-    form = card(page).locator(".q-expansion-item").filter(has_text="Your verdict")
-    form.get_by_text("Your verdict").click()
-    expect(form).to_have_class(re.compile(r"q-expansion-item--expanded"))
-    expect(form.get_by_label("Winner")).to_be_visible()
-    # allSettled: a cancelled animation (the header's ripple) has ended too
-    form.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
-
-
 def stage(page: Page, name: str) -> Locator:
     return card(page).locator(f"[data-stage='{name}']")
 
@@ -166,8 +155,7 @@ def test_a_viewer_votes_and_judges_but_cannot_control(setup: Setup, browser: Bro
         vote(page, "Against")
         expect(stage(page, "after")).to_contain_text("Against 1")  # (the share-link test votes For only)
         expect(card(page)).to_contain_text("No one has given a verdict yet.")
-        open_verdict_form(page)
-        card(page).get_by_label("Winner").click()
+        open_expansion(page, "Your verdict").get_by_label("Winner").click()
         expect(page.get_by_role("listbox")).to_be_visible()
         page.get_by_role("option", name="Bo").click()
         card(page).get_by_label("evidence (0–100)").fill("70")

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response, Route, WebSocket, expect
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.e2e.conftest import DEBATE_URL, launch_server, start_from_form
+from tests.e2e.conftest import DEBATE_URL, launch_server, open_expansion, start_from_form
 from webapp.access.passwords import hash_password
 from webapp.settings import SECRET_FILE_NAME
 from webapp.store import Store
@@ -439,8 +439,7 @@ def test_revoking_a_link_stops_the_open_shared_page(team: Team, browser: Browser
     operator.goto(team.base + "/new")
     sign_in(operator, team, "olga", re.compile(r".*/new$"))
     start_from_form(operator, team.base, "Should a revoked link go dark at once?")
-    operator.get_by_text("Share read-only").click()
-    operator.get_by_role("button", name="Create link").click()
+    open_expansion(operator, "Share read-only").get_by_role("button", name="Create link").click()
     link = operator.get_by_role("textbox", name="Share link").input_value()
     assert "/s/" in link
 
