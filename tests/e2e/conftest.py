@@ -7,6 +7,7 @@ running debate uses a server whose debates are held: `ROSTRUM_DEMO_FAIL`, never 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -114,6 +115,49 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 
 DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")
+
+
+# A record of what a page did, for a failure's diagnosis: clicks as the page saw them, what its socket
+# sent and received, connects and disconnects (`context.add_init_script(SPY_JS)`, then `spy_report(page)`).
+SPY_JS = """
+(() => {
+  const log = window.__rostrumSpy = [];
+  const now = () => Math.round(performance.now());
+  const name = (e) => (e?.closest?.('[aria-label],button,[role=button]')?.getAttribute('aria-label')
+                       || e?.textContent || '').trim().slice(0, 40);
+  for (const type of ['pointerdown', 'pointerup', 'click'])
+    document.addEventListener(type, (e) => log.push([now(), type, name(e.target)]), true);
+  // socket.io's `io()` is wrapped as it is defined (the page's live module takes `window.socket` over)
+  let io;
+  Object.defineProperty(window, 'io', {configurable: true, get: () => io, set(real) {
+    io = (...a) => {
+      const s = real(...a);
+      const emit = s.emit.bind(s);
+      s.emit = (event, ...args) => {
+        log.push([now(), 'sent', event, args[0]?.id ?? '']);
+        return emit(event, ...args);
+      };
+      s.onAny((event, msg) => log.push([now(), 'got', event,
+                                        event === 'update' ? Object.keys(msg || {}).join(',') : '']));
+      s.on('connect', () => log.push([now(), 'connect']));
+      s.on('disconnect', (why) => log.push([now(), 'disconnect', why]));
+      return s;
+    };
+  }});
+})();
+"""
+
+
+def spy_report(page: Page) -> str:
+    """What SPY_JS recorded on `page`, and its socket's state, one line per entry."""
+    try:
+        state = page.evaluate("""() => ({handshake: window.did_handshake, connected: window.socket?.connected,
+            transport: window.socket?.io?.engine?.transport?.name, next: window.nextMessageId,
+            now: Math.round(performance.now()), log: window.__rostrumSpy || []})""")
+    except Exception as exc:  # a report must not hide the failure it explains
+        return f"(no report: {exc})"
+    lines = [" ".join(str(part) for part in entry) for entry in state.pop("log")]
+    return json.dumps(state) + "\n" + "\n".join(lines[-80:])
 
 
 def open_expansion(page: Page, title: str) -> Locator:

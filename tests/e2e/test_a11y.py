@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.conftest import ROOT, launch_server
+from tests.e2e.conftest import ROOT, SPY_JS, launch_server, spy_report
 from tests.services import unavailable
 
 pytestmark = pytest.mark.e2e
@@ -83,6 +83,8 @@ def contexts(browser: Browser) -> Iterator[dict[str, BrowserContext]]:
     opened = {scheme: browser.new_context(viewport={"width": 1280, "height": 900},
                                           color_scheme=scheme,  # type: ignore[arg-type]
                                           reduced_motion="reduce") for scheme in SCHEMES}
+    for context in opened.values():
+        context.add_init_script(SPY_JS)
     try:
         yield opened
     finally:
@@ -109,7 +111,8 @@ def audit(context: BrowserContext, url: str, ready: str, pending: set[str] | Non
             try:
                 expect(page.locator(expand[1]).first).to_be_visible(timeout=30_000)  # Mermaid loads on opening
             except AssertionError as exc:
-                raise AssertionError(f"{exc}\nthe page's console:\n" + "\n".join(console)) from None
+                raise AssertionError(f"{exc}\nthe page's console:\n" + "\n".join(console)
+                                     + "\nwhat the page did:\n" + spy_report(page)) from None
         dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
         expect(page.locator("body.body--dark")).to_have_count(1 if dark else 0)
         page.add_script_tag(path=str(AXE))
