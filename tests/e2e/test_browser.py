@@ -47,6 +47,20 @@ STREAM_GROWS = """() => {
 }"""
 
 
+# Notes every live or finished turn added to the page while its status badge still says "paused".
+WATCH_WHILE_PAUSED = """() => {
+    window.__whilePaused = [];
+    const badge = () => [...document.querySelectorAll('.q-badge')].map(b => b.textContent.trim()).join(' ');
+    new MutationObserver((records) => {
+        if (!/paused/.test(badge())) return;
+        for (const r of records) for (const n of r.addedNodes)
+            if (n.nodeType === 1 && (n.matches('.rostrum-turn, .rostrum-turn-live')
+                                     || n.querySelector('.rostrum-turn, .rostrum-turn-live')))
+                window.__whilePaused.push(n.className);
+    }).observe(document.body, {childList: true, subtree: true});
+}"""
+
+
 def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(held_server: str, browser: Browser) -> None:
     server = held_server
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
@@ -74,11 +88,14 @@ def test_create_watch_pause_resume_verdict_export_and_a_second_spectator(held_se
     expect(page.get_by_role("button", name="Resume")).to_be_enabled()
     expect(page.get_by_role("button", name="Pause")).to_be_disabled()
     paused_turns = len(transcript(page))
-    page.wait_for_timeout(700)  # nothing may arrive while paused: observe a quiet interval
-    assert page.locator(".rostrum-turn-live").count() == 0 and len(transcript(page)) == paused_turns
-
+    assert page.locator(".rostrum-turn-live").count() == 0
+    # Nothing may arrive while paused: every change to the transcript is noted with the badge's word at
+    # that moment, over the whole pause (from here until the other tab's Resume has reached this page).
+    page.evaluate(WATCH_WHILE_PAUSED)
     other.get_by_role("button", name="Resume").click()  # resumed from the other tab
     expect(page.locator(".q-badge", has_text="running")).to_be_visible()
+    assert page.evaluate("window.__whilePaused") == []
+    assert len(transcript(page)) >= paused_turns
     # tokens stream again (the redone turn 3 answers at once): a live turn's element grows in place
     page.wait_for_function(STREAM_GROWS, timeout=20_000, polling=10)
 

@@ -53,6 +53,19 @@ LIVE_IN_VIEW = """() => {
 }"""
 
 
+# The live turn's element and its text's length; then true once that turn is 200 characters longer or no
+# longer live (or the page has scrolled, which the test then reports).
+LIVE_LENGTH = """() => {
+    const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
+    window.__watched = live;
+    return live ? live.textContent.length : 0;
+}"""
+STREAMED_ON = """(length) => {
+    const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
+    return window.scrollY !== 0 || live !== window.__watched || live.textContent.length >= length + 200;
+}"""
+
+
 def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
         slow_server: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1000, "height": 420})
@@ -66,7 +79,9 @@ def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
     page.wait_for_function("() => window.scrollY === 0")
     jump = page.locator(".rostrum-jump-live")
     expect(jump).to_be_visible(timeout=10_000)
-    page.wait_for_timeout(600)  # text keeps streaming meanwhile: the page must stay where the reader is
+    # Text keeps streaming meanwhile (the live turn grows by 200 characters, or the next turn begins):
+    # the page must stay where the reader is.
+    page.wait_for_function(STREAMED_ON, arg=page.evaluate(LIVE_LENGTH), timeout=30_000, polling="raf")
     assert page.evaluate("() => window.scrollY") == 0
     jump.click()
     page.wait_for_function(LIVE_IN_VIEW, timeout=10_000, polling="raf")
