@@ -19,9 +19,10 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, Playwright, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -108,10 +109,47 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     if executable is None and not Path(playwright.chromium.executable_path).exists():
         pytest.fail("no Chromium: run `make chromium` (apt-get install chromium, or playwright install chromium)")
     browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    _spy_on_every_page(browser)
+    OPEN_BROWSERS.append(browser)
     try:
         yield browser
     finally:
+        OPEN_BROWSERS.remove(browser)
         browser.close()
+
+
+OPEN_BROWSERS: list[Browser] = []
+
+
+def _spy_on_every_page(browser: Browser) -> None:
+    """Every page of `browser` records what it did (SPY_JS), for the report of a failed test."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def spied_context(*args: Any, **kwargs: Any) -> BrowserContext:
+        context = new_context(*args, **kwargs)
+        context.add_init_script(SPY_JS)
+        return context
+
+    def spied_page(*args: Any, **kwargs: Any) -> Page:
+        page = new_page(*args, **kwargs)
+        page.add_init_script(SPY_JS)
+        return page
+
+    browser.new_context = spied_context  # type: ignore[method-assign]
+    browser.new_page = spied_page  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test's report shows what each of its still open pages did (clicks as the page
+    saw them, its socket's traffic): the evidence for a click that changed nothing."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call" and report.failed:
+        for browser in OPEN_BROWSERS:
+            for context in browser.contexts:
+                for page in context.pages:
+                    report.sections.append((f"what {page.url} did", spy_report(page)))
 
 
 DEBATE_URL = re.compile(r".*/debate/[0-9a-f]+$")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.conftest import ROOT, SPY_JS, launch_server, spy_report
+from tests.e2e.conftest import ROOT, launch_server, spy_report
 from tests.services import unavailable
 
 pytestmark = pytest.mark.e2e
@@ -83,8 +83,6 @@ def contexts(browser: Browser) -> Iterator[dict[str, BrowserContext]]:
     opened = {scheme: browser.new_context(viewport={"width": 1280, "height": 900},
                                           color_scheme=scheme,  # type: ignore[arg-type]
                                           reduced_motion="reduce") for scheme in SCHEMES}
-    for context in opened.values():
-        context.add_init_script(SPY_JS)
     try:
         yield opened
     finally:
