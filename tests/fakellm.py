@@ -729,6 +729,12 @@ class FakeLLMServer(GrammarMode):
         self._one_at_a_time_enter(writer, protocol)
         try:
             return await stream(reader, writer, request, script, chunks, usage)
+        except ConnectionError:
+            # A client that went before a held first token is a client that left the hold, even when the
+            # head or the role chunk written before the hold began is what found the connection gone.
+            if script.hold is not None and not script.hold.is_set():
+                self.client_left.set()
+            raise
         finally:
             self._one_at_a_time_leave(writer)
 
