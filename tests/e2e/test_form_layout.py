@@ -1,7 +1,8 @@
 """The new-debate and new-tournament forms in Chromium, on a desktop (1440×900) and a phone (390×844),
 light and dark:
 no form is wider than the screen, a row's buttons stay on that row, a long error at a narrow field
-pushes what follows down instead of running over it, and the Format menu opens on the first click,
+pushes what follows down instead of running over it, a notice never covers "Start debate", and the
+Format menu opens on the first click,
 also right after a reload (when the tab's kept form is put back)."""
 
 from __future__ import annotations
@@ -102,6 +103,20 @@ def test_a_long_error_at_a_narrow_field_stays_clear_of_what_follows(server: str,
     assert others, "no field measured"
     for box in others:
         assert not overlaps(said, box), f"the error {said} runs over another element {box}"
+
+
+def test_a_notice_never_covers_start_debate(server: str, page: Page) -> None:
+    """"Preset applied" shows for 5 s where notices appear, at the bottom: on a phone, where the action bar
+    lies on that edge, it appears above the bar (a click on "Start debate" under it was lost)."""
+    page.goto(server + "/new")
+    page.get_by_role("button", name="Quick demo").click()
+    notice = page.locator(".q-notification", has_text="Preset applied: Quick demo")
+    expect(notice).to_be_visible()
+    notice.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
+    start = page.get_by_role("button", name="Start debate")
+    said, button = notice.bounding_box(), start.bounding_box()
+    assert said is not None and button is not None
+    assert not overlaps(said, button), f"the notice {said} covers Start debate {button}"
 
 
 def test_the_format_menu_opens_on_the_first_click(server: str, browser: Browser) -> None:
