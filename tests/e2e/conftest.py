@@ -198,13 +198,44 @@ def spy_report(page: Page) -> str:
     return json.dumps(state) + "\n" + "\n".join(lines[-80:])
 
 
+# Scrolls the element into view and resolves once the page has stopped moving under it: a debate page's
+# finished turns are laid out in full only when they come within 1,500 px of the window (an
+# IntersectionObserver in transcript.js), so a jump to the page's end lays out the last turns a moment
+# later and what is under the pointer moves. A click's press and release then landed on different
+# elements and it clicked neither (seen for "How this debate runs": pointerdown on the header, pointerup
+# on "Notes per criterion" 48 ms later). False if it has not settled in 30 s.
+SETTLE_JS = """async (el) => {
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+  const laidOut = () => [...document.querySelectorAll('.rostrum-turn-lazy')].every((turn) => {
+    const box = turn.getBoundingClientRect();
+    return box.bottom < -1490 || box.top > innerHeight + 1490;
+  });
+  const until = performance.now() + 30000;
+  while (performance.now() < until) {
+    el.scrollIntoView({block: 'center'});
+    await frame();
+    await frame();
+    while (!laidOut() && performance.now() < until) await frame();
+    const box = el.getBoundingClientRect();
+    if (laidOut() && box.top >= 0 && box.bottom <= innerHeight) return true;
+  }
+  return false;
+}"""
+
+
+def settle(target: Locator) -> Locator:
+    """`target`, scrolled into view on a page that has stopped moving under it (SETTLE_JS)."""
+    assert target.evaluate(SETTLE_JS), f"the page kept moving under {target}"
+    return target
+
+
 def open_expansion(page: Page, title: str) -> Locator:
     """Open the collapsible section `title` and return it once it has finished opening. NiceGUI opens it
     when the server's answer arrives (its content may be made then, like the share card's), and Quasar
     slides it open: a click inside it before the slide ended was lost several times in loaded runs (no
     event left the page for the "Create link" or "Winner" click)."""
     section = page.locator(".q-expansion-item").filter(has=page.get_by_text(title, exact=True))
-    section.get_by_text(title, exact=True).click()
+    settle(section.get_by_text(title, exact=True)).click()
     expect(section.locator(".q-expansion-item__container > [aria-expanded=true]")).to_have_count(1)
     expect(section.locator(".q-expansion-item__content")).to_be_visible()
     # allSettled: a cancelled animation (the header's ripple) has ended too

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.conftest import ROOT, launch_server, spy_report
+from tests.e2e.conftest import ROOT, launch_server, settle, spy_report
 from tests.services import unavailable
 
 pytestmark = pytest.mark.e2e
@@ -105,7 +105,7 @@ def audit(context: BrowserContext, url: str, ready: str, pending: set[str] | Non
         page.goto(url)
         expect(page.locator(ready).first).to_be_visible(timeout=30_000)
         if expand is not None:
-            page.get_by_role("button", name=expand[0]).click()
+            settle(page.get_by_role("button", name=expand[0])).click()
             try:
                 expect(page.locator(expand[1]).first).to_be_visible(timeout=30_000)  # Mermaid loads on opening
             except AssertionError as exc:

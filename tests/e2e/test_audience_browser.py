@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
-from tests.e2e.conftest import launch_server, open_expansion
+from tests.e2e.conftest import launch_server, open_expansion, settle
 from webapp.access.passwords import hash_password, new_token, token_digest
 from webapp.engine.engine import Engine
 from webapp.engine.machine import State
@@ -97,7 +97,7 @@ def card(page: Page) -> Locator:
 
 def vote(page: Page, choice: str) -> None:
     button = card(page).get_by_role("button", name=choice, exact=True)
-    button.click()
+    settle(button).click()
     expect(button).to_have_attribute("aria-pressed", "true")
 
 
