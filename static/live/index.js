@@ -165,6 +165,15 @@ export function jumpToLive() {
   if (target) target.scrollIntoView({ block: "end", behavior: "auto" });
 }
 
+// The reader is pressing a button or writing in a field: following waits, so the page never moves under a
+// press (a click whose press and release land on different elements clicks neither) or a comment being typed.
+let pressed = false;
+window.addEventListener("pointerdown", () => (pressed = true), { capture: true, passive: true });
+for (const name of ["pointerup", "pointercancel"]) {
+  window.addEventListener(name, () => (pressed = false), { capture: true, passive: true });
+}
+const busy = () => pressed || !!document.activeElement?.matches?.("input, textarea, [contenteditable=true]");
+
 // Called when the transcript grew: if the reader follows, bring the live turn's end into view.
 export function grew() {
   const streaming = document.querySelector(".rostrum-turn-live");
@@ -175,7 +184,8 @@ export function grew() {
   if (!follow.on && targetVisible()) follow.on = true;  // already at the live turn: nothing to jump to
   if (follow.on) {
     const box = streaming.getBoundingClientRect();
-    if (box.bottom > window.innerHeight - 8 || box.bottom < 0) streaming.scrollIntoView({ block: "end" });
+    const away = box.bottom > window.innerHeight - 8 || box.bottom < 0;
+    if (away && !busy()) streaming.scrollIntoView({ block: "end" });
     showButton(false);
   } else {
     showButton(true);

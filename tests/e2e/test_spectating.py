@@ -89,6 +89,32 @@ def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
     context.close()
 
 
+# True once the live turn noted by LIVE_LENGTH is 100 characters longer, or no longer live.
+GREW_BY_100 = """(length) => {
+    const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
+    return live !== window.__watched || live.textContent.length >= length + 100;
+}"""
+
+
+def test_following_waits_while_the_reader_writes_a_comment(slow_server: str, browser: Browser) -> None:
+    """Follow mode leaves the page where it is while a field has focus: a comment being written on the
+    turn just above the live one does not slide away as the live turn streams on (nor does the button
+    under a press: a release elsewhere clicks nothing)."""
+    context = browser.new_context(viewport={"width": 1000, "height": 420})
+    page = context.new_page()
+    start(page, slow_server, "Should every village have a night bus?")
+    page.wait_for_function(f"() => window.scrollY > 500 && ({LIVE_IN_VIEW})()", timeout=60_000, polling="raf")
+    talk = page.locator(".rostrum-turn-final .rostrum-talk").last  # the turn just above the live one
+    talk.get_by_role("button", name="Comment", exact=True).click()
+    box = talk.locator("textarea")
+    box.fill("Half a thought")
+    expect(box).to_be_focused()
+    top = box.evaluate("e => e.getBoundingClientRect().top")
+    page.wait_for_function(GREW_BY_100, arg=page.evaluate(LIVE_LENGTH), timeout=30_000, polling="raf")
+    assert abs(box.evaluate("e => e.getBoundingClientRect().top") - top) <= 2, "the page moved while writing"
+    context.close()
+
+
 def test_pausing_mid_turn_keeps_the_text_shown_and_marks_it(held_server: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
