@@ -229,18 +229,22 @@ def settle(target: Locator) -> Locator:
     return target
 
 
+def animations_done(target: Locator) -> Locator:
+    """`target` once its animations and its children's have ended (allSettled: a cancelled one, like a
+    ripple, has ended too)."""
+    target.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
+    return target
+
+
 def open_expansion(page: Page, title: str) -> Locator:
-    """Open the collapsible section `title` and return it once it has finished opening. NiceGUI opens it
-    when the server's answer arrives (its content may be made then, like the share card's), and Quasar
-    slides it open: a click inside it before the slide ended was lost several times in loaded runs (no
-    event left the page for the "Create link" or "Winner" click)."""
+    """Open the collapsible section `title` (clicked once the page has settled under it: `settle`) and
+    return it once it has finished opening: NiceGUI opens it when the server's answer arrives (its content
+    may be made then, like the share card's) and Quasar slides it open, so what is inside moves until then."""
     section = page.locator(".q-expansion-item").filter(has=page.get_by_text(title, exact=True))
     settle(section.get_by_text(title, exact=True)).click()
     expect(section.locator(".q-expansion-item__container > [aria-expanded=true]")).to_have_count(1)
     expect(section.locator(".q-expansion-item__content")).to_be_visible()
-    # allSettled: a cancelled animation (the header's ripple) has ended too
-    section.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
-    return section
+    return animations_done(section)
 
 
 def start_from_form(page: Page, base: str, topic: str) -> str:

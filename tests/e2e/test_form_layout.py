@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from tests.e2e.conftest import animations_done
+
 pytestmark = pytest.mark.e2e
 
 PHONE = {"width": 390, "height": 844}
@@ -98,7 +100,7 @@ def test_a_long_error_at_a_narrow_field_stays_clear_of_what_follows(server: str,
     # The failed start scrolls its first error into view and focuses it, and Quasar slides the message in:
     # measured once both are over, all in one go (boxes read one by one straddled the scroll once).
     expect(page.locator(".q-field--error input").first).to_be_focused()
-    message.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
+    animations_done(message)
     said, others = page.evaluate(BOXES_JS, "Advanced: persona, temperature, colour, tokens")
     assert others, "no field measured"
     for box in others:
@@ -112,7 +114,7 @@ def test_a_notice_never_covers_start_debate(server: str, page: Page) -> None:
     page.get_by_role("button", name="Quick demo").click()
     notice = page.locator(".q-notification", has_text="Preset applied: Quick demo")
     expect(notice).to_be_visible()
-    notice.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
+    animations_done(notice)
     start = page.get_by_role("button", name="Start debate")
     said, button = notice.bounding_box(), start.bounding_box()
     assert said is not None and button is not None

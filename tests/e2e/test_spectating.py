@@ -53,16 +53,16 @@ LIVE_IN_VIEW = """() => {
 }"""
 
 
-# The live turn's element and its text's length; then true once that turn is 200 characters longer or no
-# longer live (or the page has scrolled, which the test then reports).
+# The live turn's element and its text's length; then GREW([length, n]) is true once that turn is n
+# characters longer, or no longer live.
 LIVE_LENGTH = """() => {
     const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
     window.__watched = live;
     return live ? live.textContent.length : 0;
 }"""
-STREAMED_ON = """(length) => {
+GREW = """([length, n]) => {
     const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
-    return window.scrollY !== 0 || live !== window.__watched || live.textContent.length >= length + 200;
+    return live !== window.__watched || live.textContent.length >= length + n;
 }"""
 
 
@@ -81,19 +81,12 @@ def test_follow_mode_keeps_the_live_turn_in_view_until_the_reader_scrolls_away(
     expect(jump).to_be_visible(timeout=10_000)
     # Text keeps streaming meanwhile (the live turn grows by 200 characters, or the next turn begins):
     # the page must stay where the reader is.
-    page.wait_for_function(STREAMED_ON, arg=page.evaluate(LIVE_LENGTH), timeout=30_000, polling="raf")
+    page.wait_for_function(GREW, arg=[page.evaluate(LIVE_LENGTH), 200], timeout=30_000, polling="raf")
     assert page.evaluate("() => window.scrollY") == 0
     jump.click()
     page.wait_for_function(LIVE_IN_VIEW, timeout=10_000, polling="raf")
     expect(jump).to_be_hidden()
     context.close()
-
-
-# True once the live turn noted by LIVE_LENGTH is 100 characters longer, or no longer live.
-GREW_BY_100 = """(length) => {
-    const live = [...document.querySelectorAll('.rostrum-turn-live')].pop();
-    return live !== window.__watched || live.textContent.length >= length + 100;
-}"""
 
 
 def test_following_waits_while_the_reader_writes_a_comment(slow_server: str, browser: Browser) -> None:
@@ -110,7 +103,7 @@ def test_following_waits_while_the_reader_writes_a_comment(slow_server: str, bro
     box.fill("Half a thought")
     expect(box).to_be_focused()
     top = box.evaluate("e => e.getBoundingClientRect().top")
-    page.wait_for_function(GREW_BY_100, arg=page.evaluate(LIVE_LENGTH), timeout=30_000, polling="raf")
+    page.wait_for_function(GREW, arg=[page.evaluate(LIVE_LENGTH), 100], timeout=30_000, polling="raf")
     assert abs(box.evaluate("e => e.getBoundingClientRect().top") - top) <= 2, "the page moved while writing"
     context.close()
 
