@@ -24,7 +24,7 @@ import sys
 from nicegui import app, ui
 
 from webapp.settings import get_settings, storage_secret
-from webapp.ui.app import FAVICON, PRODUCT, private_files, setup
+from webapp.ui.app import FAVICON, PRODUCT, compression, private_files, setup
 
 CREATE_ADMIN = "python -m webapp users add NAME --role admin"
 
@@ -97,6 +97,7 @@ if __name__ in {"__main__", "__mp_main__"}:
         reload=settings.reload,
         show=False,
         show_welcome_message=True,
+        gzip_middleware_factory=compression,
         # The client address must be the peer's own: ROSTRUM_TRUSTED_PROXIES is checked against it, and
         # uvicorn would otherwise replace it with whatever X-Forwarded-For a local proxy passes on.
         proxy_headers=False,

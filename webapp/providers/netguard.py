@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 import httpcore2
@@ -85,17 +86,26 @@ class PinnedBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@lru_cache(maxsize=1)
+def default_ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context every guarded client shares, made once per process (SSL_CERT_FILE is
+    honoured then). Making one loads the whole CA bundle, ~35 ms of CPU, and a provider — so a client —
+    is made for each seat of each debate; one context serves any number of connections."""
+    return httpx2.create_ssl_context()
+
+
 class GuardedTransport(httpx2.AsyncHTTPTransport):
     """httpx2's transport, connecting through `PinnedBackend` and only to `base_url`'s origin."""
 
     def __init__(self, base_url: str, allow_private: bool, resolver: Resolver | None = None,
                  limits: httpx2.Limits = LIMITS, ssl_context: ssl.SSLContext | None = None) -> None:
-        super().__init__(trust_env=False, limits=limits)
+        context = ssl_context or default_ssl_context()
+        super().__init__(verify=context, trust_env=False, limits=limits)  # not a second context of its own
         self.origin = parse_url(base_url).origin
         # The pool httpx2 made has the default network backend: replace it with one that pins addresses
         # (httpx2's transport takes no backend argument; its pool is the one attribute it reads).
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=ssl_context or httpx2.create_ssl_context(),  # SSL_CERT_FILE is honoured
+            ssl_context=context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

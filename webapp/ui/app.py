@@ -13,6 +13,7 @@ from typing import Final
 
 from fastapi import Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import Response
 from nicegui import Client, app, ui
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -41,6 +42,17 @@ from webapp.ui.sign_in import FINISH_PATH, finish_sign_in
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 FAVICON = STATIC_DIR / "favicon.svg"
+# zlib's own default level: Starlette's 9 costs twice the CPU for under 1 % less on NiceGUI's scripts
+# (measured on its eight largest files: 341 ms against 179 ms, 1,312 against 1,322 KiB), and every page
+# load sends them, compressed anew for each request.
+GZIP_LEVEL: Final = 6
+
+
+def compression(asgi: ASGIApp) -> GZipMiddleware:
+    """The gzip middleware `ui.run` puts in front of the app (its `gzip_middleware_factory`)."""
+    return GZipMiddleware(asgi, minimum_size=500, compresslevel=GZIP_LEVEL)
+
+
 # Every page says its language (`<html lang="en-US">`), for screen readers and translation tools.
 LANGUAGE: Final = "en-US"
 
