@@ -181,7 +181,8 @@ def test_stop_opens_its_menu_and_stops_without_a_verdict(held_server: str, brows
 def test_scripts_arrive_gzipped_at_zlibs_default_level(server: str) -> None:
     """NiceGUI's scripts are compressed for each request: at level 6 (`webapp.ui.app.GZIP_LEVEL`), not
     Starlette's 9, which costs twice the CPU for under 1 % less."""
-    page = urllib.request.urlopen(server + "/").read().decode()
+    with urllib.request.urlopen(server + "/") as response:
+        page = response.read().decode()
     script = re.search(r'src="(/_nicegui/[^"]+/quasar[^"]*\.js)"', page)
     assert script is not None, page[:2000]
     request = urllib.request.Request(server + script.group(1), headers={"Accept-Encoding": "gzip"})
