@@ -247,6 +247,32 @@ def open_expansion(page: Page, title: str) -> Locator:
     return animations_done(section)
 
 
+def both_schemes(number: int) -> tuple[str, str]:
+    """Light and dark, in the order that starts with the scheme the `number`th page (from 0) of a run of
+    pages each checked in both loads in (the scheme emulated last carries over to the next page): one load
+    per page, not one per page and scheme."""
+    return ("light", "dark") if number % 2 == 0 else ("dark", "light")
+
+
+# Resolves once the colours a scheme switch started have settled: Quasar's items fade their colour in
+# 0.3 s, and an audit in between measured black text on the dark background. (Transitions only: a live
+# page's spinners animate forever.)
+TRANSITIONS_DONE_JS = """async () => {
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+  await frame();
+  await frame();  // the style change that starts the transitions has happened
+  await Promise.allSettled(document.getAnimations().filter((a) => a instanceof CSSTransition).map((a) => a.finished));
+}"""
+
+
+def in_scheme(page: Page, scheme: str) -> None:
+    """Switch the open page to the colour scheme `scheme` (Quasar follows the system's as it changes) and
+    return once its colours have settled."""
+    page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+    page.wait_for_function("dark => document.body.classList.contains('body--dark') === dark", arg=scheme == "dark")
+    page.evaluate(TRANSITIONS_DONE_JS)
+
+
 def start_from_form(page: Page, base: str, topic: str) -> str:
     """Start a Quick demo debate on `topic` from the new-debate form; returns the debate page's URL."""
     page.goto(base + "/new")

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.child_env import child_env
-from tests.e2e.conftest import DEBATE_URL, ROOT, launch_server
+from tests.e2e.conftest import DEBATE_URL, ROOT, both_schemes, in_scheme, launch_server
 from tests.e2e.conftest import start_from_form as start
 
 pytestmark = pytest.mark.e2e
@@ -85,19 +85,21 @@ SCROLLED_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 def test_no_page_is_wider_than_the_screen_and_the_header_is_one_row_on_a_phone(
-        slow_server: str, browser: Browser, viewport: dict[str, int], scheme: str) -> None:
-    context = context_for(browser, viewport, scheme)
+        slow_server: str, browser: Browser, viewport: dict[str, int]) -> None:
+    """Each page in light and dark: loaded in one, then switched to the other."""
+    context = context_for(browser, viewport, "light")
     page = context.new_page()
     try:
         url = start(page, slow_server, "Should every street have a bench?")
-        for path in [*PAGES, url.removeprefix(slow_server)]:
+        for number, path in enumerate([*PAGES, url.removeprefix(slow_server)]):
             page.goto(slow_server + path)
             page.wait_for_selector("h1")
-            assert overflow(page) <= 0, f"{path} is {overflow(page)} px wider than the screen"
-            shot(page, f"{scheme}-{viewport['width']}-{path.strip('/').replace('/', '-') or 'home'}")
+            for scheme in both_schemes(number):
+                in_scheme(page, scheme)
+                assert overflow(page) <= 0, f"{path} ({scheme}) is {overflow(page)} px wider than the screen"
+                shot(page, f"{scheme}-{viewport['width']}-{path.strip('/').replace('/', '-') or 'home'}")
         header = page.locator(".q-header").bounding_box()
         assert header is not None
         if viewport is PHONE:
@@ -116,11 +118,15 @@ def test_no_page_is_wider_than_the_screen_and_the_header_is_one_row_on_a_phone(
         context.close()
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+# Every combination the sticky bar is checked in, on one live debate: the screen and the colour scheme are
+# switched on the open page (Quasar follows both as they change), so one debate serves all four instead
+# of four debates each streamed until their page is long enough.
+VIEWS = [(PHONE, "light"), (PHONE, "dark"), (DESKTOP, "light"), (DESKTOP, "dark")]
+
+
 def test_the_sticky_bar_with_pause_and_stop_stays_under_the_header_while_scrolling(
-        slow_server: str, browser: Browser, viewport: dict[str, int], scheme: str) -> None:
-    context = context_for(browser, viewport, scheme)
+        slow_server: str, browser: Browser) -> None:
+    context = context_for(browser, PHONE, "light")
     page = context.new_page()
     try:
         page.goto(slow_server + "/new")  # a Quick demo of eight rounds: still running once the page is long
@@ -134,25 +140,28 @@ def test_the_sticky_bar_with_pause_and_stop_stays_under_the_header_while_scrolli
         expect(rounds).to_have_value("8")
         page.get_by_role("button", name="Start debate").click()
         page.wait_for_url(DEBATE_URL)
-        # Long enough to scroll well past the top (a desktop shows more of it at once).
-        page.wait_for_function("() => document.documentElement.scrollHeight > window.innerHeight + 300",
-                               timeout=90_000)
         bar = page.locator(".rostrum-sticky")
-        pause = bar.get_by_role("button", name="Pause", exact=True)
-        stop = bar.get_by_role("button", name="Stop", exact=True)
-        expect(pause).to_be_visible()
-        expect(stop).to_be_visible()
-        # Scrolled to the end and measured in one step: the live page changes height as turns stream and
-        # commit, and measured later the page had once shrunk back above the point where the bar sticks.
-        where = page.evaluate(SCROLLED_JS)
-        assert where["scrollY"] > 100, where
-        assert abs(where["bar"] - where["header"]) <= 2, where  # right below, not under it
-        assert page.evaluate("() => { const b = document.querySelector('.rostrum-sticky "
-                             ".rostrum-stepper'); const r = b.getBoundingClientRect(); return "
-                             "document.elementFromPoint(r.left + 4, r.top + r.height / 2)?.closest("
-                             "'.rostrum-sticky') !== null; }"), "the stepper is covered"
-        shot(page, f"{scheme}-{viewport['width']}-scrolled")
-        stop.click()
+        for viewport, scheme in VIEWS:
+            page.set_viewport_size(viewport)  # type: ignore[arg-type]
+            in_scheme(page, scheme)
+            view = f"{viewport['width']}-{scheme}"
+            # Long enough to scroll well past the top (a desktop shows more of it at once).
+            page.wait_for_function("() => document.documentElement.scrollHeight > window.innerHeight + 300",
+                                   timeout=90_000)
+            expect(bar.get_by_role("button", name="Pause", exact=True)).to_be_visible()
+            expect(bar.get_by_role("button", name="Stop", exact=True)).to_be_visible()
+            # Scrolled to the end and measured in one step: the live page changes height as turns stream
+            # and commit, and measured later the page had once shrunk back above the point where the bar
+            # sticks.
+            where = page.evaluate(SCROLLED_JS)
+            assert where["scrollY"] > 100, (view, where)
+            assert abs(where["bar"] - where["header"]) <= 2, (view, where)  # right below, not under it
+            assert page.evaluate("() => { const b = document.querySelector('.rostrum-sticky "
+                                 ".rostrum-stepper'); const r = b.getBoundingClientRect(); return "
+                                 "document.elementFromPoint(r.left + 4, r.top + r.height / 2)?.closest("
+                                 "'.rostrum-sticky') !== null; }"), f"{view}: the stepper is covered"
+            shot(page, f"{scheme}-{viewport['width']}-scrolled")
+        bar.get_by_role("button", name="Stop", exact=True).click()
         page.get_by_role("menuitem", name="Stop without a verdict").click()
         expect(page.get_by_role("menuitem", name="Stop without a verdict")).to_be_hidden()
         expect(bar.get_by_role("button", name="Pause", exact=True)).to_have_count(0)  # ended: no buttons
@@ -190,9 +199,9 @@ ALERT_CONTRAST = """(el) => {
 }"""
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_main_page_fits_a_phone_and_the_debates_keep_their_bar_under_the_header(
-        site: Site, browser: Browser, scheme: str) -> None:
+        site: Site, browser: Browser) -> None:
+    """Each page in light and dark: loaded in one, then switched to the other."""
     topics = site.workdir / "topics.txt"
     topics.write_text("Should phones be banned at dinner?\n", encoding="utf-8")
     tournament = re.search(r"Tournament ([0-9a-f]{12})", site.cli(
@@ -204,28 +213,32 @@ def test_every_main_page_fits_a_phone_and_the_debates_keep_their_bar_under_the_h
         "debate", "Should the verdict warn?", "--format", "round-limited", "--rounds", "1", "--warn-at", "0.008"))
     assert warned is not None
     finished = f"/debate/{warned.group(1)}"
-    context = context_for(browser, PHONE, scheme)
+    context = context_for(browser, PHONE, "light")
     page = context.new_page()
     try:
         running = start(page, site.base, "Should night buses be free?").removeprefix(site.base)
         paths = ["/", "/new", running, finished, "/leaderboard", "/judges", "/tournaments",
                  f"/tournaments/{tournament.group(1)}", "/tournaments/new", "/settings", "/admin"]
-        for path in paths:
+        for number, path in enumerate(paths):
             page.goto(site.base + path)
             page.wait_for_selector("h1")
             page.wait_for_function("() => window.socket?.connected")  # parts built once connected follow
             if path == "/leaderboard" or (path.startswith("/tournaments/") and path != "/tournaments/new"):
                 page.locator(".rostrum-chart svg").first.wait_for()  # the charts have drawn
-            assert page.evaluate(WIDER) <= 0, f"{path} is {page.evaluate(WIDER)} px wider than the screen"
-            shot(page, f"every-{scheme}-{path.strip('/').replace('/', '-') or 'home'}")
-            if path in (running, finished):  # scrolled to the end: the bar sits right under the header
-                page.evaluate("() => window.scrollTo(0, document.scrollingElement.scrollHeight)")
-                page.wait_for_function("() => window.scrollY > 100")
-                bar = page.evaluate(BAR_UNDER_HEADER)
-                assert bar["seen"] and abs(bar["gap"]) <= 2, f"{path}: the sticky bar {bar}"
-            if path == finished:
-                alert = page.get_by_role("alert").filter(has_text="during the verdict")
-                expect(alert).to_be_visible()
-                assert alert.evaluate(ALERT_CONTRAST) >= 4.5, f"the warning reads {alert.evaluate(ALERT_CONTRAST)}:1"
+            for scheme in both_schemes(number):
+                in_scheme(page, scheme)
+                wider = page.evaluate(WIDER)
+                assert wider <= 0, f"{path} ({scheme}) is {wider} px wider than the screen"
+                shot(page, f"every-{scheme}-{path.strip('/').replace('/', '-') or 'home'}")
+                if path in (running, finished):  # scrolled to the end: the bar sits right under the header
+                    page.evaluate("() => window.scrollTo(0, document.scrollingElement.scrollHeight)")
+                    page.wait_for_function("() => window.scrollY > 100")
+                    bar = page.evaluate(BAR_UNDER_HEADER)
+                    assert bar["seen"] and abs(bar["gap"]) <= 2, f"{path} ({scheme}): the sticky bar {bar}"
+                if path == finished:
+                    alert = page.get_by_role("alert").filter(has_text="during the verdict")
+                    expect(alert).to_be_visible()
+                    contrast = alert.evaluate(ALERT_CONTRAST)
+                    assert contrast >= 4.5, f"the warning reads {contrast}:1 ({scheme})"
     finally:
         context.close()
