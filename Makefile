@@ -80,11 +80,20 @@ REQUIRED_SERVICES = $$( \
 # Three pytest workers on two cores: a fifth of the suite's time is spent waiting (debates streaming at a
 # demo pace, workers' leases, servers starting), and a third worker fills it (measured on 2 cores: 9 min 28 s
 # with two, 8 min 12 s with three). One file per worker (loadfile): a file's server is started once.
+# mypy (25 s cold) runs beside pytest for the same reason; its report is printed after pytest's, and
+# either failing fails the target (`make typecheck` alone for a quick answer). `make test PYTEST_ARGS=…`
+# runs the checks with other pytest arguments (a file, -k …).
+PYTEST_ARGS ?= -n 3 --dist loadfile --durations=15
+MYPY_REPORT := $(VENV)/mypy-report.txt
+
 test: install chromium postgres redis axe
 	$(PY) -m ruff check .
-	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
-	ROSTRUM_REQUIRE_SERVICES="$(REQUIRED_SERVICES)" $(PY) -m pytest -q -rs -n 3 --dist loadfile --durations=15
+	@$(PY) -m mypy >$(MYPY_REPORT) 2>&1 & typing=$$!; \
+	echo "mypy runs beside pytest (its report follows pytest's)"; \
+	ROSTRUM_REQUIRE_SERVICES="$(REQUIRED_SERVICES)" $(PY) -m pytest -q -rs $(PYTEST_ARGS); tests=$$?; \
+	wait $$typing; typed=$$?; echo "mypy:"; cat $(MYPY_REPORT); \
+	test $$tests -eq 0 && test $$typed -eq 0
 
 bench: install
 	$(PY) bench/run.py
