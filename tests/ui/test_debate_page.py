@@ -191,8 +191,8 @@ async def test_error_panel_shows_the_provider_message_and_retry_continues(
     await user.should_see(marker="status-error")
     assert enabled(user) == {"pause": False, "resume": False, "retry": True, "stop": True}
     user.find(marker="error-retry").click()
-    await user.should_see(marker="winner", retries=50)
-    assert session.state.status is State.COMPLETED
+    await user.should_see(marker="winner", retries=50)  # shown once the verdict is stored: the end follows
+    assert await session.join() is State.COMPLETED
 
 
 async def test_cost_warning_opens_a_dialog_to_acknowledge(user: User) -> None:
@@ -207,7 +207,7 @@ async def test_cost_warning_opens_a_dialog_to_acknowledge(user: User) -> None:
     user.find(marker="dialog-acknowledge").click()
     await user.should_see(marker="winner", retries=50)
     assert dialog.value is False
-    assert session.state.status is State.COMPLETED
+    assert await session.join() is State.COMPLETED  # the winner is shown once stored: the end follows
 
 
 async def test_clarification_questions_are_answered_from_the_page(user: User) -> None:
