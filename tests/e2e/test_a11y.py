@@ -100,7 +100,6 @@ def audit(context: BrowserContext, url: str, ready: str, pending: set[str] | Non
     page.on("framenavigated", lambda f: console.append(f"navigated: {f.url}") if f == page.main_frame else None)
     try:
         page.set_viewport_size({"width": width, "height": 900})
-        page.emulate_media(color_scheme=SCHEMES[0])  # type: ignore[arg-type]
         page.goto(url)
         expect(page.locator(ready).first).to_be_visible(timeout=30_000)
         if expand is not None:

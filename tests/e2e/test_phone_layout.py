@@ -61,8 +61,9 @@ def slow_server(site: Site) -> str:
     return site.base
 
 
-def context_for(browser: Browser, viewport: dict[str, int], scheme: str) -> BrowserContext:
-    return browser.new_context(viewport=viewport, color_scheme=scheme)  # type: ignore[arg-type]
+def context_for(browser: Browser, viewport: dict[str, int]) -> BrowserContext:
+    """Pages load in light (`both_schemes` starts there); a test switches them with `in_scheme`."""
+    return browser.new_context(viewport=viewport, color_scheme="light")
 
 
 def overflow(page: Page) -> int:
@@ -89,7 +90,7 @@ SCROLLED_JS = """() => {
 def test_no_page_is_wider_than_the_screen_and_the_header_is_one_row_on_a_phone(
         slow_server: str, browser: Browser, viewport: dict[str, int]) -> None:
     """Each page in light and dark: loaded in one, then switched to the other."""
-    context = context_for(browser, viewport, "light")
+    context = context_for(browser, viewport)
     page = context.new_page()
     try:
         url = start(page, slow_server, "Should every street have a bench?")
@@ -126,7 +127,7 @@ VIEWS = [(PHONE, "light"), (PHONE, "dark"), (DESKTOP, "light"), (DESKTOP, "dark"
 
 def test_the_sticky_bar_with_pause_and_stop_stays_under_the_header_while_scrolling(
         slow_server: str, browser: Browser) -> None:
-    context = context_for(browser, PHONE, "light")
+    context = context_for(browser, PHONE)
     page = context.new_page()
     try:
         page.goto(slow_server + "/new")  # a Quick demo of eight rounds: still running once the page is long
@@ -213,7 +214,7 @@ def test_every_main_page_fits_a_phone_and_the_debates_keep_their_bar_under_the_h
         "debate", "Should the verdict warn?", "--format", "round-limited", "--rounds", "1", "--warn-at", "0.008"))
     assert warned is not None
     finished = f"/debate/{warned.group(1)}"
-    context = context_for(browser, PHONE, "light")
+    context = context_for(browser, PHONE)
     page = context.new_page()
     try:
         running = start(page, site.base, "Should night buses be free?").removeprefix(site.base)
