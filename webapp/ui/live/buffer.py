@@ -127,6 +127,14 @@ class FlushBuffer:
     # --- in: from the engine or the bus (synchronous, must be cheap) ------------------------------
 
     def add(self, message: LiveMessage) -> None:
+        if isinstance(message, LiveChunk | LiveTurnStarted | LiveTurnAborted) and \
+                message.key in self.session.state.turn_keys:
+            # Stale: the finished turn supersedes its stream. A debate run by another process reaches
+            # this channel on two paths, its stream over the bus and its commits from the log (read on a
+            # bus signal, or by the periodic follow), and the log can win: the commit was read while the
+            # runner's last chunks were still on their way. Taken, such a chunk restarted the turn's
+            # offsets at 0 after its commit (pages ignore it; the API's event stream sent it on).
+            return
         if isinstance(message, LiveChunk):
             offset = self._lengths.get(message.key, 0)
             self._lengths[message.key] = offset + len(message.text)
