@@ -14,7 +14,8 @@ from redis.asyncio.client import PubSub
 from tests.redis_fixtures import RedisServer
 from webapp.bus import Changed, RemoteItem
 from webapp.bus.redis_bus import RedisBus, channel_name, stream_key
-from webapp.engine.stream import LiveChunk, LiveTurnStarted
+from webapp.bus.redis_wire import DebateWatch
+from webapp.engine.stream import LiveChunk, LiveStatus, LiveTurnStarted
 
 WAIT = 10.0  # seconds: an upper bound; each wait ends on the awaited item
 
@@ -137,6 +138,38 @@ async def test_a_late_joiner_catches_up_on_the_turn_in_flight_from_the_stream(
     runner.publish(chunk(debate, "cars."))  # and it carries on from there, nothing doubled
     await joiner.until(lambda items: joiner.text().endswith("cars."))
     assert joiner.text() == "Cities should ban cars."
+
+
+def test_a_named_change_in_the_stream_is_handed_on_once_by_a_subscription() -> None:
+    # A comment stored while a page subscribes: its signal is in the stream the subscription reads and
+    # comes again on the channel, where the counters drop it as already read. The replay must hand it on.
+    watch = DebateWatch()
+    comments = '{"t":"x","ch":"comments","i":"other","n":2}'
+    stream = ['{"t":"x","ch":"","i":"other","n":1}', comments]
+    items = watch.rebuild("d", "mine", stream)
+    assert items == [Changed("d"), Changed("d", change="comments")]
+    assert watch.apply("d", "mine", comments, replaying=False) is None  # the channel's copy: once only
+    assert watch.rebuild("d", "mine", stream) == [Changed("d")]  # a resubscription: nothing new
+    newer = '{"t":"x","ch":"audience","i":"other","n":3}'
+    assert watch.rebuild("d", "mine", [*stream, newer]) == [Changed("d"), Changed("d", change="audience")]
+
+
+async def test_a_late_joiner_hears_a_change_published_before_it_subscribed(
+    buses: Callable[..., RedisBus]
+) -> None:
+    debate = uuid.uuid4().hex[:12]
+    runner, late = buses(), buses()
+    for bus in (runner, late):
+        await bus.start()
+    runner.publish(LiveStatus(debate, "comments"))
+    assert runner._client is not None
+    async with asyncio.timeout(WAIT):
+        while not await runner._client.xrange(stream_key(debate)):  # on Redis: nothing to await but asking
+            await asyncio.sleep(0.02)
+    joiner = Heard()
+    late.watch(debate, joiner)
+    await joiner.until(lambda items: Changed(debate, change="comments") in items)
+    assert joiner.items == [Changed(debate), Changed(debate, change="comments")]
 
 
 async def test_the_stream_is_capped_and_a_trimmed_turn_is_never_shown_wrong(

@@ -9,7 +9,8 @@ carries this bus's instance id and a counter, so a subscriber can tell what it h
 Subscribing: one pub/sub connection per process, subscribed to the dashboard channel and to one channel
 per debate that has watchers here, whatever their number. When a debate's channel is (re)subscribed, its
 stream is read from the start to rebuild the turns in flight (a late joiner sees the current turn), and
-the watchers are handed each such turn afresh (started, then its text so far) plus a `Changed` signal.
+the watchers are handed each such turn afresh (started, then its text so far) plus a `Changed` signal,
+and a `Changed` for each named change (comments, votes) in the stream they had not applied yet.
 
 When Redis goes away, publishing drops what it cannot send (finished turns are in the store) and the
 subscriber retries with backoff; pages keep following the store meanwhile. When it is back, the

@@ -106,10 +106,18 @@ class DebateWatch:
 
     def rebuild(self, debate_id: str, own: str, messages: list[str]) -> list[RemoteItem]:
         """Fold a debate's whole stream (`messages`, oldest first) into the turns in flight; returns what
-        to hand the watchers afresh: each turn started, its text so far, then a `Changed` signal."""
+        to hand the watchers afresh: each turn started, its text so far, a `Changed` signal (read the
+        log), then one `Changed` per named change this watch had not applied yet (comments, votes…).
+
+        Those named changes are not in the log: a signal read here and again from the channel counts
+        once (the counters), so unless it is handed on from here its watchers would never hear of it —
+        a comment stored while a page subscribed reached nobody."""
         self.live.clear()
+        changes: dict[str, Changed] = {}
         for data in messages:
-            self.apply(debate_id, own, data, replaying=True)
+            item = self.apply(debate_id, own, data, replaying=True)
+            if isinstance(item, Changed) and item.change:
+                changes[item.change] = item
         items: list[RemoteItem] = []
         for turn in self.live.values():
             items.append(LiveTurnStarted(debate_id, turn.key, turn.speaker, turn.phase, turn.round, turn.act,
@@ -117,6 +125,7 @@ class DebateWatch:
             if turn.text:
                 items.append(LiveChunk(debate_id, turn.key, turn.speaker, turn.text))
         items.append(Changed(debate_id))
+        items.extend(changes.values())
         return items
 
     def apply(self, debate_id: str, own: str, data: str, *, replaying: bool) -> RemoteItem | None:
@@ -130,9 +139,10 @@ class DebateWatch:
             return None
         if instance == own:  # our own runner: local watchers heard it from the session
             return None
-        if replaying:
+        fresh = counter > self.seen.get(instance, 0)
+        if replaying:  # the turns in flight are rebuilt from every message; only news is handed on
             self.seen[instance] = max(counter, self.seen.get(instance, 0))
-        elif counter <= self.seen.get(instance, 0):
+        elif not fresh:
             return None  # already applied (read from the stream when subscribing)
         else:
             self.seen[instance] = counter
@@ -157,5 +167,5 @@ class DebateWatch:
                 self.live.pop(key, None)
             return Changed(debate_id, seq=int(body["s"]), turn=key or None)
         if kind == "x":
-            return Changed(debate_id, change=str(body.get("ch") or ""))
+            return Changed(debate_id, change=str(body.get("ch") or "")) if fresh else None
         return None
