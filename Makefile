@@ -77,14 +77,14 @@ REQUIRED_SERVICES = $$( \
 	{ [ -x $(PG_INITDB) ] && echo postgres; command -v redis-server >/dev/null && echo redis; \
 	  [ -f $(AXE) ] && echo axe; } | paste -sd, -)
 
-# Two pytest workers, one file per worker (loadfile: a file's server is started once). A fifth of the
-# suite's time is waiting (debates streaming at a demo pace, leases, start-ups), and a third worker fills
-# it (2 cores, quiet: 7 min 43 s of pytest against 9 min 28 s), but beside a CPU-bound process three workers
-# brought out races in four tests that two never showed: two are fixed, two (Redis bus tests) are not yet,
-# so two workers until they are. mypy (25 s cold) runs beside pytest: its report is printed after
+# Three pytest workers on two cores, one file per worker (loadfile: a file's server is started once): a
+# fifth of the suite's time is waiting (debates streaming at a demo pace, leases, start-ups), and the third
+# worker fills it (2 cores, quiet: 7 min 43 s of pytest against 9 min 28 s with two). Beside a CPU-bound
+# process three workers brought out races in four tests that two never showed, each fixed at its cause
+# (two were product bugs of the live bus). mypy (25 s cold) runs beside pytest: its report is printed after
 # pytest's, and either failing fails the target (`make typecheck` alone for a quick answer).
 # `make test PYTEST_ARGS=…` runs the checks with other pytest arguments (a file, -k …).
-PYTEST_ARGS ?= -n 2 --dist loadfile --durations=15
+PYTEST_ARGS ?= -n 3 --dist loadfile --durations=15
 MYPY_REPORT := $(VENV)/mypy-report.txt
 
 test: install chromium postgres redis axe
