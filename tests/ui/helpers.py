@@ -7,7 +7,8 @@ import json
 from html.parser import HTMLParser
 from typing import Any
 
-from nicegui import ui
+from nicegui import context, ui
+from nicegui.functions.navigate import Navigate
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
@@ -179,3 +180,42 @@ def grow(text: str, offset: int, chunk: str) -> str:
     what extends the text it has; a gap is refused (the page would ask for a resync)."""
     assert offset <= len(text), f"a gap: text item at {offset}, the page has {len(text)} characters"
     return text + chunk[len(text) - offset:] if offset + len(chunk) > len(text) else text
+
+
+class _TabNavigate(Navigate):
+    """`ui.navigate` for several simulated tabs: each navigation goes to the tab whose page asked for it.
+
+    NiceGUI's user simulation keeps one `ui.navigate` for all, the navigation of whichever `User` was
+    touched last, and it touches a tab on its own too (answering a page's JavaScript): a page's
+    `ui.navigate.to` after an await could take another tab there (the tab that signed out stayed where it
+    was, while the other one went to the sign-in page)."""
+
+    def __init__(self, tabs: dict[User, Navigate]) -> None:
+        super().__init__()
+        self.tabs = tabs
+
+    def _own(self) -> Navigate:
+        client = context.client
+        for tab, navigate in self.tabs.items():
+            if object.__getattribute__(tab, "client") is client:  # not `tab.client`: that re-points the globals
+                return navigate
+        raise AssertionError(f"no simulated tab shows client {client.id}")
+
+    def to(self, target: Any, new_tab: bool = False) -> None:
+        self._own().to(target, new_tab)
+
+    def back(self) -> None:
+        self._own().back()
+
+    def forward(self) -> None:
+        self._own().forward()
+
+    def reload(self) -> None:
+        self._own().reload()
+
+
+def navigate_per_tab(*tabs: User) -> None:
+    """Let each of these simulated tabs navigate on its own (`_TabNavigate`)."""
+    routed = _TabNavigate({tab: tab.navigate for tab in tabs})
+    for tab in tabs:
+        tab.navigate = routed  # type: ignore[misc]  # User.__getattribute__ installs it as `ui.navigate`

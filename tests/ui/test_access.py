@@ -19,7 +19,7 @@ from nicegui import core
 from nicegui.testing import User
 
 from tests.child_env import child_env
-from tests.ui.helpers import demo_speed, engine, notified, one, press, send_command, start_demo
+from tests.ui.helpers import demo_speed, engine, navigate_per_tab, notified, one, press, send_command, start_demo
 from webapp.access.passwords import hash_password
 from webapp.access.roles import Action, Role
 from webapp.engine.machine import State
@@ -590,9 +590,9 @@ async def test_signing_out_in_one_tab_cuts_off_the_others(user: User, auth_on: N
     (session_id,) = [r[0] for r in await (await engine()).store.fetchall("SELECT id FROM login_sessions")]
     gate = Gate(await engine(), Principal(name="ops", role=Role.OPERATOR, session_id=session_id))
     signed_in_cookie = dict(other.http_client.cookies)
+    navigate_per_tab(user, other)
     other.find(marker="account").click()
     other.find(marker="sign-out").click()
-    # (Polling `other` keeps the simulation's `ui.navigate` on that tab: it is one global for all.)
     await other.should_see(marker="login", retries=50)
     assert dict(other.http_client.cookies) != signed_in_cookie  # a fresh browser id after signing out
     await user.should_see(marker="cut-off", retries=50)
