@@ -671,6 +671,25 @@ async def test_a_link_that_expires_cuts_off_its_open_tab(user: User, auth_on: No
         await db.execute("UPDATE share_links SET expires_at = ?", ((utcnow() - timedelta(seconds=1)).isoformat(),))
     await user.should_see(marker="cut-off", retries=100)
     await user.should_not_see(marker="export")
+    assert "This share link has expired." in one(user, "cut-off-message").text
+
+
+async def test_a_link_revoked_elsewhere_says_so_on_its_open_tab(user: User, auth_on: None) -> None:
+    """Revoked by another process (or before the revoking page got to it): the periodic look at open tabs'
+    links finds it and says why, as the revoking page does."""
+    from webapp.access.gate import Gate
+    from webapp.access.roles import Principal
+
+    await add_users(("ops", "operator"))
+    session = await start_demo("Revoked from afar")
+    await session.join()
+    gate = Gate(await engine(), Principal(name="ops", role=Role.OPERATOR))
+    link, token = await gate.share(session, 1)
+    await user.open(f"/s/{token}")
+    await user.should_see(marker="export")
+    await gate.revoke(session, link.id)  # no page of this process cuts the tab: only the look at the store
+    await user.should_see(marker="cut-off", retries=100)
+    assert "This share link was revoked." in one(user, "cut-off-message").text
 
 
 async def test_every_answer_carries_the_security_headers(user: User, auth_on: None) -> None:

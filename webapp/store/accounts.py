@@ -181,17 +181,23 @@ class Accounts:
         )
         return model_row(ShareLinkRow, LINK_COLUMNS, row) if row else None
 
-    async def links_over(self, link_ids: list[str]) -> set[str]:
-        """Which of these links no longer work (revoked, expired, or gone with their debate)."""
-        over: set[str] = set()
+    async def links_over(self, link_ids: list[str]) -> dict[str, str]:
+        """Which of these links no longer work, each with why: "revoked", "expired", or "gone" (with its
+        debate)."""
+        over: dict[str, str] = {}
         ids = list(dict.fromkeys(link_ids))
-        now = utcnow().isoformat()
+        now = utcnow()
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = await self.store.fetchall(
-                f"SELECT id FROM share_links WHERE id IN ({','.join('?' * len(chunk))}) AND revoked_at IS NULL"
-                " AND (expires_at IS NULL OR expires_at > ?)", (*chunk, now))
-            over |= set(chunk) - {r[0] for r in rows}
+                f"SELECT {', '.join(LINK_COLUMNS)} FROM share_links WHERE id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk))
+            found = {row.id: row for row in (model_row(ShareLinkRow, LINK_COLUMNS, r) for r in rows)}
+            for link_id in chunk:
+                row = found.get(link_id)
+                status = row.status(now) if row is not None else "gone"
+                if status != "active":
+                    over[link_id] = status
         return over
 
     async def links(self, debate_id: str) -> list[ShareLinkRow]:

@@ -36,6 +36,10 @@ WHY = {
     "account disabled": "Your account was disabled.",
     "expired": "Your sign-in has expired.",
 }
+LINK_WHY = {  # why a share link stopped working (`Accounts.links_over`) -> what its open tabs say
+    "revoked": "This share link was revoked. Ask whoever shared it for a new one.",
+    "expired": "This share link has expired. Ask whoever shared it for a new one.",
+}
 
 
 @dataclass(eq=False)
@@ -76,10 +80,12 @@ class Cutoff:
             why = reasons[tab.principal.session_id or ""]
             self._cut(tab, message or WHY.get(why, "Your sign-in has ended."))
 
-    def cut_links(self, link_ids: Iterable[str], message: str = "This share link no longer works.") -> None:
-        ids = set(link_ids)
-        for tab in [t for t in self.tabs.values() if t.principal.link_id in ids]:
-            self._cut(tab, message)
+    def cut_links(self, reasons: dict[str, str]) -> None:
+        """Cut off the tabs of these share links (link id -> why, as `Accounts.links_over` says it). Whichever
+        notices first — the page that revoked it, or the periodic look — the tab says the same."""
+        for tab in [t for t in self.tabs.values() if t.principal.link_id in reasons]:
+            why = reasons[tab.principal.link_id or ""]
+            self._cut(tab, LINK_WHY.get(why, "This share link no longer works."))
 
     def _cut(self, tab: _Tab, message: str) -> None:
         client = tab.client

@@ -85,8 +85,7 @@ class ShareLinks:
             ui.notify(f"Not done: {exc}", type="negative")
             return
         # Tabs open on it here stop at once (other processes' within a second: `webapp.ui.cutoff`).
-        runtime.current().cutoff.cut_links(
-            {link.id}, "This share link was revoked. Ask whoever shared it for a new one.")
+        runtime.current().cutoff.cut_links({link.id: "revoked"})
         # Said before the list is made again: that deletes the Revoke button this handler runs in, and a
         # notice after it had no page to go to (the confirmation was lost, with a traceback in the log).
         ui.notify(f"Share link {link.id} revoked", type="positive")
