@@ -78,11 +78,12 @@ REQUIRED_SERVICES = $$( \
 	  [ -f $(AXE) ] && echo axe; } | paste -sd, -)
 
 # Three pytest workers on two cores, one file per worker (loadfile: a file's server is started once): a
-# fifth of the suite's time is waiting (debates streaming at a demo pace, leases, start-ups), and the third
-# worker fills it (2 cores, quiet: 6 min 41 s – 7 min 55 s of pytest against 9 min 0 s – 9 min 53 s with two). Beside a CPU-bound
-# process three workers brought out races in six tests that two never showed, each fixed at its cause
-# (three were product bugs: two in the live bus, one in share links). mypy (25 s cold) runs beside pytest: its report is printed after
-# pytest's, and either failing fails the target (`make typecheck` alone for a quick answer).
+# fifth of the suite's time is waiting (debates streaming at a demo pace, leases, start-ups), and the
+# third worker fills it (2 cores, quiet: 6 min 41 s – 7 min 55 s of pytest against 9 min 0 s – 9 min 53 s
+# with two). Beside a CPU-bound process three workers brought out races in six tests that two never
+# showed, each fixed at its cause (three were product bugs: two in the live bus, one in share links).
+# mypy (25 s cold) runs beside pytest: its report is printed after pytest's, and either failing fails the
+# target (`make typecheck` alone for a quick answer).
 # `make test PYTEST_ARGS=…` runs the checks with other pytest arguments (a file, -k …).
 PYTEST_ARGS ?= -n 3 --dist loadfile --durations=15
 MYPY_REPORT := $(VENV)/mypy-report.txt
